@@ -1,0 +1,207 @@
+// Package guest is the Go SDK for writing a packd pack: register tool handlers
+// and guardrail checks by id in init functions, then build the package main
+// with
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o pack.wasm .
+//
+// The module then implements guest ABI v1 (see ../GUEST-ABI.md): packd hands a
+// handler the call's input and callContext, and nothing else; what the handler
+// returns is encoded as JSON and becomes the tool's output. A returned error or
+// a panic becomes a `handler-throw` with the error's name and message.
+//
+// Outside wasip1 the package still compiles, so handlers can be unit-tested
+// with plain `go test` through Dispatch.
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"sync"
+
+	"github.com/kindgi/packd/abi"
+)
+
+// Context is the call's callContext. Raw is the whole ctx as the caller sent
+// it, for fields this struct does not name.
+type Context struct {
+	TenantID       string                     `json:"tenantId"`
+	RunID          string                     `json:"runId"`
+	ProjectID      string                     `json:"projectId,omitempty"`
+	OrgID          string                     `json:"orgId,omitempty"`
+	RequestID      string                     `json:"requestId,omitempty"`
+	IdempotencyKey string                     `json:"idempotencyKey,omitempty"`
+	Env            map[string]string          `json:"env,omitempty"`
+	Secrets        map[string]json.RawMessage `json:"secrets,omitempty"`
+	Raw            json.RawMessage            `json:"-"`
+}
+
+// ToolFunc handles one tool call. input is the validated input with schema
+// defaults filled in, as JSON with its key order kept.
+type ToolFunc func(input json.RawMessage, ctx *Context) (any, error)
+
+// AnyToolFunc handles calls to any tool id that has no handler of its own.
+type AnyToolFunc func(id string, input json.RawMessage, ctx *Context) (any, error)
+
+// CheckFunc evaluates a guardrail check: config as sent, trace the run trace.
+// It returns a result object with at least a boolean `passed`.
+type CheckFunc func(config, trace json.RawMessage) (any, error)
+
+var (
+	mu      sync.Mutex
+	tools   = map[string]ToolFunc{}
+	checks  = map[string]CheckFunc{}
+	anyTool AnyToolFunc
+)
+
+// Tool registers the handler for a tool id. Registering an id twice panics.
+func Tool(id string, fn ToolFunc) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := tools[id]; dup || id == "" || fn == nil {
+		panic(fmt.Sprintf("guest: bad or duplicate tool %q", id))
+	}
+	tools[id] = fn
+}
+
+// AnyTool registers a handler for every tool id without its own handler.
+func AnyTool(fn AnyToolFunc) {
+	mu.Lock()
+	defer mu.Unlock()
+	anyTool = fn
+}
+
+// Check registers a guardrail check by its check id.
+func Check(id string, fn CheckFunc) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := checks[id]; dup || id == "" || fn == nil {
+		panic(fmt.Sprintf("guest: bad or duplicate check %q", id))
+	}
+	checks[id] = fn
+}
+
+// Error is a thrown error with a name, as JavaScript errors have. Return one
+// from a handler to choose the name packd reports; any other error is
+// reported with the name "Error".
+type Error struct {
+	Name    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Name + ": " + e.Message }
+
+// Describe returns the description kindgi_describe writes.
+func Describe() []byte {
+	mu.Lock()
+	defer mu.Unlock()
+	d := struct {
+		Tools  []string `json:"tools"`
+		Checks []string `json:"checks"`
+	}{Tools: []string{}, Checks: []string{}}
+	for id := range tools {
+		d.Tools = append(d.Tools, id)
+	}
+	if anyTool != nil {
+		d.Tools = append(d.Tools, abi.Wildcard)
+	}
+	for id := range checks {
+		d.Checks = append(d.Checks, id)
+	}
+	sort.Strings(d.Tools)
+	sort.Strings(d.Checks)
+	b, _ := json.Marshal(d)
+	return b
+}
+
+type request struct {
+	Kind  string `json:"kind"`
+	Tool  struct {
+		ID string `json:"id"`
+	} `json:"tool"`
+	Check struct {
+		ID string `json:"id"`
+	} `json:"check"`
+	Input  json.RawMessage `json:"input"`
+	Ctx    json.RawMessage `json:"ctx"`
+	Config json.RawMessage `json:"config"`
+	Trace  json.RawMessage `json:"trace"`
+}
+
+// Dispatch runs the handler a request names and returns the ABI status and
+// the response bytes. It is what kindgi_call does inside the module.
+func Dispatch(req []byte) (status abi.Status, resp []byte) {
+	var r request
+	if err := json.Unmarshal(req, &r); err != nil {
+		return thrown(&Error{Name: "TypeError", Message: "guest could not read the request: " + err.Error()})
+	}
+	var run func() (any, error)
+	mu.Lock()
+	switch r.Kind {
+	case abi.KindInvoke:
+		fn, anyFn := tools[r.Tool.ID], anyTool
+		if fn == nil && anyFn == nil {
+			mu.Unlock()
+			return abi.StatusNoHandler, nil
+		}
+		run = func() (any, error) {
+			ctx := &Context{Raw: r.Ctx}
+			if err := json.Unmarshal(r.Ctx, ctx); err != nil {
+				return nil, &Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()}
+			}
+			if fn != nil {
+				return fn(r.Input, ctx)
+			}
+			return anyFn(r.Tool.ID, r.Input, ctx)
+		}
+	case abi.KindCheckInvoke:
+		fn := checks[r.Check.ID]
+		if fn == nil {
+			mu.Unlock()
+			return abi.StatusNoHandler, nil
+		}
+		run = func() (any, error) { return fn(r.Config, r.Trace) }
+	default:
+		mu.Unlock()
+		return thrown(&Error{Name: "TypeError", Message: fmt.Sprintf("unknown request kind %q", r.Kind)})
+	}
+	mu.Unlock()
+	return safeRun(run)
+}
+
+func safeRun(run func() (any, error)) (status abi.Status, resp []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			status, resp = thrownStack("Panic", fmt.Sprint(p), string(debug.Stack()))
+		}
+	}()
+	out, err := run()
+	if err != nil {
+		return thrown(err)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return thrown(&Error{Name: "TypeError", Message: "handler output is not JSON: " + err.Error()})
+	}
+	return abi.StatusOK, b
+}
+
+func thrown(err error) (abi.Status, []byte) {
+	name, msg := "Error", err.Error()
+	var ge *Error
+	if errors.As(err, &ge) {
+		name, msg = ge.Name, ge.Message
+	}
+	return thrownStack(name, msg, name+": "+msg)
+}
+
+func thrownStack(name, msg, stack string) (abi.Status, []byte) {
+	b, _ := json.Marshal(struct {
+		Name    string `json:"name"`
+		Message string `json:"message"`
+		Stack   string `json:"stack"`
+	}{name, msg, stack})
+	return abi.StatusThrown, b
+}

@@ -1,0 +1,8 @@
+//go:build !wasip1
+
+package guest
+
+import "os"
+
+// Log writes one line to stderr when the SDK runs outside WebAssembly.
+func Log(level int32, msg string) { _, _ = os.Stderr.WriteString(msg + "\n") }

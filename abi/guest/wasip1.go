@@ -1,0 +1,60 @@
+//go:build wasip1
+
+package guest
+
+import (
+	"unsafe"
+
+	"github.com/kindgi/packd/abi"
+)
+
+//go:wasmimport kindgi request_len
+func requestLen() int32
+
+//go:wasmimport kindgi request_read
+func requestRead(ptr unsafe.Pointer)
+
+//go:wasmimport kindgi response_write
+func responseWrite(ptr unsafe.Pointer, n int32)
+
+//go:wasmimport kindgi log
+func logImport(level int32, ptr unsafe.Pointer, n int32)
+
+//go:wasmexport kindgi_abi_version
+func abiVersion() int32 { return abi.GuestABIVersion }
+
+//go:wasmexport kindgi_describe
+func describe() int32 {
+	write(Describe())
+	return int32(abi.StatusOK)
+}
+
+//go:wasmexport kindgi_call
+func call() int32 {
+	req := make([]byte, requestLen())
+	if len(req) > 0 {
+		requestRead(unsafe.Pointer(&req[0]))
+	}
+	status, resp := Dispatch(req)
+	if status != abi.StatusNoHandler {
+		write(resp)
+	}
+	return int32(status)
+}
+
+func write(b []byte) {
+	if len(b) == 0 {
+		responseWrite(nil, 0)
+		return
+	}
+	responseWrite(unsafe.Pointer(&b[0]), int32(len(b)))
+}
+
+// Log writes one line to packd's log at a level (abi.LogDebug … abi.LogError).
+func Log(level int32, msg string) {
+	if msg == "" {
+		return
+	}
+	b := []byte(msg)
+	logImport(level, unsafe.Pointer(&b[0]), int32(len(b)))
+}

@@ -1,0 +1,77 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tetratelabs/wazero/sys"
+)
+
+var (
+	// ErrDeadline: the call's deadline passed before the guest finished.
+	ErrDeadline = errors.New("sandbox: deadline exceeded")
+	// ErrCancelled: the call's context was cancelled before the guest finished.
+	ErrCancelled = errors.New("sandbox: cancelled")
+	// ErrOutputTooLarge: the guest wrote a response over Config.MaxResponseBytes.
+	ErrOutputTooLarge = errors.New("sandbox: response too large")
+	// ErrNoResponse: the guest returned without calling response_write.
+	ErrNoResponse = errors.New("sandbox: guest wrote no response")
+	// ErrMissingExport: the module lacks an export the guest ABI requires.
+	ErrMissingExport = errors.New("sandbox: missing export")
+	// ErrClosed: the sandbox was closed.
+	ErrClosed = errors.New("sandbox: closed")
+)
+
+// ExitError: the guest called proc_exit.
+type ExitError struct{ Code uint32 }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("pack code exited with code %d", e.Code) }
+
+// TrapError: the guest trapped (unreachable, out-of-bounds memory access,
+// stack exhaustion, ...). Message is the trap's reason, Stack the wasm stack.
+type TrapError struct {
+	Message string
+	Stack   string
+}
+
+func (e *TrapError) Error() string { return "wasm trap: " + e.Message }
+
+// ABIError: the guest broke the guest ABI (a pointer or length outside its
+// memory, a second response, a wrong result type).
+type ABIError struct {
+	Func   string
+	Reason string
+}
+
+func (e *ABIError) Error() string { return e.Func + ": " + e.Reason }
+
+// classify turns what wazero returned from a guest function into one of the
+// package's errors. ctx decides between deadline and cancellation.
+func classify(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(cerr, context.DeadlineExceeded) {
+			return ErrDeadline
+		}
+		return ErrCancelled
+	}
+	var abiErr *ABIError
+	if errors.As(err, &abiErr) {
+		return abiErr
+	}
+	if errors.Is(err, ErrOutputTooLarge) {
+		return ErrOutputTooLarge
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return &ExitError{Code: exit.ExitCode()}
+	}
+	msg, stack, _ := strings.Cut(err.Error(), "\n")
+	msg = strings.TrimPrefix(msg, "wasm error: ")
+	stack = strings.TrimPrefix(stack, "wasm stack trace:\n")
+	return &TrapError{Message: msg, Stack: strings.TrimSpace(stack)}
+}

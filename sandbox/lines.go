@@ -1,0 +1,90 @@
+package sandbox
+
+import (
+	"bytes"
+	"io"
+	"sync"
+)
+
+// lineSink is a service-wide destination (the process's stdout or stderr)
+// shared by every call; each write is one whole line.
+type lineSink struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *lineSink) writeLine(line []byte) {
+	s.mu.Lock()
+	_, _ = s.w.Write(line)
+	s.mu.Unlock()
+}
+
+// lineWriter collects one call's output on one stream and forwards it to its
+// sink as whole lines. A line longer than maxLine is cut and marked; once the
+// call has forwarded maxTotal bytes, the rest is dropped with one marker line.
+type lineWriter struct {
+	sink     *lineSink
+	maxLine  int
+	budget   int // bytes the call may still forward
+	buf      []byte
+	cut      bool // the current line was already cut: drop until newline
+	exceeded bool
+}
+
+const (
+	truncMark   = " [packd: line truncated]\n"
+	droppedMark = "[packd: output limit reached, further lines dropped]\n"
+)
+
+func (w *lineWriter) Write(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		if !w.cut {
+			room := w.maxLine - len(w.buf)
+			if len(chunk) > room {
+				w.buf = append(w.buf, chunk[:room]...)
+				w.emit(append(w.buf, truncMark...))
+				w.buf = w.buf[:0]
+				w.cut = true
+			} else {
+				w.buf = append(w.buf, chunk...)
+			}
+		}
+		if i < 0 {
+			return
+		}
+		if w.cut {
+			w.cut = false
+		} else {
+			w.emit(append(w.buf, '\n'))
+			w.buf = w.buf[:0]
+		}
+		p = p[i+1:]
+	}
+}
+
+// Flush forwards a last line that had no newline.
+func (w *lineWriter) Flush() {
+	if len(w.buf) > 0 && !w.cut {
+		w.emit(append(w.buf, '\n'))
+	}
+	w.buf = w.buf[:0]
+	w.cut = false
+}
+
+func (w *lineWriter) emit(line []byte) {
+	if w.exceeded {
+		return
+	}
+	if len(line) > w.budget {
+		w.exceeded = true
+		w.sink.writeLine([]byte(droppedMark))
+		return
+	}
+	w.budget -= len(line)
+	w.sink.writeLine(line)
+}

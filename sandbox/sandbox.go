@@ -1,0 +1,277 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/kindgi/packd/abi"
+)
+
+// Defaults for a zero Config.
+const (
+	DefaultMemoryLimitPages = 4096     // 256 MiB
+	DefaultMaxResponseBytes = 16 << 20 // 16 MiB
+	DefaultMaxLineBytes     = 16 << 10 // 16 KiB
+	DefaultMaxOutputBytes   = 1 << 20  // 1 MiB of stdout+stderr lines per call
+)
+
+// Config configures a Sandbox. The zero value works: no disk cache, the
+// defaults above, guest output discarded.
+type Config struct {
+	// CacheDir holds wazero's compilation cache; empty keeps it in memory.
+	CacheDir string
+	// MemoryLimitPages bounds every instance's linear memory (64 KiB pages).
+	MemoryLimitPages uint32
+	// MaxResponseBytes bounds what one call may write with response_write.
+	MaxResponseBytes int
+	// Stdout and Stderr receive the guests' stdout and stderr lines.
+	Stdout, Stderr io.Writer
+	// MaxLineBytes cuts longer guest lines; MaxOutputBytes bounds what one
+	// call forwards on each stream.
+	MaxLineBytes, MaxOutputBytes int
+}
+
+// Sandbox owns a wazero runtime. It is safe for concurrent use.
+type Sandbox struct {
+	cfg            Config
+	rt             wazero.Runtime
+	cache          wazero.CompilationCache
+	modCfg         wazero.ModuleConfig
+	stdout, stderr lineSink
+	closeOnce      sync.Once
+	closeErr       error
+}
+
+// New starts a runtime with the guest ABI host module and the minimal WASI.
+func New(ctx context.Context, cfg Config) (*Sandbox, error) {
+	if cfg.MemoryLimitPages == 0 {
+		cfg.MemoryLimitPages = DefaultMemoryLimitPages
+	}
+	if cfg.MemoryLimitPages > 65536 {
+		return nil, fmt.Errorf("sandbox: memory limit of %d pages is over the 4 GiB of wasm32", cfg.MemoryLimitPages)
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.MaxLineBytes <= 0 {
+		cfg.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if cfg.MaxOutputBytes <= 0 {
+		cfg.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	s := &Sandbox{cfg: cfg}
+	s.stdout.w, s.stderr.w = orDiscard(cfg.Stdout), orDiscard(cfg.Stderr)
+	rc := wazero.NewRuntimeConfig().
+		WithMemoryLimitPages(cfg.MemoryLimitPages).
+		WithCloseOnContextDone(true)
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: opening compilation cache: %w", err)
+		}
+		s.cache = cache
+		rc = rc.WithCompilationCache(cache)
+	}
+	s.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	if err := instantiateKindgi(ctx, s.rt); err != nil {
+		_ = s.Close(ctx)
+		return nil, fmt.Errorf("sandbox: instantiating host module: %w", err)
+	}
+	if err := instantiateWASI(ctx, s.rt); err != nil {
+		_ = s.Close(ctx)
+		return nil, fmt.Errorf("sandbox: instantiating wasi: %w", err)
+	}
+	s.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader)
+	return s, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// Close releases the runtime and every module compiled in it. Safe twice.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		if s.rt != nil {
+			s.closeErr = s.rt.Close(ctx)
+		}
+		if s.cache != nil {
+			s.closeErr = errors.Join(s.closeErr, s.cache.Close(ctx))
+		}
+	})
+	return s.closeErr
+}
+
+// Module is a compiled pack module. Calls on it may run concurrently.
+type Module struct {
+	sb       *Sandbox
+	compiled wazero.CompiledModule
+	hasInit  bool
+	shape    error // why the module does not implement the guest ABI, or nil
+}
+
+// Compile validates and compiles a module once. A module that imports
+// anything packd does not provide fails here; a module that lacks the guest
+// ABI exports compiles, and Shape, Describe and Call report ErrMissingExport.
+func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	compiled, err := s.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("compiling module: %w", err)
+	}
+	if err := checkImports(compiled); err != nil {
+		_ = compiled.Close(ctx)
+		return nil, err
+	}
+	m := &Module{sb: s, compiled: compiled}
+	exports := compiled.ExportedFunctions()
+	if def, ok := exports[abi.ExportInitialize]; ok && len(def.ParamTypes()) == 0 && len(def.ResultTypes()) == 0 {
+		m.hasInit = true
+	}
+	m.shape = checkExports(compiled)
+	return m, nil
+}
+
+func checkImports(c wazero.CompiledModule) error {
+	for _, def := range c.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		if mod != abi.ImportModule && mod != wasiModule {
+			return fmt.Errorf("module imports %s.%s, which packd does not provide", mod, name)
+		}
+	}
+	for _, def := range c.ImportedMemories() {
+		mod, name, _ := def.Import()
+		return fmt.Errorf("module imports memory %s.%s; a pack module must define its own", mod, name)
+	}
+	return nil
+}
+
+func checkExports(c wazero.CompiledModule) error {
+	if _, ok := c.ExportedMemories()[abi.ExportMemory]; !ok {
+		return fmt.Errorf("%w: module does not export %q", ErrMissingExport, abi.ExportMemory)
+	}
+	fns := c.ExportedFunctions()
+	for _, name := range []string{abi.ExportABIVersion, abi.ExportDescribe, abi.ExportCall} {
+		def, ok := fns[name]
+		if !ok {
+			return fmt.Errorf("%w: module does not export %q", ErrMissingExport, name)
+		}
+		if len(def.ParamTypes()) != 0 || len(def.ResultTypes()) != 1 || def.ResultTypes()[0] != api.ValueTypeI32 {
+			return fmt.Errorf("%w: %q must have type () -> i32", ErrMissingExport, name)
+		}
+	}
+	return nil
+}
+
+// Shape is nil when the module exports everything the guest ABI requires.
+func (m *Module) Shape() error { return m.shape }
+
+// Close releases the compiled module.
+func (m *Module) Close(ctx context.Context) error { return m.compiled.Close(ctx) }
+
+// Reply is what a guest answered.
+type Reply struct {
+	Status abi.Status
+	Body   []byte
+}
+
+// Description is what a module says it serves.
+type Description struct {
+	Tools  []string `json:"tools"`
+	Checks []string `json:"checks"`
+}
+
+// Describe runs the module once to ask which tool and check ids it serves.
+func (m *Module) Describe(ctx context.Context) (Description, error) {
+	var d Description
+	if m.shape != nil {
+		return d, m.shape
+	}
+	rep, err := m.run(ctx, abi.ExportDescribe, nil, nil)
+	if err != nil {
+		return d, err
+	}
+	if rep.Status != abi.StatusOK {
+		return d, fmt.Errorf("%s returned status %d", abi.ExportDescribe, rep.Status)
+	}
+	if err := json.Unmarshal(rep.Body, &d); err != nil {
+		return d, fmt.Errorf("reading %s answer: %w", abi.ExportDescribe, err)
+	}
+	return d, nil
+}
+
+// Call runs kindgi_call in a fresh instance with req as the request and env
+// (KEY=VALUE) as the whole environment.
+func (m *Module) Call(ctx context.Context, req []byte, env []string) (Reply, error) {
+	if m.shape != nil {
+		return Reply{}, m.shape
+	}
+	return m.run(ctx, abi.ExportCall, req, env)
+}
+
+func (m *Module) run(ctx context.Context, export string, req []byte, env []string) (rep Reply, err error) {
+	s := m.sb
+	st := &callState{
+		request: req,
+		maxResp: s.cfg.MaxResponseBytes,
+		env:     env,
+		stdout:  lineWriter{sink: &s.stdout, maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+		stderr:  lineWriter{sink: &s.stderr, maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+	}
+	defer func() {
+		st.stdout.Flush()
+		st.stderr.Flush()
+	}()
+	if err := ctx.Err(); err != nil {
+		return rep, classify(ctx, err)
+	}
+	ctx = context.WithValue(ctx, stateKey{}, st)
+	inst, err := s.rt.InstantiateModule(ctx, m.compiled, s.modCfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return rep, classify(ctx, err)
+		}
+		return rep, fmt.Errorf("instantiating module: %w", err)
+	}
+	defer inst.Close(context.Background())
+	if m.hasInit {
+		if _, err := inst.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
+			return rep, classify(ctx, err)
+		}
+	}
+	if export == abi.ExportDescribe {
+		res, err := inst.ExportedFunction(abi.ExportABIVersion).Call(ctx)
+		if err != nil {
+			return rep, classify(ctx, err)
+		}
+		if v := int32(res[0]); v != abi.GuestABIVersion {
+			return rep, &ABIError{Func: abi.ExportABIVersion, Reason: fmt.Sprintf("guest ABI version %d, packd speaks %d", v, abi.GuestABIVersion)}
+		}
+	}
+	res, err := inst.ExportedFunction(export).Call(ctx)
+	if err != nil {
+		return rep, classify(ctx, err)
+	}
+	rep.Status = abi.Status(int32(res[0]))
+	switch rep.Status {
+	case abi.StatusOK, abi.StatusThrown:
+		if !st.wrote {
+			return rep, ErrNoResponse
+		}
+	case abi.StatusNoHandler:
+	default:
+		return rep, &ABIError{Func: export, Reason: fmt.Sprintf("returned unknown status %d", rep.Status)}
+	}
+	rep.Body = st.response
+	return rep, nil
+}

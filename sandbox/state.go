@@ -1,0 +1,60 @@
+package sandbox
+
+import (
+	"context"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// callState is everything a host function may touch during one call. It
+// travels in the context, so host modules are instantiated once per runtime
+// and still never see another call's data.
+type callState struct {
+	request  []byte
+	response []byte
+	wrote    bool
+	maxResp  int
+	env      []string // KEY=VALUE, exactly what the caller allows
+	stdout   lineWriter
+	stderr   lineWriter
+	clockT0  int64 // monotonic origin, ns
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *callState {
+	st, _ := ctx.Value(stateKey{}).(*callState)
+	if st == nil {
+		// A host function called outside a call (cannot happen through this
+		// package's API): stop the guest rather than crash the host.
+		panic(&ABIError{Func: "host", Reason: "called outside a call"})
+	}
+	return st
+}
+
+// read returns guest memory [ptr, ptr+n) or stops the guest with an ABIError.
+func read(mod api.Module, fn string, ptr, n uint32) []byte {
+	b, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		panic(&ABIError{Func: fn, Reason: oob(ptr, n, mod.Memory().Size())})
+	}
+	return b
+}
+
+func oob(ptr, n, size uint32) string {
+	return "pointer " + itoa(uint64(ptr)) + " with length " + itoa(uint64(n)) +
+		" is outside guest memory of " + itoa(uint64(size)) + " bytes"
+}
+
+func itoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}
