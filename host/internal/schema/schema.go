@@ -1,0 +1,214 @@
+// Package schema compiles the JSON Schemas (draft 2020-12) of a pack index and
+// validates instances against them the way the existing pack services do with
+// Ajv 8 (`allErrors: true`, `strict: true`, formats on, `useDefaults`).
+//
+// santhosh-tekuri/jsonschema/v6 compiles every schema (so an invalid schema or
+// a remote $ref is a load error) and decides whether an instance is valid. The
+// issues of an invalid instance are produced by this package's own walk over
+// the schema as written, because Ajv's list (its order, its params, its
+// messages) cannot be recovered from v6's error tree: see RATIONALE.md.
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/ojson"
+)
+
+// ErrRemoteRef is wrapped by the compile error of a schema that refers to
+// anything outside itself.
+var ErrRemoteRef = errors.New("schema: remote $ref is not allowed")
+
+const rootURL = "mem://packd/schema.json"
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%w: %s", ErrRemoteRef, url)
+}
+
+// Schema is a compiled schema. It is safe for concurrent use.
+type Schema struct {
+	doc      any // ordered, as written
+	compiled *jsonschema.Schema
+	anchors  map[string]anchored
+}
+
+type anchored struct {
+	node any
+	path string // schemaPath fragment of the node, e.g. "#/$defs/a"
+}
+
+// Compile compiles an ordered schema document (ojson value).
+func Compile(doc any) (*Schema, error) {
+	plain, err := jsonschema.UnmarshalJSON(bytes.NewReader(ojson.Encode(doc)))
+	if err != nil {
+		return nil, fmt.Errorf("reading schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(rootURL, plain); err != nil {
+		return nil, fmt.Errorf("adding schema: %w", err)
+	}
+	compiled, err := c.Compile(rootURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Schema{doc: doc, compiled: compiled, anchors: map[string]anchored{}}
+	s.collectAnchors(doc, "#")
+	return s, nil
+}
+
+// collectAnchors indexes $anchor and $dynamicAnchor names for "#name" refs.
+func (s *Schema) collectAnchors(node any, path string) {
+	switch n := node.(type) {
+	case *ojson.Object:
+		for _, k := range []string{"$anchor", "$dynamicAnchor"} {
+			if a, ok := n.Get(k); ok {
+				if name, ok := a.(string); ok {
+					s.anchors[name] = anchored{node: n, path: path}
+				}
+			}
+		}
+		for i, k := range n.Keys {
+			if k == "enum" || k == "const" || k == "default" || k == "examples" {
+				continue
+			}
+			s.collectAnchors(n.Vals[i], path+"/"+escapeSchemaSeg(k))
+		}
+	case []any:
+		for i, e := range n {
+			s.collectAnchors(e, fmt.Sprintf("%s/%d", path, i))
+		}
+	}
+}
+
+// Validate checks an ordered instance. It returns nil when the instance is
+// valid, else the issues in Ajv's order (never empty).
+func (s *Schema) Validate(data any) []abi.Issue {
+	err := s.compiled.Validate(ojson.Plain(data))
+	if err == nil {
+		return nil
+	}
+	w := walker{s: s}
+	res := w.validate(s.doc, "#", data, "")
+	if len(res.issues) > 0 {
+		return res.issues
+	}
+	return fallbackIssues(err)
+}
+
+// fallbackIssues reports v6's own errors when the Ajv-shaped walk found none
+// (the two validators disagree, e.g. on a format): never answer "invalid"
+// with an empty list.
+func fallbackIssues(err error) []abi.Issue {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []abi.Issue{{Keyword: "", Message: err.Error(), Params: &ojson.Object{}}}
+	}
+	var out []abi.Issue
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		kw := e.ErrorKind.KeywordPath()
+		keyword := ""
+		if len(kw) > 0 {
+			keyword = kw[len(kw)-1]
+		}
+		_, frag, _ := strings.Cut(e.SchemaURL, "#")
+		sp := "#" + frag
+		for _, seg := range kw {
+			sp += "/" + escapeSchemaSeg(seg)
+		}
+		out = append(out, abi.Issue{
+			InstancePath: instancePointer(e.InstanceLocation),
+			SchemaPath:   sp,
+			Keyword:      keyword,
+			Params:       &ojson.Object{},
+			Message:      e.ErrorKind.LocalizedString(nil),
+		})
+	}
+	walk(ve)
+	return out
+}
+
+func instancePointer(segs []string) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(escapePointer(s))
+	}
+	return b.String()
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func escapePointer(s string) string { return pointerEscaper.Replace(s) }
+
+// escapeSchemaSeg escapes a schema path segment as Ajv does: JSON Pointer
+// escaping, then JavaScript's encodeURIComponent.
+func escapeSchemaSeg(s string) string { return encodeURIComponent(escapePointer(s)) }
+
+func encodeURIComponent(s string) string {
+	const unreserved = "-_.!~*'()"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(unreserved, c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+var (
+	regexpCache sync.Map // pattern -> *regexp.Regexp (nil when it does not compile)
+	formatCache sync.Map // format name -> *jsonschema.Schema (nil: unknown format)
+)
+
+func compileRegexp(p string) *regexp.Regexp {
+	if re, ok := regexpCache.Load(p); ok {
+		return re.(*regexp.Regexp)
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		re = nil
+	}
+	regexpCache.Store(p, re)
+	return re
+}
+
+// formatOK validates a string against a format with v6's format checkers.
+// Unknown formats pass, as v6 and Ajv (outside strict mode) let them.
+func formatOK(format, value string) bool {
+	v, ok := formatCache.Load(format)
+	if !ok {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.AssertFormat()
+		var sch *jsonschema.Schema
+		if err := c.AddResource("mem://packd/format.json", map[string]any{"format": format}); err == nil {
+			sch, _ = c.Compile("mem://packd/format.json")
+		}
+		v, _ = formatCache.LoadOrStore(format, sch)
+	}
+	sch, _ := v.(*jsonschema.Schema)
+	return sch == nil || sch.Validate(value) == nil
+}
