@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/kindgi/packd/host"
+)
+
+// checkCmd loads and compiles everything an index names and lists every
+// problem, one per line; exit 0 when there is none.
+func checkCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("packd check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var lf loadFlags
+	lf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "packd check: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	hc, err := lf.config(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "packd check:", err)
+		return exitUsage
+	}
+	pack, err := host.Load(context.Background(), hc)
+	if pack != nil {
+		defer pack.Close(context.Background())
+	}
+	var le *host.LoadError
+	switch {
+	case errors.As(err, &le):
+		for _, p := range le.Problems {
+			fmt.Fprintln(stdout, p)
+		}
+		fmt.Fprintf(stderr, "packd check: %d problem(s)\n", len(le.Problems))
+		return exitError
+	case err != nil:
+		fmt.Fprintln(stderr, "packd check:", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "ok: pack %s %s, %d tool(s), %d check(s)\n",
+		pack.Index.PackID, pack.Index.PackVersion, len(pack.Index.Tools), len(pack.Index.Guardrails))
+	return exitOK
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/ojson"
+)
+
+func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("packd invoke", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		lf                                 loadFlags
+		toolID, toolVersion, input, ctxArg string
+		checkID, config, trace             string
+		timeoutMs                          int64
+	)
+	lf.register(fs)
+	fs.StringVar(&toolID, "tool", "", "the tool id to invoke")
+	fs.StringVar(&toolVersion, "version", "", "the tool version to ask for (default: none named)")
+	fs.StringVar(&input, "input", "{}", "the tool input: JSON, @file or @- for stdin")
+	fs.StringVar(&ctxArg, "ctx", `{"tenantId":"cli","runId":"cli"}`, "the callContext: JSON or @file")
+	fs.StringVar(&checkID, "check", "", "the check id to invoke (instead of --tool)")
+	fs.StringVar(&config, "config", "{}", "the check config: JSON or @file")
+	fs.StringVar(&trace, "trace", "{}", "the run trace the check evaluates: JSON or @file")
+	fs.Int64Var(&timeoutMs, "timeout-ms", host.DefaultTimeout.Milliseconds(), "the call's deadline in milliseconds")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	usageErr := func(err error) int {
+		fmt.Fprintln(stderr, "packd invoke:", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if (toolID == "") == (checkID == "") {
+		return usageErr(errors.New("name exactly one of --tool and --check"))
+	}
+	if timeoutMs <= 0 {
+		return usageErr(errors.New("--timeout-ms must be positive"))
+	}
+	var msg *ojson.Object
+	if toolID != "" {
+		in, err := jsonArg("input", input, stdin)
+		if err != nil {
+			return usageErr(err)
+		}
+		callCtx, err := jsonArg("ctx", ctxArg, stdin)
+		if err != nil {
+			return usageErr(err)
+		}
+		tool := &ojson.Object{Keys: []string{"id"}, Vals: []any{toolID}}
+		if toolVersion != "" {
+			tool.Set("version", toolVersion)
+		}
+		msg = &ojson.Object{Keys: []string{"v", "kind", "tool", "input", "ctx"},
+			Vals: []any{float64(abi.ProtocolVersion), abi.KindInvoke, tool, in, callCtx}}
+	} else {
+		cfg, err := jsonArg("config", config, stdin)
+		if err != nil {
+			return usageErr(err)
+		}
+		tr, err := jsonArg("trace", trace, stdin)
+		if err != nil {
+			return usageErr(err)
+		}
+		msg = &ojson.Object{Keys: []string{"v", "kind", "check", "config", "trace"},
+			Vals: []any{float64(abi.ProtocolVersion), abi.KindCheckInvoke,
+				&ojson.Object{Keys: []string{"id"}, Vals: []any{checkID}}, cfg, tr}}
+	}
+	hc, err := lf.config(stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	pack, err := host.Load(ctx, hc)
+	var le *host.LoadError
+	if errors.As(err, &le) {
+		for _, p := range le.Problems {
+			fmt.Fprintln(stderr, "packd invoke: warning:", p)
+		}
+	} else if err != nil {
+		fmt.Fprintln(stderr, "packd invoke:", err)
+		return exitError
+	}
+	if pack == nil {
+		return exitError
+	}
+	defer pack.Close(context.Background())
+
+	out := pack.Dispatch(ctx, ojson.Encode(msg), time.Duration(timeoutMs)*time.Millisecond)
+	if out.Refusal != nil {
+		fmt.Fprintln(stderr, "packd invoke: refused:", out.Refusal.Reason)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s\n", out.Response)
+	if !out.OK() {
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,63 @@
+// Command packd is a pack service that runs pack code compiled to
+// WebAssembly. Subcommands:
+//
+//	packd invoke --index I --tool ID [--version V] --input JSON|@file [--ctx JSON]
+//	packd invoke --index I --check ID --config JSON|@file --trace JSON|@file
+//	packd check --index I      load and compile everything, list every problem
+//	packd version
+//
+// invoke prints the response message on stdout and exits 0 on a result, 1 on
+// an error message, 2 on a usage error. Pack code's stdout and stderr lines
+// go to packd's stderr, so stdout holds exactly the response.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "invoke":
+		return invokeCmd(args[1:], stdin, stdout, stderr)
+	case "check":
+		return checkCmd(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "packd", version)
+		return exitOK
+	case "help", "-h", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "packd: unknown command %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  packd invoke --index I [--module-root R] --tool ID [--version V] --input JSON|@file [--ctx JSON|@file]
+  packd invoke --index I [--module-root R] --check ID --config JSON|@file --trace JSON|@file
+  packd check --index I [--module-root R]
+  packd version
+Run "packd invoke -h" or "packd check -h" for every flag.
+`)
+}

@@ -1,0 +1,289 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/ojson"
+)
+
+// DefaultTimeout is a call's deadline when the caller names none.
+const DefaultTimeout = 120 * time.Second
+
+// Outcome is what one dispatch produced: the response message, and what the
+// call record needs.
+type Outcome struct {
+	// Response is the protocol response message (result, check-result or
+	// error). It is nil only when Refusal is set.
+	Response []byte
+	// Parsed is false when the message did not parse: no call record then.
+	Parsed bool
+	// Target is "tool" or "check"; ID and Version what the caller named
+	// (Version as resolved when the tool was found).
+	Target, ID, Version string
+	// Code is the error code, empty on success.
+	Code abi.Code
+	// Ctx holds the call's ctx (nil for checks and unparsed messages).
+	Ctx *ojson.Object
+	// Refusal is set when the gate refused the call: no response message then.
+	Refusal *Refusal
+}
+
+// OK reports whether the call produced a result.
+func (o *Outcome) OK() bool { return o.Code == "" && o.Refusal == nil }
+
+// CtxString returns a string field of the call's ctx, or "".
+func (o *Outcome) CtxString(key string) string {
+	if o.Ctx == nil {
+		return ""
+	}
+	v, _ := o.Ctx.Get(key)
+	s, _ := v.(string)
+	return s
+}
+
+func (o *Outcome) fail(e *abi.Error) *Outcome {
+	o.Code = e.Code
+	o.Response = e.Encode()
+	return o
+}
+
+// Dispatch runs one request message. timeout (≤ 0: DefaultTimeout) starts
+// once the message has parsed; ctx carries the caller's cancellation.
+func (p *Pack) Dispatch(ctx context.Context, body []byte, timeout time.Duration) *Outcome {
+	o := &Outcome{}
+	doc, err := ojson.Decode(body)
+	if err != nil {
+		return o.fail(&abi.Error{Code: abi.CodeMalformedMessage, Message: "Request body is not valid JSON"})
+	}
+	msg, ok := doc.(*ojson.Object)
+	if !ok {
+		return o.fail(&abi.Error{Code: abi.CodeMalformedMessage, Message: "Message must be a JSON object"})
+	}
+	if v, ok := msg.Get("v"); !ok || v != float64(abi.ProtocolVersion) {
+		return o.fail(&abi.Error{Code: abi.CodeUnknownProtocolVersion, Message: "Expected protocol v2, got " + jsText(v, ok)})
+	}
+	kind, hasKind := msg.Get("kind")
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	switch kind {
+	case abi.KindInvoke:
+		return p.invoke(ctx, msg, timeout, o)
+	case abi.KindCheckInvoke:
+		return p.checkInvoke(ctx, msg, timeout, o)
+	}
+	return o.fail(&abi.Error{Code: abi.CodeUnexpectedMessageKind, Message: "Unknown request kind " + jsText(kind, hasKind)})
+}
+
+// jsText is how a JavaScript template literal shows JSON.stringify(v).
+func jsText(v any, present bool) string {
+	if !present {
+		return "undefined"
+	}
+	return string(ojson.Encode(v))
+}
+
+func objectField(msg *ojson.Object, key string) (*ojson.Object, bool) {
+	v, _ := msg.Get(key)
+	o, ok := v.(*ojson.Object)
+	return o, ok
+}
+
+func stringField(o *ojson.Object, key string) (string, bool) {
+	v, _ := o.Get(key)
+	s, ok := v.(string)
+	return s, ok
+}
+
+func malformed(msg string) *abi.Error {
+	return &abi.Error{Code: abi.CodeMalformedMessage, Message: msg}
+}
+
+func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Duration, o *Outcome) *Outcome {
+	toolObj, _ := objectField(msg, "tool")
+	var id string
+	if toolObj != nil {
+		id, _ = stringField(toolObj, "id")
+	}
+	if id == "" {
+		return o.fail(malformed("`tool.id` is required"))
+	}
+	version, hasVersion := "", false
+	if v, ok := toolObj.Get("version"); ok {
+		if version, hasVersion = v.(string); !hasVersion {
+			return o.fail(malformed("`tool.version` must be a string"))
+		}
+	}
+	callCtx, ok := objectField(msg, "ctx")
+	if ok {
+		_, okT := stringField(callCtx, "tenantId")
+		_, okR := stringField(callCtx, "runId")
+		ok = okT && okR
+	}
+	if !ok {
+		return o.fail(malformed("`ctx` needs string `tenantId` and `runId`"))
+	}
+	o.Parsed, o.Target, o.ID, o.Version, o.Ctx = true, "tool", id, version, callCtx
+	t := target{id: id}
+
+	entry, rerr := p.resolveTool(id, version, hasVersion)
+	if rerr != nil {
+		return o.fail(rerr)
+	}
+	o.Version = entry.spec.Version
+	if r := p.consultGate(ctx, GateRequest{
+		Target: "tool", ID: id, Version: entry.spec.Version,
+		TenantID: o.CtxString("tenantId"), ProjectID: o.CtxString("projectId"),
+		OrgID: o.CtxString("orgId"), RunID: o.CtxString("runId"),
+	}); r != nil {
+		o.Refusal = r
+		return o
+	}
+
+	input, _ := msg.Get("input")
+	entry.in.FillDefaults(input)
+	if issues := entry.in.Validate(input); issues != nil {
+		e := t.errorFor(abi.CodeInputValidationFailed, fmt.Sprintf("Tool %q input failed validation", id))
+		e.Issues = issues
+		return o.fail(e)
+	}
+	if entry.mod.err != nil {
+		return o.fail(t.guestError(entry.mod.path, entry.mod.err))
+	}
+
+	toolField := &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}
+	if entry.spec.Version != "" {
+		toolField.Set("version", entry.spec.Version)
+	}
+	req := ojson.Encode(&ojson.Object{
+		Keys: []string{"kind", "tool", "input", "ctx"},
+		Vals: []any{abi.KindInvoke, toolField, input, callCtx},
+	})
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep, err := entry.mod.mod.Call(runCtx, req, p.env)
+	if err != nil {
+		return o.fail(t.guestError(entry.mod.path, err))
+	}
+	switch rep.Status {
+	case abi.StatusNoHandler:
+		return o.fail(t.errorFor(abi.CodeHandlerShapeInvalid, fmt.Sprintf("Module %s has no handler for tool %q", entry.mod.path, id)))
+	case abi.StatusThrown:
+		return o.fail(t.thrown(thrownCause(rep.Body)))
+	}
+	out, err := ojson.Decode(rep.Body)
+	if err != nil {
+		return o.fail(t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that is not JSON: %v", id, strings.TrimPrefix(err.Error(), ojson.ErrSyntax.Error()+": "))))
+	}
+	if issues := entry.out.Validate(out); issues != nil {
+		e := t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that failed validation", id))
+		e.Issues = issues
+		return o.fail(e)
+	}
+	o.Response = abi.EncodeResult(out)
+	return o
+}
+
+func (p *Pack) resolveTool(id, version string, named bool) (*tool, *abi.Error) {
+	t := target{id: id}
+	entries := p.tools[id]
+	if len(entries) == 0 {
+		return nil, t.errorFor(abi.CodeToolNotInPack, fmt.Sprintf("This pack has no tool %q", id))
+	}
+	if named {
+		for _, e := range entries {
+			if e.spec.Version == version {
+				return e, nil
+			}
+		}
+		if len(entries) == 1 && entries[0].spec.Version == "" {
+			return entries[0], nil // an unversioned tool answers any version
+		}
+		return nil, t.errorFor(abi.CodeToolVersionMismatch,
+			fmt.Sprintf("Tool %q is %s in this pack; the caller asked for %s", id, versionList(entries), version))
+	}
+	if len(entries) == 1 {
+		return entries[0], nil
+	}
+	return nil, t.errorFor(abi.CodeToolVersionMismatch,
+		fmt.Sprintf("Tool %q is %s in this pack; the caller named no version", id, versionList(entries)))
+}
+
+func versionList(entries []*tool) string {
+	vs := make([]string, len(entries))
+	for i, e := range entries {
+		vs[i] = e.spec.Version
+	}
+	return strings.Join(vs, ", ")
+}
+
+func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.Duration, o *Outcome) *Outcome {
+	checkObj, _ := objectField(msg, "check")
+	var id string
+	if checkObj != nil {
+		id, _ = stringField(checkObj, "id")
+	}
+	if id == "" {
+		return o.fail(malformed("`check.id` is required"))
+	}
+	config, ok := objectField(msg, "config")
+	if !ok {
+		return o.fail(malformed("`config` must be an object"))
+	}
+	trace, _ := msg.Get("trace")
+	o.Parsed, o.Target, o.ID = true, "check", id
+	t := target{check: true, id: id}
+
+	c := p.checks[id]
+	if c == nil {
+		return o.fail(t.errorFor(abi.CodeCheckNotInPack, fmt.Sprintf("This pack has no check %q", id)))
+	}
+	if r := p.consultGate(ctx, GateRequest{Target: "check", ID: id}); r != nil {
+		o.Refusal = r
+		return o
+	}
+	if c.config != nil {
+		if issues := c.config.Validate(config); issues != nil {
+			at := ""
+			if issues[0].InstancePath != "" {
+				at = " at " + issues[0].InstancePath
+			}
+			e := t.errorFor(abi.CodeInputValidationFailed, fmt.Sprintf("Check %q config failed validation%s: %s", id, at, issues[0].Message))
+			e.Issues = issues
+			return o.fail(e)
+		}
+	}
+	if c.mod.err != nil {
+		return o.fail(t.guestError(c.mod.path, c.mod.err))
+	}
+	req := ojson.Encode(&ojson.Object{
+		Keys: []string{"kind", "check", "config", "trace"},
+		Vals: []any{abi.KindCheckInvoke, &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}, config, trace},
+	})
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep, err := c.mod.mod.Call(runCtx, req, p.env)
+	if err != nil {
+		return o.fail(t.guestError(c.mod.path, err))
+	}
+	switch rep.Status {
+	case abi.StatusNoHandler:
+		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Module %s has no handler for check %q", c.mod.path, id)))
+	case abi.StatusThrown:
+		return o.fail(t.thrown(thrownCause(rep.Body)))
+	}
+	res, err := ojson.Decode(rep.Body)
+	resObj, isObj := res.(*ojson.Object)
+	if err != nil || !isObj {
+		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q returned a result that is not an object", id)))
+	}
+	if passed, _ := resObj.Get("passed"); passed != true && passed != false {
+		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q returned a result without a boolean `passed`", id)))
+	}
+	o.Response = abi.EncodeCheckResult(resObj)
+	return o
+}

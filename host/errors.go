@@ -1,0 +1,103 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// target is what a call is about: a tool or a check, by id. It words every
+// error message about it.
+type target struct {
+	check bool
+	id    string
+}
+
+func (t target) kind() string {
+	if t.check {
+		return "check"
+	}
+	return "tool"
+}
+
+// errorFor builds an error message about t.
+func (t target) errorFor(code abi.Code, msg string) *abi.Error {
+	e := &abi.Error{Code: code, Message: msg}
+	if t.check {
+		e.CheckID = t.id
+	} else {
+		e.ToolID = t.id
+	}
+	return e
+}
+
+func (t target) shapeCode() abi.Code {
+	if t.check {
+		return abi.CodeCheckShapeInvalid
+	}
+	return abi.CodeHandlerShapeInvalid
+}
+
+func (t target) thrown(c abi.Cause) *abi.Error {
+	e := t.errorFor(abi.CodeHandlerThrow, fmt.Sprintf("Handler for %s %q threw: %s: %s", t.kind(), t.id, c.Name, c.Message))
+	e.Cause = &c
+	return e
+}
+
+// guestError maps everything the sandbox can return, and a module that could
+// not be loaded, to a protocol error. It is the one place that does so.
+func (t target) guestError(modPath string, err error) *abi.Error {
+	var (
+		exit  *sandbox.ExitError
+		trap  *sandbox.TrapError
+		abiE  *sandbox.ABIError
+	)
+	switch {
+	case errors.Is(err, sandbox.ErrDeadline):
+		return t.errorFor(abi.CodeDeadlineExceeded, t.id+" passed its deadline")
+	case errors.Is(err, sandbox.ErrCancelled):
+		return t.errorFor(abi.CodeCancelled, t.id+" was cancelled")
+	case errors.As(err, &exit):
+		return t.thrown(abi.Cause{Name: "ExitError", Message: exit.Error()})
+	case errors.As(err, &trap):
+		return t.thrown(abi.Cause{Name: "RuntimeError", Message: trap.Message, Stack: trap.Stack})
+	case errors.As(err, &abiE):
+		return t.thrown(abi.Cause{Name: "AbiError", Message: abiE.Error()})
+	case errors.Is(err, sandbox.ErrOutputTooLarge):
+		if t.check {
+			return t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q produced a result over the response size limit", t.id))
+		}
+		return t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output over the response size limit", t.id))
+	case errors.Is(err, sandbox.ErrNoResponse):
+		return t.errorFor(t.shapeCode(), fmt.Sprintf("Handler for %s %q returned without writing a response", t.kind(), t.id))
+	case errors.Is(err, sandbox.ErrMissingExport):
+		return t.errorFor(t.shapeCode(), fmt.Sprintf("Module %s has no handler for %s %q: %v", modPath, t.kind(), t.id, err))
+	default:
+		e := t.errorFor(abi.CodeHandlerImportFailed, fmt.Sprintf("Handler for %s %q could not be loaded from %s: %v", t.kind(), t.id, modPath, err))
+		e.Cause = &abi.Cause{Name: "Error", Message: err.Error()}
+		return e
+	}
+}
+
+// thrownCause reads the `{name, message, stack}` a guest wrote with StatusThrown.
+func thrownCause(body []byte) abi.Cause {
+	var c struct {
+		Name    *string `json:"name"`
+		Message *string `json:"message"`
+		Stack   *string `json:"stack"`
+	}
+	if err := json.Unmarshal(body, &c); err != nil || c.Message == nil {
+		return abi.Cause{Name: "Error", Message: string(body)}
+	}
+	out := abi.Cause{Name: "Error", Message: *c.Message}
+	if c.Name != nil && *c.Name != "" {
+		out.Name = *c.Name
+	}
+	if c.Stack != nil {
+		out.Stack = *c.Stack
+	}
+	return out
+}

@@ -1,0 +1,283 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/kindgi/packd/internal/ojson"
+)
+
+// Index is a parsed pack index (envelope v1).
+type Index struct {
+	PackID, PackVersion, ArtifactVersion, PublishedAt string
+	Tools                                             []*ToolSpec
+	Guardrails                                        []*GuardrailSpec
+	EnvRequired, EnvOptional                          []string
+	// Hash is "sha256:" and the hex SHA-256 of the index file's bytes.
+	Hash string
+}
+
+// ToolSpec is one entry of the index's tools.
+type ToolSpec struct {
+	ID, Version, Description, ModulePath string
+	Input, Output                        any           // JSON Schemas as written (ojson)
+	Limits                               *ojson.Object // open; nil when absent
+}
+
+// GuardrailSpec is one entry of the index's guardrails.
+type GuardrailSpec struct {
+	ID, CheckID, Kind, Action, ModulePath string
+	ConfigSchema                          any // nil when absent
+}
+
+// Check is the id a check-invoke names: checkId, else id.
+func (g *GuardrailSpec) Check() string {
+	if g.CheckID != "" {
+		return g.CheckID
+	}
+	return g.ID
+}
+
+var (
+	indexKeys = keySet("v", "packId", "packVersion", "artifactVersion", "publishedAt",
+		"tools", "guardrails", "agents", "flows", "env")
+	indexRequired = []string{"v", "packId", "packVersion", "artifactVersion", "publishedAt",
+		"tools", "guardrails", "agents", "flows"}
+	toolKeys = keySet("id", "input", "output", "modulePath", "description", "version",
+		"effects", "needs", "needsSpec", "sandbox", "limits", "network", "mutating", "spec")
+	guardrailKeys = keySet("id", "kind", "action", "checkModulePath", "checkId",
+		"configSchema", "config", "name", "severity", "scope", "sandbox", "limits", "network")
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+func keySet(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+// ParseIndex reads an index. It collects every problem it finds rather than
+// stopping at the first; the index is usable only when problems is empty.
+func ParseIndex(data []byte) (idx *Index, problems []string) {
+	sum := sha256.Sum256(data)
+	idx = &Index{Hash: "sha256:" + hex.EncodeToString(sum[:])}
+	doc, err := ojson.Decode(data)
+	if err != nil {
+		return idx, []string{"Cannot read the pack index: " + err.Error()}
+	}
+	top, ok := doc.(*ojson.Object)
+	if !ok {
+		return idx, []string{"Cannot read the pack index: the index is not a JSON object"}
+	}
+	p := &problemList{}
+	if v, _ := top.Get("v"); v != float64(1) {
+		return idx, []string{fmt.Sprintf("Index envelope v%s is not v1", envelopeText(v))}
+	}
+	for _, k := range top.Keys {
+		if !indexKeys[k] {
+			p.add("Index has an unknown key %q", k)
+		}
+	}
+	for _, k := range indexRequired {
+		if _, ok := top.Get(k); !ok {
+			p.add("Index is missing %q", k)
+		}
+	}
+	idx.PackID = p.str(top, "packId", "Index", true)
+	idx.PackVersion = p.str(top, "packVersion", "Index", true)
+	idx.ArtifactVersion = p.str(top, "artifactVersion", "Index", true)
+	idx.PublishedAt = p.str(top, "publishedAt", "Index", true)
+	for _, k := range []string{"agents", "flows"} {
+		if v, ok := top.Get(k); ok {
+			if _, isArr := v.([]any); !isArr {
+				p.add("Index %q must be an array", k)
+			}
+		}
+	}
+	if env, ok := top.Get("env"); ok {
+		idx.EnvRequired, idx.EnvOptional = p.env(env)
+	}
+	for i, t := range p.array(top, "tools") {
+		if spec := p.tool(i, t); spec != nil {
+			idx.Tools = append(idx.Tools, spec)
+		}
+	}
+	for i, g := range p.array(top, "guardrails") {
+		if spec := p.guardrail(i, g); spec != nil {
+			idx.Guardrails = append(idx.Guardrails, spec)
+		}
+	}
+	seenTools := map[string]bool{}
+	for _, t := range idx.Tools {
+		key := t.ID + "@" + t.Version
+		if seenTools[key] {
+			if t.Version == "" {
+				p.add("Duplicate tool %s (no version)", t.ID)
+			} else {
+				p.add("Duplicate tool %s version %s", t.ID, t.Version)
+			}
+		}
+		seenTools[key] = true
+	}
+	seenChecks := map[string]bool{}
+	for _, g := range idx.Guardrails {
+		if seenChecks[g.Check()] {
+			p.add("Duplicate check %s", g.Check())
+		}
+		seenChecks[g.Check()] = true
+	}
+	return idx, p.list
+}
+
+func envelopeText(v any) string {
+	if v == nil {
+		return "undefined"
+	}
+	return string(ojson.Encode(v))
+}
+
+type problemList struct{ list []string }
+
+func (p *problemList) add(format string, args ...any) {
+	p.list = append(p.list, fmt.Sprintf(format, args...))
+}
+
+// str reads a string field; required fields must be non-empty.
+func (p *problemList) str(o *ojson.Object, key, where string, required bool) string {
+	v, ok := o.Get(key)
+	if !ok {
+		return ""
+	}
+	s, isStr := v.(string)
+	if !isStr || (required && s == "") {
+		p.add("%s %q must be a non-empty string", where, key)
+		return ""
+	}
+	return s
+}
+
+func (p *problemList) array(o *ojson.Object, key string) []any {
+	v, ok := o.Get(key)
+	if !ok {
+		return nil
+	}
+	arr, isArr := v.([]any)
+	if !isArr {
+		p.add("Index %q must be an array", key)
+	}
+	return arr
+}
+
+func (p *problemList) env(v any) (required, optional []string) {
+	o, ok := v.(*ojson.Object)
+	if !ok {
+		p.add(`Index "env" must be an object`)
+		return nil, nil
+	}
+	names := func(key string) []string {
+		raw, ok := o.Get(key)
+		if !ok {
+			return nil
+		}
+		arr, ok := raw.([]any)
+		if !ok {
+			p.add("Index env.%s must be an array of names", key)
+			return nil
+		}
+		var out []string
+		for _, n := range arr {
+			s, _ := n.(string)
+			if !envName.MatchString(s) || strings.HasPrefix(s, "KINDGI_") {
+				p.add("Index env.%s: %s is not an allowed variable name", key, ojson.Encode(n))
+				continue
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	for _, k := range o.Keys {
+		if k != "required" && k != "optional" {
+			p.add("Index env has an unknown key %q", k)
+		}
+	}
+	return names("required"), names("optional")
+}
+
+func (p *problemList) tool(i int, v any) *ToolSpec {
+	where := fmt.Sprintf("tools[%d]", i)
+	o, ok := v.(*ojson.Object)
+	if !ok {
+		p.add("%s must be an object", where)
+		return nil
+	}
+	if id, ok := o.Get("id"); ok {
+		if s, isStr := id.(string); isStr && s != "" {
+			where = fmt.Sprintf("tools[%d] (%s)", i, s)
+		}
+	}
+	n := len(p.list)
+	for _, k := range o.Keys {
+		if !toolKeys[k] {
+			p.add("%s has an unknown key %q", where, k)
+		}
+	}
+	for _, k := range []string{"id", "input", "output", "modulePath"} {
+		if _, ok := o.Get(k); !ok {
+			p.add("%s is missing %q", where, k)
+		}
+	}
+	t := &ToolSpec{
+		ID:          p.str(o, "id", where, true),
+		Version:     p.str(o, "version", where, true),
+		Description: p.str(o, "description", where, false),
+		ModulePath:  p.str(o, "modulePath", where, true),
+	}
+	t.Input, _ = o.Get("input")
+	t.Output, _ = o.Get("output")
+	if l, ok := o.Get("limits"); ok {
+		if t.Limits, ok = l.(*ojson.Object); !ok {
+			p.add("%s \"limits\" must be an object", where)
+		}
+	}
+	if len(p.list) > n {
+		return nil
+	}
+	return t
+}
+
+func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
+	where := fmt.Sprintf("guardrails[%d]", i)
+	o, ok := v.(*ojson.Object)
+	if !ok {
+		p.add("%s must be an object", where)
+		return nil
+	}
+	n := len(p.list)
+	for _, k := range o.Keys {
+		if !guardrailKeys[k] {
+			p.add("%s has an unknown key %q", where, k)
+		}
+	}
+	for _, k := range []string{"id", "kind", "action", "checkModulePath"} {
+		if _, ok := o.Get(k); !ok {
+			p.add("%s is missing %q", where, k)
+		}
+	}
+	g := &GuardrailSpec{
+		ID:         p.str(o, "id", where, true),
+		CheckID:    p.str(o, "checkId", where, true),
+		Kind:       p.str(o, "kind", where, true),
+		Action:     p.str(o, "action", where, true),
+		ModulePath: p.str(o, "checkModulePath", where, true),
+	}
+	g.ConfigSchema, _ = o.Get("configSchema")
+	if len(p.list) > n {
+		return nil
+	}
+	return g
+}

@@ -1,0 +1,266 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/host/internal/schema"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// Config says what to load. IndexPath is required; the rest has working
+// zero values.
+type Config struct {
+	IndexPath string
+	// ModuleRoot is where modulePath and checkModulePath resolve; default:
+	// the index's directory. No module path may leave it.
+	ModuleRoot string
+	// Sandbox configures the wazero runtime the pack's modules run in.
+	Sandbox sandbox.Config
+	// LookupEnv reads the process environment (default os.LookupEnv). Guests
+	// see only the names the index declares.
+	LookupEnv func(string) (string, bool)
+	// Gate is consulted before every dispatch; nil allows every call.
+	Gate Gate
+}
+
+// LoadError lists every problem found while loading a pack.
+type LoadError struct{ Problems []string }
+
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("loading pack: %d problem(s): %s", len(e.Problems), strings.Join(e.Problems, "; "))
+}
+
+// Pack is a loaded pack: its index, compiled modules and registry. It is
+// immutable after Load and safe for concurrent dispatch.
+type Pack struct {
+	Index *Index
+
+	sb       *sandbox.Sandbox
+	gate     Gate
+	env      []string
+	tools    map[string][]*tool // by id, in index order
+	checks   map[string]*check
+	closeOne sync.Once
+}
+
+type module struct {
+	path string
+	mod  *sandbox.Module // nil when loading failed
+	err  error           // why it cannot be called: load failure or shape
+	desc sandbox.Description
+}
+
+type tool struct {
+	spec    *ToolSpec
+	in, out *schema.Schema
+	mod     *module
+}
+
+type check struct {
+	spec   *GuardrailSpec
+	config *schema.Schema // nil: no configSchema
+	mod    *module
+}
+
+// Load reads the index, compiles every module and schema and builds the
+// registry. When anything is wrong it returns a *LoadError listing every
+// problem, together with a Pack that still serves what did load (a call to a
+// tool whose module failed answers handler-import-failed or
+// handler-shape-invalid), unless the index itself is unusable (then the Pack
+// is nil). A service refuses to start on any error; `packd invoke` goes on.
+func Load(ctx context.Context, cfg Config) (*Pack, error) {
+	data, err := os.ReadFile(cfg.IndexPath)
+	if err != nil {
+		return nil, &LoadError{Problems: []string{"Cannot read the pack index: " + err.Error()}}
+	}
+	idx, problems := ParseIndex(data)
+	if len(problems) > 0 && idx.PackID == "" && len(idx.Tools) == 0 && len(idx.Guardrails) == 0 {
+		return nil, &LoadError{Problems: problems}
+	}
+	root := cfg.ModuleRoot
+	if root == "" {
+		root = filepath.Dir(cfg.IndexPath)
+	}
+	sb, err := sandbox.New(ctx, cfg.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pack{Index: idx, sb: sb, gate: cfg.Gate, tools: map[string][]*tool{}, checks: map[string]*check{}}
+	lookup := cfg.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	p.env = declaredEnv(idx, lookup)
+
+	modules, modProblems := loadModules(ctx, sb, root, idx)
+	problems = append(problems, modProblems...)
+	problems = append(problems, p.register(modules)...)
+	if len(problems) > 0 {
+		return p, &LoadError{Problems: problems}
+	}
+	return p, nil
+}
+
+// declaredEnv is what guests see of the environment: the index's declared
+// names that are set, nothing else.
+func declaredEnv(idx *Index, lookup func(string) (string, bool)) []string {
+	var env []string
+	seen := map[string]bool{}
+	for _, name := range append(slices.Clone(idx.EnvRequired), idx.EnvOptional...) {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if v, ok := lookup(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	sort.Strings(env)
+	return env
+}
+
+// MissingEnv lists the index's required env names that are unset or empty,
+// in index order.
+func (p *Pack) MissingEnv(lookup func(string) (string, bool)) []string {
+	missing := []string{}
+	for _, name := range p.Index.EnvRequired {
+		if v, ok := lookup(name); !ok || v == "" {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Index) (map[string]*module, []string) {
+	var paths []string
+	seen := map[string]bool{}
+	for _, t := range idx.Tools {
+		if !seen[t.ModulePath] {
+			seen[t.ModulePath] = true
+			paths = append(paths, t.ModulePath)
+		}
+	}
+	for _, g := range idx.Guardrails {
+		if !seen[g.ModulePath] {
+			seen[g.ModulePath] = true
+			paths = append(paths, g.ModulePath)
+		}
+	}
+	var problems []string
+	modules := map[string]*module{}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("Cannot open the module root: %v", err))
+	}
+	for _, p := range paths {
+		m := &module{path: p}
+		modules[p] = m
+		if r == nil {
+			m.err = errors.New("the module root cannot be opened")
+			continue
+		}
+		wasm, err := readModule(r, p)
+		if err != nil {
+			m.err = err
+			problems = append(problems, err.Error())
+			continue
+		}
+		m.mod, err = sb.Compile(ctx, wasm)
+		if err != nil {
+			m.err = err
+			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
+			continue
+		}
+		if m.desc, err = m.mod.Describe(ctx); err != nil {
+			m.err = err
+			problems = append(problems, fmt.Sprintf("%s: describing module: %v", p, err))
+		}
+	}
+	if r != nil {
+		_ = r.Close()
+	}
+	return modules, problems
+}
+
+// readModule reads a module path inside root: relative, forward slashes,
+// never leaving the root (os.Root refuses ".." and symlinks that escape).
+func readModule(r *os.Root, p string) ([]byte, error) {
+	if p == "" || path.IsAbs(p) || filepath.IsAbs(p) || strings.Contains(p, `\`) {
+		return nil, fmt.Errorf("%s: a module path must be relative to the module root, with forward slashes", p)
+	}
+	if c := path.Clean(p); c == ".." || strings.HasPrefix(c, "../") {
+		return nil, fmt.Errorf("%s: module path escapes the module root", p)
+	}
+	f, err := r.Open(filepath.FromSlash(p))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("Missing module: %s", p)
+		}
+		return nil, fmt.Errorf("%s: module path escapes the module root or cannot be opened: %v", p, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	return io.ReadAll(f)
+}
+
+func (p *Pack) register(modules map[string]*module) []string {
+	var problems []string
+	for _, spec := range p.Index.Tools {
+		t := &tool{spec: spec, mod: modules[spec.ModulePath]}
+		var err error
+		if t.in, err = schema.Compile(spec.Input); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: input schema does not compile: %v", spec.ID, err))
+		}
+		if t.out, err = schema.Compile(spec.Output); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: output schema does not compile: %v", spec.ID, err))
+		}
+		if t.mod.err == nil && !serves(t.mod.desc.Tools, spec.ID) {
+			problems = append(problems, fmt.Sprintf("%s: module %s does not serve tool %q", spec.ID, spec.ModulePath, spec.ID))
+		}
+		if t.in == nil || t.out == nil {
+			continue // a tool without its schemas cannot be called safely
+		}
+		p.tools[spec.ID] = append(p.tools[spec.ID], t)
+	}
+	for _, spec := range p.Index.Guardrails {
+		c := &check{spec: spec, mod: modules[spec.ModulePath]}
+		if spec.ConfigSchema != nil {
+			var err error
+			if c.config, err = schema.Compile(spec.ConfigSchema); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: configSchema does not compile: %v", spec.Check(), err))
+				continue
+			}
+		}
+		if c.mod.err == nil && !slices.Contains(c.mod.desc.Checks, spec.Check()) {
+			problems = append(problems, fmt.Sprintf("%s: module %s does not serve check %q", spec.Check(), spec.ModulePath, spec.Check()))
+		}
+		p.checks[spec.Check()] = c
+	}
+	return problems
+}
+
+func serves(ids []string, id string) bool {
+	return slices.Contains(ids, id) || slices.Contains(ids, abi.Wildcard)
+}
+
+// Close releases every compiled module and the runtime. Safe twice.
+func (p *Pack) Close(ctx context.Context) error {
+	var err error
+	p.closeOne.Do(func() { err = p.sb.Close(ctx) })
+	return err
+}
