@@ -1,0 +1,16 @@
+(module
+  ;; hostile fixture: answers with bytes that are not JSON
+  (import "kindgi" "response_write" (func $response_write (param i32 i32)))
+  (import "kindgi" "request_len" (func $request_len (result i32)))
+  (import "kindgi" "request_read" (func $request_read (param i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"tools\":[\"hostile.notjson\"],\"checks\":[]}")
+  (func (export "kindgi_abi_version") (result i32) (i32.const 1))
+  (func (export "kindgi_describe") (result i32)
+    (call $response_write (i32.const 0) (i32.const 41))
+    (i32.const 0))
+  (data (i32.const 1024) "not json")
+  (func (export "kindgi_call") (result i32)
+    (call $response_write (i32.const 1024) (i32.const 8))
+    (i32.const 0))
+)

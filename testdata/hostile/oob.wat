@@ -1,0 +1,15 @@
+(module
+  ;; hostile fixture: hands the host a pointer outside its memory
+  (import "kindgi" "response_write" (func $response_write (param i32 i32)))
+  (import "kindgi" "request_len" (func $request_len (result i32)))
+  (import "kindgi" "request_read" (func $request_read (param i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"tools\":[\"hostile.oob\"],\"checks\":[]}")
+  (func (export "kindgi_abi_version") (result i32) (i32.const 1))
+  (func (export "kindgi_describe") (result i32)
+    (call $response_write (i32.const 0) (i32.const 37))
+    (i32.const 0))
+  (func (export "kindgi_call") (result i32)
+    (call $response_write (i32.const 65500) (i32.const 100))
+    (i32.const 0))
+)
