@@ -51,9 +51,9 @@ func (t target) thrown(c abi.Cause) *abi.Error {
 // not be loaded, to a protocol error. It is the one place that does so.
 func (t target) guestError(modPath string, err error) *abi.Error {
 	var (
-		exit  *sandbox.ExitError
-		trap  *sandbox.TrapError
-		abiE  *sandbox.ABIError
+		exit *sandbox.ExitError
+		trap *sandbox.TrapError
+		abiE *sandbox.ABIError
 	)
 	switch {
 	case errors.Is(err, sandbox.ErrDeadline):

@@ -221,6 +221,9 @@ func readModule(r *os.Root, p string) ([]byte, error) {
 func (p *Pack) register(modules map[string]*module) []string {
 	var problems []string
 	for _, spec := range p.Index.Tools {
+		if slices.ContainsFunc(p.tools[spec.ID], func(t *tool) bool { return t.spec.Version == spec.Version }) {
+			continue // a duplicate, already a problem of the index
+		}
 		t := &tool{spec: spec, mod: modules[spec.ModulePath]}
 		var err error
 		if t.in, err = schema.Compile(spec.Input); err != nil {
@@ -238,6 +241,9 @@ func (p *Pack) register(modules map[string]*module) []string {
 		p.tools[spec.ID] = append(p.tools[spec.ID], t)
 	}
 	for _, spec := range p.Index.Guardrails {
+		if p.checks[spec.Check()] != nil {
+			continue // a duplicate, already a problem of the index
+		}
 		c := &check{spec: spec, mod: modules[spec.ModulePath]}
 		if spec.ConfigSchema != nil {
 			var err error

@@ -117,8 +117,8 @@ func Describe() []byte {
 }
 
 type request struct {
-	Kind  string `json:"kind"`
-	Tool  struct {
+	Kind string `json:"kind"`
+	Tool struct {
 		ID string `json:"id"`
 	} `json:"tool"`
 	Check struct {

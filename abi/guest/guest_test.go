@@ -1,0 +1,56 @@
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/kindgi/packd/abi"
+)
+
+func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
+	Tool("sdk.echo", func(in json.RawMessage, ctx *Context) (any, error) {
+		return map[string]any{"in": in, "tenant": ctx.TenantID, "env": ctx.Env["A"]}, nil
+	})
+	Tool("sdk.fails", func(json.RawMessage, *Context) (any, error) {
+		return nil, &Error{Name: "RangeError", Message: "too far"}
+	})
+	Tool("sdk.plain-error", func(json.RawMessage, *Context) (any, error) { return nil, errors.New("nope") })
+	Tool("sdk.panics", func(json.RawMessage, *Context) (any, error) { panic("oh no") })
+	Check("sdk.check", func(config, trace json.RawMessage) (any, error) {
+		return map[string]any{"passed": string(config) == `{"x":1}`}, nil
+	})
+
+	cases := []struct {
+		req    string
+		status abi.Status
+		resp   string
+	}{
+		{`{"kind":"invoke","tool":{"id":"sdk.echo"},"input":{"b":1,"a":2},"ctx":{"tenantId":"t","runId":"r","env":{"A":"x"}}}`,
+			abi.StatusOK, `{"env":"x","in":{"b":1,"a":2},"tenant":"t"}`},
+		{`{"kind":"invoke","tool":{"id":"sdk.fails"},"input":{},"ctx":{}}`,
+			abi.StatusThrown, `{"name":"RangeError","message":"too far","stack":"RangeError: too far"}`},
+		{`{"kind":"invoke","tool":{"id":"sdk.plain-error"},"input":{},"ctx":{}}`,
+			abi.StatusThrown, `{"name":"Error","message":"nope","stack":"Error: nope"}`},
+		{`{"kind":"invoke","tool":{"id":"sdk.missing"},"input":{},"ctx":{}}`, abi.StatusNoHandler, ``},
+		{`{"kind":"check-invoke","check":{"id":"sdk.check"},"config":{"x":1},"trace":{}}`, abi.StatusOK, `{"passed":true}`},
+		{`{"kind":"check-invoke","check":{"id":"sdk.none"},"config":{},"trace":{}}`, abi.StatusNoHandler, ``},
+	}
+	for _, c := range cases {
+		status, resp := Dispatch([]byte(c.req))
+		if status != c.status || string(resp) != c.resp {
+			t.Errorf("%s:\n got %d %s\nwant %d %s", c.req, status, resp, c.status, c.resp)
+		}
+	}
+	status, resp := Dispatch([]byte(`{"kind":"invoke","tool":{"id":"sdk.panics"},"input":{},"ctx":{}}`))
+	var thrown struct{ Name, Message string }
+	if _ = json.Unmarshal(resp, &thrown); status != abi.StatusThrown || thrown.Name != "Panic" || thrown.Message != "oh no" {
+		t.Errorf("panic: %d %s", status, resp)
+	}
+	if got := string(Describe()); got != `{"tools":["sdk.echo","sdk.fails","sdk.panics","sdk.plain-error"],"checks":["sdk.check"]}` {
+		t.Errorf("Describe = %s", got)
+	}
+	if status, _ := Dispatch([]byte(`not json`)); status != abi.StatusThrown {
+		t.Errorf("a bad request must be reported as a throw, got %d", status)
+	}
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	cacheDir        = filepath.Join(os.TempDir(), "packd-test-wazero-cache")
+	conformance     = filepath.Join("..", "..", "wasm-examples", "conformance", "index.json")
+	hostileIndex    = filepath.Join("..", "..", "testdata", "hostile", "index.json")
+	conformanceCtx  = `{"tenantId":"t-conformance","runId":"run-conformance"}`
+	conformanceWasm = filepath.Join("..", "..", "wasm-examples", "conformance", "conformance.wasm")
+)
+
+type runResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func packd(t *testing.T, args ...string) runResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if len(args) > 0 && (args[0] == "invoke" || args[0] == "check") {
+		args = append([]string{args[0], "--cache-dir", cacheDir}, args[1:]...)
+	}
+	code := run(args, strings.NewReader(""), &out, &errb)
+	return runResult{code, out.String(), errb.String()}
+}
+
+func invokeTool(t *testing.T, index, id, input string, extra ...string) runResult {
+	t.Helper()
+	return packd(t, append([]string{"invoke", "--index", index, "--tool", id, "--input", input, "--ctx", conformanceCtx}, extra...)...)
+}
+
+func TestMain(m *testing.M) {
+	if _, err := os.Stat(conformanceWasm); err != nil {
+		os.Stderr.WriteString("the example guests are not built: run `make test` (or `make wasm`)\n")
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// TestConformancePack runs every tool and check of the conformance fixture
+// pack (PROTOCOL-NOTES §8) through packd invoke and compares the exact
+// response message and exit code.
+func TestConformancePack(t *testing.T) {
+	t.Setenv("CONFORMANCE_VISIBLE", "1")
+	t.Setenv("KINDGI_PACK_SERVICE_TOKEN", "must-never-be-seen")
+	t.Setenv("UNDECLARED_SECRET", "nor-this")
+	fullCtx := `{"tenantId":"t-conformance","runId":"run-conformance","projectId":"p1","orgId":"o1","requestId":"call-1","idempotencyKey":"a70d5bff-e713-4322-b2ea-9d5c4926a861","env":{"REGION":"eu"},"secrets":{"apiKey":"s3cr3t"},"config":{"k":[1,2]},"settings":{"block":{"x":true}}}`
+	cases := []struct {
+		name, id, input string
+		extra           []string
+		want            string
+		code            int
+	}{
+		{"echo", "conformance.echo", `{"message":"hello"}`, nil, `{"v":2,"kind":"result","output":{"message":"hello"}}`, 0},
+		{"echo missing message", "conformance.echo", `{}`, nil,
+			`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.echo\" input failed validation","toolId":"conformance.echo","issues":[{"instancePath":"","schemaPath":"#/required","keyword":"required","params":{"missingProperty":"message"},"message":"must have required property 'message'"}]}`, 1},
+		{"echo bad input", "conformance.echo", `{"message":"","extra":1}`, nil,
+			`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.echo\" input failed validation","toolId":"conformance.echo","issues":[{"instancePath":"","schemaPath":"#/additionalProperties","keyword":"additionalProperties","params":{"additionalProperty":"extra"},"message":"must NOT have additional properties"},{"instancePath":"/message","schemaPath":"#/properties/message/minLength","keyword":"minLength","params":{"limit":1},"message":"must NOT have fewer than 1 characters"}]}`, 1},
+		{"echo with the version named", "conformance.echo", `{"message":"v"}`, []string{"--version", "1.0.0"}, `{"v":2,"kind":"result","output":{"message":"v"}}`, 0},
+		{"echo with another version", "conformance.echo", `{"message":"v"}`, []string{"--version", "9.9.9"},
+			`{"v":2,"kind":"error","code":"tool-version-mismatch","message":"Tool \"conformance.echo\" is 1.0.0 in this pack; the caller asked for 9.9.9","toolId":"conformance.echo"}`, 1},
+		{"bad-output", "conformance.bad-output", `{}`, nil,
+			`{"v":2,"kind":"error","code":"output-validation-failed","message":"Tool \"conformance.bad-output\" handler produced output that failed validation","toolId":"conformance.bad-output","issues":[{"instancePath":"/message","schemaPath":"#/properties/message/type","keyword":"type","params":{"type":"string"},"message":"must be string"}]}`, 1},
+		{"context minimal", "conformance.context", `{}`, nil,
+			`{"v":2,"kind":"result","output":{"tenantId":"t-conformance","runId":"run-conformance","env":{},"secrets":{},"config":{}}}`, 0},
+		{"defaults", "conformance.defaults", `{"name":"Ada"}`, nil,
+			`{"v":2,"kind":"result","output":{"name":"Ada","greeting":"Hello","options":{"loud":false}}}`, 0},
+		{"defaults keep what is sent", "conformance.defaults", `{"options":{"loud":true},"name":"Bo","greeting":"Hi"}`, nil,
+			`{"v":2,"kind":"result","output":{"options":{"loud":true},"name":"Bo","greeting":"Hi"}}`, 0},
+		{"hold", "conformance.hold", `{"release":"r-1","ms":5}`, nil, `{"v":2,"kind":"result","output":{"released":true}}`, 0},
+		{"hold bad input", "conformance.hold", `{"release":"","ms":-1}`, nil,
+			`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.hold\" input failed validation","toolId":"conformance.hold","issues":[{"instancePath":"/release","schemaPath":"#/properties/release/minLength","keyword":"minLength","params":{"limit":1},"message":"must NOT have fewer than 1 characters"},{"instancePath":"/ms","schemaPath":"#/properties/ms/minimum","keyword":"minimum","params":{"comparison":">=","limit":0},"message":"must be >= 0"}]}`, 1},
+		{"noisy", "conformance.noisy", `{}`, nil, `{"v":2,"kind":"result","output":{"ok":true}}`, 0},
+		{"process-env", "conformance.process-env", `{}`, nil, `{"v":2,"kind":"result","output":{"names":["CONFORMANCE_VISIBLE"]}}`, 0},
+		{"sleep", "conformance.sleep", `{"ms":20}`, nil, `{"v":2,"kind":"result","output":{"slept":20}}`, 0},
+		{"sleep past the deadline", "conformance.sleep", `{"ms":60000}`, []string{"--timeout-ms", "300"},
+			`{"v":2,"kind":"error","code":"deadline-exceeded","message":"conformance.sleep passed its deadline","toolId":"conformance.sleep"}`, 1},
+		{"throws", "conformance.throws", `{}`, nil,
+			`{"v":2,"kind":"error","code":"handler-throw","message":"Handler for tool \"conformance.throws\" threw: Error: boom","toolId":"conformance.throws","cause":{"name":"Error","message":"boom","stack":"Error: boom"}}`, 1},
+		{"unknown tool", "conformance.nope", `{}`, nil,
+			`{"v":2,"kind":"error","code":"tool-not-in-pack","message":"This pack has no tool \"conformance.nope\"","toolId":"conformance.nope"}`, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			r := invokeTool(t, conformance, c.id, c.input, c.extra...)
+			if got := strings.TrimSuffix(r.stdout, "\n"); got != c.want || r.code != c.code {
+				t.Fatalf("exit %d, stdout:\n%s\nwant exit %d:\n%s\nstderr: %s", r.code, got, c.code, c.want, r.stderr)
+			}
+			if strings.Count(r.stdout, "\n") != 1 {
+				t.Errorf("stdout holds more than the response: %q", r.stdout)
+			}
+			if c.name == "sleep past the deadline" && time.Since(start) > 20*time.Second {
+				t.Errorf("the deadline did not stop the guest in time")
+			}
+		})
+	}
+
+	t.Run("context full comes back equal", func(t *testing.T) {
+		r := packd(t, "invoke", "--index", conformance, "--tool", "conformance.context", "--ctx", fullCtx)
+		var got struct{ Output map[string]any }
+		var want map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 0 {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		_ = json.Unmarshal([]byte(fullCtx), &want)
+		if !reflect.DeepEqual(got.Output, want) {
+			t.Fatalf("got %v\nwant %v", got.Output, want)
+		}
+	})
+	t.Run("guest output goes to stderr, never into the response", func(t *testing.T) {
+		r := invokeTool(t, conformance, "conformance.noisy", `{}`)
+		if !strings.Contains(r.stderr, `{"v":2,"kind":"result","output":{"leaked":true}}`+"\n") ||
+			!strings.Contains(r.stderr, "conformance.noisy: a line on stderr\n") || strings.Contains(r.stdout, "leaked") {
+			t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+		}
+		r = invokeTool(t, conformance, "conformance.hold", `{"release":"r-9","ms":1}`)
+		if !strings.Contains(r.stderr, "hold: r-9\n") {
+			t.Fatalf("hold line missing: %q", r.stderr)
+		}
+	})
+}
+
+func TestConformanceChecks(t *testing.T) {
+	cases := []struct {
+		name, id, config, trace, want string
+		code                          int
+	}{
+		{"min-length passes", "conformance.checks.min-length", `{}`, `{"output":"  ab  "}`,
+			`{"v":2,"kind":"check-result","result":{"passed":true}}`, 0},
+		{"min-length too short", "conformance.checks.min-length", `{"minLength":5}`, `{"output":"  abc  "}`,
+			`{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}`, 0},
+		{"min-length bad config", "conformance.checks.min-length", `{"minLength":-1}`, `{}`,
+			`{"v":2,"kind":"error","code":"input-validation-failed","message":"Check \"conformance.checks.min-length\" config failed validation at /minLength: must be >= 0","checkId":"conformance.checks.min-length","issues":[{"instancePath":"/minLength","schemaPath":"#/properties/minLength/minimum","keyword":"minimum","params":{"comparison":">=","limit":0},"message":"must be >= 0"}]}`, 1},
+		{"throws", "conformance.checks.throws", `{}`, `{}`,
+			`{"v":2,"kind":"error","code":"handler-throw","message":"Handler for check \"conformance.checks.throws\" threw: Error: check boom","checkId":"conformance.checks.throws","cause":{"name":"Error","message":"check boom","stack":"Error: check boom"}}`, 1},
+		{"guardrail id is not the check id", "conformance.min-length", `{}`, `{}`,
+			`{"v":2,"kind":"error","code":"check-not-in-pack","message":"This pack has no check \"conformance.min-length\"","checkId":"conformance.min-length"}`, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := packd(t, "invoke", "--index", conformance, "--check", c.id, "--config", c.config, "--trace", c.trace)
+			if got := strings.TrimSuffix(r.stdout, "\n"); got != c.want || r.code != c.code {
+				t.Fatalf("exit %d, stdout:\n%s\nwant exit %d:\n%s\nstderr: %s", r.code, got, c.code, c.want, r.stderr)
+			}
+		})
+	}
+}
+
+// TestHostileGuests: every hostile fixture gets its protocol error within its
+// deadline and the process goes on.
+func TestHostileGuests(t *testing.T) {
+	cases := map[string]string{
+		"loop":     `"code":"deadline-exceeded","message":"hostile.loop passed its deadline"`,
+		"sleep":    `"code":"deadline-exceeded","message":"hostile.sleep passed its deadline"`,
+		"trap":     `"code":"handler-throw","message":"Handler for tool \"hostile.trap\" threw: RuntimeError: unreachable"`,
+		"recurse":  `"code":"handler-throw","message":"Handler for tool \"hostile.recurse\" threw: RuntimeError: stack overflow"`,
+		"grow":     `"code":"handler-throw","message":"Handler for tool \"hostile.grow\" threw: RuntimeError: out of bounds memory access"`,
+		"oob":      `"code":"handler-throw","message":"Handler for tool \"hostile.oob\" threw: AbiError: response_write: pointer 65500 with length 100 is outside guest memory of 65536 bytes"`,
+		"huge":     `"code":"output-validation-failed","message":"Tool \"hostile.huge\" handler produced output over the response size limit"`,
+		"notjson":  `"code":"output-validation-failed","message":"Tool \"hostile.notjson\" handler produced output that is not JSON: `,
+		"exit":     `"code":"handler-throw","message":"Handler for tool \"hostile.exit\" threw: ExitError: pack code exited with code 3"`,
+		"noexport": `"code":"handler-shape-invalid","message":"Module noexport.wasm has no handler for tool \"hostile.noexport\"`,
+		"counter":  `"kind":"result","output":{"global":1,"memory":1}`,
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			timeout := "30000"
+			if name == "loop" || name == "sleep" {
+				timeout = "300"
+			}
+			start := time.Now()
+			r := invokeTool(t, hostileIndex, "hostile."+name, `{}`, "--timeout-ms", timeout, "--memory-limit-mib", "64")
+			if !strings.Contains(r.stdout, want) {
+				t.Fatalf("exit %d stdout %s\nwant it to contain %s", r.code, r.stdout, want)
+			}
+			if wantCode := map[bool]int{true: 0, false: 1}[name == "counter"]; r.code != wantCode {
+				t.Errorf("exit %d, want %d", r.code, wantCode)
+			}
+			if timeout == "300" && time.Since(start) > 20*time.Second {
+				t.Errorf("took %v", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	r := packd(t, "check", "--index", conformance)
+	if r.code != 0 || r.stdout != "ok: pack conformance 1.0.0, 9 tool(s), 2 check(s)\n" {
+		t.Fatalf("conformance: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = packd(t, "check", "--index", hostileIndex)
+	if r.code != 1 || !strings.Contains(r.stdout, `noexport.wasm: describing module: sandbox: missing export: module does not export "kindgi_call"`) {
+		t.Fatalf("hostile: %d %q", r.code, r.stdout)
+	}
+	r = packd(t, "check", "--index", filepath.Join(t.TempDir(), "none.json"))
+	if r.code != 1 || !strings.Contains(r.stdout, "Cannot read the pack index: ") {
+		t.Fatalf("missing index: %d %q", r.code, r.stdout)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"invoke", "--index", conformance},
+		{"invoke", "--index", conformance, "--tool", "a", "--check", "b"},
+		{"invoke", "--index", conformance, "--tool", "conformance.echo", "--input", "{nope"},
+		{"invoke", "--index", conformance, "--tool", "conformance.echo", "--input", "@/does/not/exist"},
+		{"invoke", "--index", conformance, "--tool", "conformance.echo", "--timeout-ms", "0"},
+		{"invoke", "--index", conformance, "--tool", "conformance.echo", "--memory-limit-mib", "0"},
+		{"invoke", "--bogus-flag"},
+		{"nonsense"},
+	} {
+		if r := packd(t, args...); r.code != 2 || r.stdout != "" {
+			t.Errorf("%q: exit %d stdout %q", args, r.code, r.stdout)
+		}
+	}
+	if r := packd(t); r.code != 2 {
+		t.Errorf("no arguments: exit %d", r.code)
+	}
+}
