@@ -1,0 +1,98 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kindgi/packd/abi"
+)
+
+// Per-call cost of the Go echo guest, next to the instantiate-per-call
+// baseline it is built on:
+//
+//	make bench   (or: go test -run '^$' -bench . -benchmem -count 5 ./sandbox)
+//
+// BenchmarkCallEchoGo         a full Module.Call: fresh instance, Go runtime
+//                             init (_initialize), kindgi_call, close
+// BenchmarkBaselineInstantiate instantiate + close, nothing run: the floor
+// BenchmarkBaselineInitialize  instantiate + _initialize + close: the floor
+//                             for any Go guest under instantiate-per-call
+// BenchmarkCallCounterWat     a full call of a tiny hand-written module
+
+var echoRequest = []byte(`{"kind":"invoke","tool":{"id":"echo.echo"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`)
+
+func benchModule(b *testing.B, path string) (*Sandbox, *Module) {
+	b.Helper()
+	ctx := context.Background()
+	sb, err := New(ctx, Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sb.Close(ctx) })
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatalf("%v (run make wasm)", err)
+	}
+	m, err := sb.Compile(ctx, wasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sb, m
+}
+
+var echoWasm = filepath.Join("..", "wasm-examples", "echo", "echo.wasm")
+
+func BenchmarkCallEchoGo(b *testing.B) {
+	_, m := benchModule(b, echoWasm)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		rep, err := m.Call(ctx, echoRequest, nil)
+		if err != nil || rep.Status != abi.StatusOK {
+			b.Fatal(rep, err)
+		}
+	}
+}
+
+func BenchmarkBaselineInstantiate(b *testing.B) {
+	sb, m := benchModule(b, echoWasm)
+	ctx := context.WithValue(context.Background(), stateKey{}, &callState{})
+	b.ReportAllocs()
+	for b.Loop() {
+		inst, err := sb.rt.InstantiateModule(ctx, m.compiled, sb.modCfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = inst.Close(ctx)
+	}
+}
+
+func BenchmarkBaselineInitialize(b *testing.B) {
+	sb, m := benchModule(b, echoWasm)
+	st := &callState{stdout: lineWriter{sink: &sb.stdout}, stderr: lineWriter{sink: &sb.stderr}}
+	ctx := context.WithValue(context.Background(), stateKey{}, st)
+	b.ReportAllocs()
+	for b.Loop() {
+		inst, err := sb.rt.InstantiateModule(ctx, m.compiled, sb.modCfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := inst.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
+			b.Fatal(err)
+		}
+		_ = inst.Close(ctx)
+	}
+}
+
+func BenchmarkCallCounterWat(b *testing.B) {
+	_, m := benchModule(b, filepath.Join("..", "testdata", "hostile", "counter.wasm"))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Call(ctx, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
