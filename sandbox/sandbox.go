@@ -125,6 +125,9 @@ type Module struct {
 // anything packd does not provide fails here; a module that lacks the guest
 // ABI exports compiles, and Shape, Describe and Call report ErrMissingExport.
 func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	if err := prescan(wasm); err != nil {
+		return nil, fmt.Errorf("compiling module: %w", err)
+	}
 	compiled, err := s.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("compiling module: %w", err)

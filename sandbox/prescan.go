@@ -1,0 +1,322 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Limits the pre-scan enforces beyond the binary format itself.
+const (
+	maxLocalsPerFunction = 50000   // as V8 and wasmtime
+	maxTableEntries      = 1 << 20 // 8 MiB of references per table per instance
+)
+
+// errMalformed is wrapped by every pre-scan error.
+var errMalformed = errors.New("malformed module")
+
+// prescan walks the structure of a module binary (not its instructions) and
+// checks that every declared count and length fits in the bytes that follow
+// it. wazero's decoder allocates what a count declares before it reads the
+// entries, so a few hostile bytes could otherwise make the host allocate
+// gigabytes. It also bounds locals per function and table sizes.
+func prescan(b []byte) error {
+	r := &scanner{b: b}
+	if len(b) < 8 || string(b[:4]) != "\x00asm" {
+		return fmt.Errorf("%w: not a WebAssembly binary", errMalformed)
+	}
+	r.off = 8
+	for r.off < len(r.b) {
+		id := r.byte()
+		size := r.u32()
+		if r.err != nil {
+			break
+		}
+		if uint64(size) > uint64(len(r.b)-r.off) {
+			return fmt.Errorf("%w: section %d is longer than the module", errMalformed, id)
+		}
+		sec := &scanner{b: r.b[:r.off+int(size)], off: r.off}
+		sec.section(id)
+		if sec.err != nil {
+			return fmt.Errorf("%w: section %d: %v", errMalformed, id, sec.err)
+		}
+		r.off += int(size)
+	}
+	if r.err != nil {
+		return fmt.Errorf("%w: %v", errMalformed, r.err)
+	}
+	return nil
+}
+
+type scanner struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (s *scanner) fail(format string, args ...any) {
+	if s.err == nil {
+		s.err = fmt.Errorf(format, args...)
+	}
+	s.off = len(s.b)
+}
+
+func (s *scanner) byte() byte {
+	if s.off >= len(s.b) {
+		s.fail("unexpected end")
+		return 0
+	}
+	c := s.b[s.off]
+	s.off++
+	return c
+}
+
+func (s *scanner) leb(bits int) uint64 {
+	var v uint64
+	for shift := 0; ; shift += 7 {
+		if shift >= bits+7 {
+			s.fail("integer too long")
+			return 0
+		}
+		c := s.byte()
+		if s.err != nil {
+			return 0
+		}
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+}
+
+func (s *scanner) u32() uint32 { return uint32(s.leb(32)) }
+
+// count reads a vector length and checks that at least min bytes per entry remain.
+func (s *scanner) count(min int) int {
+	n := s.u32()
+	if uint64(n)*uint64(min) > uint64(len(s.b)-s.off) {
+		s.fail("vector of %d entries is longer than its section", n)
+		return 0
+	}
+	return int(n)
+}
+
+func (s *scanner) skip(n int) {
+	if n > len(s.b)-s.off {
+		s.fail("length %d is longer than its section", n)
+		return
+	}
+	s.off += n
+}
+
+func (s *scanner) name() { s.skip(s.count(1)) }
+
+func (s *scanner) limits(maxMin uint64) {
+	flags := s.byte()
+	min := s.leb(64)
+	if flags&1 != 0 {
+		s.leb(64)
+	}
+	if maxMin > 0 && min > maxMin {
+		s.fail("table of %d entries is over the limit of %d", min, maxMin)
+	}
+}
+
+// expr skips a constant expression up to its `end`.
+func (s *scanner) expr() {
+	for s.err == nil {
+		switch op := s.byte(); op {
+		case 0x0b: // end
+			return
+		case 0x41, 0x42: // i32.const, i64.const
+			s.leb(64)
+		case 0x43:
+			s.skip(4)
+		case 0x44:
+			s.skip(8)
+		case 0x23, 0xd2: // global.get, ref.func
+			s.u32()
+		case 0xd0: // ref.null
+			s.byte()
+		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // extended-const arithmetic
+		case 0xfd: // v128.const
+			if s.u32() != 12 {
+				s.fail("unsupported constant instruction")
+			}
+			s.skip(16)
+		default:
+			s.fail("unsupported constant instruction 0x%02x", op)
+		}
+	}
+}
+
+func (s *scanner) section(id byte) {
+	switch id {
+	case 0: // custom
+		s.customSection()
+	case 1: // type
+		for n := s.count(3); n > 0 && s.err == nil; n-- {
+			if s.byte() != 0x60 {
+				s.fail("function type expected")
+			}
+			s.skip(s.count(1)) // params
+			s.skip(s.count(1)) // results
+		}
+	case 2: // import
+		for n := s.count(4); n > 0 && s.err == nil; n-- {
+			s.name()
+			s.name()
+			switch kind := s.byte(); kind {
+			case 0:
+				s.u32()
+			case 1:
+				s.byte()
+				s.limits(maxTableEntries)
+			case 2:
+				s.limits(0)
+			case 3:
+				s.byte()
+				s.byte()
+			case 4:
+				s.byte()
+				s.u32()
+			default:
+				s.fail("unknown import kind %d", kind)
+			}
+		}
+	case 3: // function
+		for n := s.count(1); n > 0 && s.err == nil; n-- {
+			s.u32()
+		}
+	case 4: // table
+		for n := s.count(3); n > 0 && s.err == nil; n-- {
+			s.byte()
+			s.limits(maxTableEntries)
+		}
+	case 5: // memory
+		for n := s.count(2); n > 0 && s.err == nil; n-- {
+			s.limits(0)
+		}
+	case 6: // global
+		for n := s.count(3); n > 0 && s.err == nil; n-- {
+			s.byte()
+			s.byte()
+			s.expr()
+		}
+	case 7: // export
+		for n := s.count(3); n > 0 && s.err == nil; n-- {
+			s.name()
+			s.byte()
+			s.u32()
+		}
+	case 8: // start
+		s.u32()
+	case 9: // element
+		for n := s.count(2); n > 0 && s.err == nil; n-- {
+			s.element()
+		}
+	case 10: // code
+		for n := s.count(2); n > 0 && s.err == nil; n-- {
+			size := s.count(0)
+			body := &scanner{b: s.b[:min(s.off+size, len(s.b))], off: s.off}
+			locals := uint64(0)
+			for g := body.count(2); g > 0 && body.err == nil; g-- {
+				locals += uint64(body.u32())
+				body.byte()
+			}
+			if locals > maxLocalsPerFunction {
+				s.fail("a function declares %d locals, over the limit of %d", locals, maxLocalsPerFunction)
+			}
+			if body.err != nil {
+				s.fail("%v", body.err)
+			}
+			s.skip(size)
+		}
+	case 11: // data
+		for n := s.count(2); n > 0 && s.err == nil; n-- {
+			switch flags := s.u32(); flags {
+			case 0:
+				s.expr()
+			case 1:
+			case 2:
+				s.u32()
+				s.expr()
+			default:
+				s.fail("unknown data segment kind %d", flags)
+			}
+			s.skip(s.count(1))
+		}
+	case 12: // data count
+		s.u32()
+	case 13: // tag
+		for n := s.count(2); n > 0 && s.err == nil; n-- {
+			s.byte()
+			s.u32()
+		}
+	default:
+		s.fail("unknown section")
+	}
+}
+
+func (s *scanner) element() {
+	flags := s.u32()
+	if flags > 7 {
+		s.fail("unknown element segment kind %d", flags)
+		return
+	}
+	if flags&2 != 0 && flags&1 == 0 { // explicit table index
+		s.u32()
+	}
+	if flags&1 == 0 { // active: offset expression
+		s.expr()
+	}
+	if flags&3 != 0 { // elemkind or reftype
+		s.byte()
+	}
+	if flags&4 == 0 {
+		for n := s.count(1); n > 0 && s.err == nil; n-- {
+			s.u32()
+		}
+		return
+	}
+	for n := s.count(1); n > 0 && s.err == nil; n-- {
+		s.expr()
+	}
+}
+
+// customSection bounds the "name" section, the only custom section wazero
+// decodes; others are skipped.
+func (s *scanner) customSection() {
+	n := s.count(1)
+	name := string(s.b[s.off:min(s.off+n, len(s.b))])
+	s.skip(n)
+	if name != "name" {
+		s.off = len(s.b)
+		return
+	}
+	for s.off < len(s.b) && s.err == nil {
+		sub := s.byte()
+		size := s.count(0)
+		body := &scanner{b: s.b[:min(s.off+size, len(s.b))], off: s.off}
+		s.skip(size)
+		switch sub {
+		case 0:
+			body.name()
+		case 1:
+			for n := body.count(2); n > 0 && body.err == nil; n-- {
+				body.u32()
+				body.name()
+			}
+		case 2:
+			for n := body.count(2); n > 0 && body.err == nil; n-- {
+				body.u32()
+				for m := body.count(2); m > 0 && body.err == nil; m-- {
+					body.u32()
+					body.name()
+				}
+			}
+		}
+		if body.err != nil {
+			s.fail("name section: %v", body.err)
+		}
+	}
+}
