@@ -17,26 +17,38 @@ type GateRequest struct {
 	RunID     string
 }
 
-// Gate decides whether a call may run. It returns nil to allow, an error
-// wrapping ErrDenied to deny, and any other error when it cannot decide:
-// the dispatcher then refuses the call (fail closed).
+// Gate decides whether a call may run, after its message parsed and before
+// any pack code runs. It returns nil to allow, a *Deny to refuse, and any
+// other error when it cannot decide: the call is then refused (fail closed).
 type Gate interface {
 	Check(ctx context.Context, req GateRequest) error
 }
 
-// ErrDenied is wrapped by a gate's deny.
-var ErrDenied = errors.New("denied")
+// Refusal codes: what a caller is told when a call did not run.
+const (
+	RefusalTenantMismatch = "pack-tenant-mismatch"
+	RefusalGateDenied     = "pack-gate-denied"
+	RefusalGateFailed     = "pack-gate-failed"
+)
 
-// Refusal says why a parsed call was refused before any pack code ran. Denied
-// tells a deny from a gate that failed (fail closed); Reason is safe to show
-// the caller.
-type Refusal struct {
-	Denied bool
+// Deny is a gate's refusal. Code is one of the refusal codes (empty means
+// RefusalGateDenied); Reason is shown to the caller, so it must not carry
+// anything the caller may not see.
+type Deny struct {
+	Code   string
 	Reason string
-	Err    error
 }
 
-func (r *Refusal) Error() string { return r.Reason }
+func (d *Deny) Error() string { return d.Reason }
+
+// Refusal says why a parsed call was refused before any pack code ran.
+type Refusal struct {
+	Code   string // a refusal code
+	Reason string // safe to show the caller
+	Err    error  // what the gate returned (for logs, never for the caller)
+}
+
+func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
 func (r *Refusal) Unwrap() error { return r.Err }
 
 func (p *Pack) consultGate(ctx context.Context, req GateRequest) *Refusal {
@@ -44,12 +56,30 @@ func (p *Pack) consultGate(ctx context.Context, req GateRequest) *Refusal {
 		return nil
 	}
 	err := p.gate.Check(ctx, req)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, ErrDenied):
-		return &Refusal{Denied: true, Reason: err.Error(), Err: err}
-	default:
-		return &Refusal{Reason: "the gate could not decide", Err: err}
 	}
+	var d *Deny
+	if errors.As(err, &d) {
+		code := d.Code
+		if code == "" {
+			code = RefusalGateDenied
+		}
+		return &Refusal{Code: code, Reason: d.Reason, Err: err}
+	}
+	return &Refusal{Code: RefusalGateFailed, Reason: "the gate could not decide", Err: err}
+}
+
+// PinTenant is the gate of a service pinned to one tenant: a tool call whose
+// ctx.tenantId names another tenant is refused with RefusalTenantMismatch.
+// (A check-invoke carries no ctx; the transport checks its tenant header.)
+func PinTenant(tenant string) Gate { return tenantPin(tenant) }
+
+type tenantPin string
+
+func (t tenantPin) Check(_ context.Context, req GateRequest) error {
+	if req.Target == "tool" && req.TenantID != string(t) {
+		return &Deny{Code: RefusalTenantMismatch, Reason: "This pack service is pinned to another tenant than the call's ctx.tenantId"}
+	}
+	return nil
 }

@@ -260,7 +260,7 @@ func TestGateDeniesAndFailsClosed(t *testing.T) {
 		seen = append(seen, r)
 		switch r.TenantID {
 		case "denied":
-			return fmt.Errorf("tenant denied may not call %s: %w", r.ID, host.ErrDenied)
+			return &host.Deny{Reason: "tenant denied may not call " + r.ID}
 		case "broken":
 			return errors.New("policy backend at 10.0.0.7 timed out")
 		}
@@ -270,11 +270,11 @@ func TestGateDeniesAndFailsClosed(t *testing.T) {
 		return `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter","version":"1.0.0"},"input":{},"ctx":{"tenantId":"` + tenant + `","runId":"r"}}`
 	}
 	o, _ := dispatch(p, msg("denied"))
-	if o.Refusal == nil || !o.Refusal.Denied || o.Response != nil || !strings.Contains(o.Refusal.Reason, "may not call") {
+	if o.Refusal == nil || o.Refusal.Code != host.RefusalGateDenied || o.Response != nil || o.Refusal.Reason != "tenant denied may not call hostile.counter" {
 		t.Fatalf("deny: %+v", o)
 	}
 	o, _ = dispatch(p, msg("broken"))
-	if o.Refusal == nil || o.Refusal.Denied || o.Response != nil || strings.Contains(o.Refusal.Reason, "10.0.0.7") {
+	if o.Refusal == nil || o.Refusal.Code != host.RefusalGateFailed || o.Response != nil || strings.Contains(o.Refusal.Reason, "10.0.0.7") {
 		t.Fatalf("gate failure must refuse without echoing backend text: %+v", o.Refusal)
 	}
 	o, _ = dispatch(p, msg("ok"))
@@ -288,5 +288,18 @@ func TestGateDeniesAndFailsClosed(t *testing.T) {
 	dispatch(p, `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"ctx":{"tenantId":5,"runId":"r"}}`)
 	if len(seen) != 3 {
 		t.Fatal("the gate saw a malformed message")
+	}
+}
+
+func TestPinTenantRefusesOtherTenants(t *testing.T) {
+	p := versionsPack(t, host.PinTenant("t-pinned"))
+	msg := func(tenant string) string {
+		return `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter","version":"1.0.0"},"input":{},"ctx":{"tenantId":"` + tenant + `","runId":"r"}}`
+	}
+	if o, _ := dispatch(p, msg("t-other")); o.Refusal == nil || o.Refusal.Code != host.RefusalTenantMismatch || o.Response != nil {
+		t.Fatalf("other tenant: %+v", o)
+	}
+	if o, _ := dispatch(p, msg("t-pinned")); !o.OK() {
+		t.Fatalf("pinned tenant: %s", o.Response)
 	}
 }

@@ -224,7 +224,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 			t.Errorf("%q: exit %d stdout %q", args, r.code, r.stdout)
 		}
 	}
-	if r := packd(t); r.code != 2 {
-		t.Errorf("no arguments: exit %d", r.code)
+	t.Setenv("KINDGI_PACK_SERVICE_TOKEN", "")
+	if r := packd(t); r.code != 1 || !strings.Contains(r.stderr, `"kind":"config-invalid"`) {
+		t.Errorf("no arguments serves, and without a token the config is invalid: exit %d %s", r.code, r.stderr)
 	}
 }

@@ -1,6 +1,8 @@
 // Command packd is a pack service that runs pack code compiled to
 // WebAssembly. Subcommands:
 //
+//	packd [serve] [--index I] [--module-root R] [--host H]
+//	                           serve the pack over HTTP (Pack protocol v2)
 //	packd invoke --index I --tool ID [--version V] --input JSON|@file [--ctx JSON]
 //	packd invoke --index I --check ID --config JSON|@file --trace JSON|@file
 //	packd check --index I      load and compile everything, list every problem
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -31,11 +34,12 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return exitUsage
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" && args[0] != "--version" {
+		return serveCmd(args, stdout, stderr)
 	}
 	switch args[0] {
+	case "serve":
+		return serveCmd(args[1:], stdout, stderr)
 	case "invoke":
 		return invokeCmd(args[1:], stdin, stdout, stderr)
 	case "check":
@@ -54,6 +58,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
+  packd [serve] [--index I] [--module-root R] [--host H]   (env: KINDGI_PACK_SERVICE_TOKEN, PORT, ...)
   packd invoke --index I [--module-root R] --tool ID [--version V] --input JSON|@file [--ctx JSON|@file]
   packd invoke --index I [--module-root R] --check ID --config JSON|@file --trace JSON|@file
   packd check --index I [--module-root R]

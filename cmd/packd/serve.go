@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode"
+
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/server"
+)
+
+const tokenEnv = "KINDGI_PACK_SERVICE_TOKEN"
+
+// serviceConfig is the process contract's configuration, read from flags and
+// the environment.
+type serviceConfig struct {
+	load           loadFlags
+	host           string
+	port           int
+	token          string
+	maxConcurrency int
+	strictEnv      bool
+	envCheck       string
+	tenantID       string
+}
+
+// readServiceConfig collects every problem with the configuration.
+func readServiceConfig(args []string, getenv func(string) string, stderr io.Writer) (serviceConfig, []string) {
+	var c serviceConfig
+	var problems []string
+	fs := flag.NewFlagSet("packd serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.load.register(fs)
+	fs.StringVar(&c.host, "host", "", "the address to listen on (default: every interface)")
+	if err := fs.Parse(args); err != nil {
+		return c, []string{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		problems = append(problems, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "host" && c.host == "" {
+			problems = append(problems, "--host must not be empty")
+		}
+	})
+	if c.load.memoryMiB == 0 || c.load.memoryMiB > 4096 {
+		problems = append(problems, "--memory-limit-mib must be between 1 and 4096")
+	}
+
+	c.token = strings.TrimSpace(getenv(tokenEnv))
+	switch {
+	case c.token == "":
+		problems = append(problems, tokenEnv+" is required")
+	case strings.IndexFunc(c.token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		problems = append(problems, tokenEnv+" must not contain whitespace or control characters")
+	}
+	c.port = 8080
+	if p := getenv("PORT"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > 65535 || !digits(p) {
+			problems = append(problems, fmt.Sprintf("PORT must be an integer from 0 to 65535, got %q", p))
+		}
+		c.port = n
+	}
+	c.maxConcurrency = server.DefaultMaxConcurrency
+	if v := getenv("KINDGI_PACK_SERVICE_MAX_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || !digits(v) {
+			problems = append(problems, fmt.Sprintf("KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer, got %q", v))
+		}
+		c.maxConcurrency = n
+	}
+	switch v := getenv("KINDGI_PACK_ENV_CHECK"); v {
+	case "", "strict":
+		c.envCheck, c.strictEnv = "strict", true
+	case "warn":
+		c.envCheck = "warn"
+	default:
+		problems = append(problems, fmt.Sprintf(`KINDGI_PACK_ENV_CHECK must be "strict" or "warn", got %q`, v))
+	}
+	c.tenantID = getenv("KINDGI_PACK_TENANT_ID")
+	return c, problems
+}
+
+func digits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// serveCmd is the process contract: configure, boot, listen, drain on SIGTERM.
+func serveCmd(args []string, stdout, stderr io.Writer) int {
+	rec := server.NewRecorder(stderr)
+	cfg, problems := readServiceConfig(args, os.Getenv, stderr)
+	if len(problems) > 0 {
+		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: problems})
+		return exitError
+	}
+	// Pack code must never see the token, not even through a bug in the
+	// environment filter: it leaves the process environment before any
+	// module loads.
+	_ = os.Unsetenv(tokenEnv)
+
+	hc, err := cfg.load.config(stdout)
+	if err != nil {
+		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: []string{err.Error()}})
+		return exitError
+	}
+	hc.Sandbox.Stderr = rec.Writer()
+	if cfg.tenantID != "" {
+		hc.Gate = host.PinTenant(cfg.tenantID)
+	}
+	ctx := context.Background()
+	pack, err := host.Load(ctx, hc)
+	if err != nil {
+		var le *host.LoadError
+		problems := []string{err.Error()}
+		if errors.As(err, &le) {
+			problems = le.Problems
+		}
+		if pack != nil {
+			_ = pack.Close(ctx)
+		}
+		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: problems})
+		return exitError
+	}
+	defer pack.Close(ctx)
+
+	missing := pack.MissingEnv(os.LookupEnv)
+	if len(missing) > 0 {
+		rec.Lifecycle("missing-env", "warn", "Required env names are not set: "+strings.Join(missing, ", "),
+			server.Field{Key: "check", Value: cfg.envCheck}, server.Field{Key: "names", Value: missing})
+	}
+	srv, err := server.New(server.Config{
+		Pack: pack, Token: cfg.token, MaxConcurrency: cfg.maxConcurrency,
+		MissingEnv: missing, StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, Records: rec,
+	})
+	if err != nil {
+		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: []string{err.Error()}})
+		return exitError
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
+	if err != nil {
+		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: []string{"Cannot listen: " + err.Error()}})
+		return exitError
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(signals)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	rec.Lifecycle("listening", "info", fmt.Sprintf("Listening on port %d", port),
+		server.Field{Key: "port", Value: port}, server.Field{Key: "packId", Value: pack.Index.PackID},
+		server.Field{Key: "artifactVersion", Value: pack.Index.ArtifactVersion})
+
+	select {
+	case <-signals:
+	case err := <-served:
+		rec.Lifecycle("stopped", "error", "The pack service stopped: "+err.Error())
+		return exitError
+	}
+	rec.Lifecycle("draining", "info", "Draining in-flight calls")
+	_ = srv.Drain(ctx)
+	<-served
+	rec.Lifecycle("stopped", "info", "Stopped")
+	return exitOK
+}

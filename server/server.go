@@ -1,0 +1,431 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/ojson"
+)
+
+// Defaults of a zero Config.
+const (
+	DefaultMaxConcurrency = 32
+	DefaultMaxBodyBytes   = 10 << 20 // 10 MiB
+	DefaultDrainTimeout   = 8 * time.Second
+	// maxTimeout bounds kindgi-timeout-ms so a huge value cannot overflow.
+	maxTimeout = 24 * time.Hour
+)
+
+// Config configures a Server. Pack and Token are required.
+type Config struct {
+	Pack  *host.Pack
+	Token string
+	// MaxConcurrency caps in-flight /v1/invoke calls (default 32).
+	MaxConcurrency int
+	// MissingEnv is the index's required env names that are not set; with
+	// StrictEnv the service is not ready while any is listed.
+	MissingEnv []string
+	StrictEnv  bool
+	// TenantID pins the service to one tenant (protocol 2.7.0); empty: none.
+	// The pack should have been loaded with host.PinTenant(TenantID) so that
+	// ctx.tenantId is checked too.
+	TenantID string
+	// Records receives call records; nil discards them.
+	Records *Recorder
+	// MaxBodyBytes bounds a request body (default 10 MiB).
+	MaxBodyBytes int64
+	// DrainTimeout bounds how long Drain waits for in-flight calls (default 8 s).
+	DrainTimeout time.Duration
+}
+
+// Server is a pack service. Create it with New, run it with Serve, stop it
+// with Drain (or Close).
+type Server struct {
+	cfg       Config
+	tokenHash [32]byte
+	e         *echo.Echo
+	http      *http.Server
+	sem       chan struct{}
+	inflight  sync.WaitGroup
+	draining  atomic.Bool
+	ready     atomic.Bool
+	info      []byte
+	closeOnce sync.Once
+}
+
+// ErrConfig is wrapped by New's errors.
+var ErrConfig = errors.New("server: bad config")
+
+// New builds a server around a loaded pack. It is ready at once: the pack
+// has loaded every module before New is called.
+func New(cfg Config) (*Server, error) {
+	if cfg.Pack == nil || cfg.Token == "" {
+		return nil, fmt.Errorf("%w: a pack and a token are required", ErrConfig)
+	}
+	if cfg.MaxConcurrency <= 0 {
+		cfg.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
+	if cfg.Records == nil {
+		cfg.Records = NewRecorder(io.Discard)
+	}
+	if cfg.MissingEnv == nil {
+		cfg.MissingEnv = []string{}
+	}
+	s := &Server{
+		cfg:       cfg,
+		tokenHash: sha256.Sum256([]byte(cfg.Token)),
+		sem:       make(chan struct{}, cfg.MaxConcurrency),
+	}
+	s.info = s.buildInfo()
+	s.e = s.routes()
+	s.http = &http.Server{
+		Handler:           s.e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+	s.ready.Store(true)
+	return s, nil
+}
+
+// Handler is the server's HTTP handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Echo gives an embedder the echo instance, e.g. to add routes.
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+// Serve answers on ln until Drain or Close. It returns nil after a drain.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Drain stops taking calls (new invokes and /readyz answer 503 draining),
+// waits for in-flight calls up to the drain timeout, then closes every
+// connection. Calls still running then are cancelled.
+func (s *Server) Drain(ctx context.Context) error {
+	s.draining.Store(true)
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(s.cfg.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return s.Close()
+}
+
+// Close closes the listener and every connection at once. Safe twice.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() { err = s.http.Close() })
+	return err
+}
+
+const contentType = "application/json; charset=utf-8"
+
+// send writes a JSON body with its content type and length.
+func send(c echo.Context, status int, body []byte) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, contentType)
+	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	c.Response().WriteHeader(status)
+	_, err := c.Response().Write(body)
+	return err
+}
+
+func errorBody(msg string, extra ...any) []byte {
+	o := &ojson.Object{Keys: []string{"error"}, Vals: []any{msg}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		o.Set(extra[i].(string), extra[i+1])
+	}
+	return ojson.Encode(o)
+}
+
+func sendError(c echo.Context, status int, msg string, extra ...any) error {
+	return send(c, status, errorBody(msg, extra...))
+}
+
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		var he *echo.HTTPError
+		if errors.As(err, &he) && he.Code == http.StatusNotFound {
+			_ = sendError(c, http.StatusNotFound, "No route "+c.Request().URL.Path)
+			return
+		}
+		_ = sendError(c, http.StatusInternalServerError, "Internal error")
+	}
+	e.Use(recoverMiddleware)
+	e.Any("/v1/invoke", s.method(http.MethodPost, s.tokenAndTenant(s.invoke)))
+	e.Any("/v1/info", s.method(http.MethodGet, s.tokenAndTenant(s.getInfo)))
+	e.Any("/healthz", s.method(http.MethodGet, func(c echo.Context) error {
+		return send(c, http.StatusOK, []byte(`{"status":"ok"}`))
+	}))
+	e.Any("/readyz", s.method(http.MethodGet, s.readyz))
+	e.RouteNotFound("/*", func(c echo.Context) error {
+		return sendError(c, http.StatusNotFound, "No route "+c.Request().URL.Path)
+	})
+	return e
+}
+
+// recoverMiddleware turns a panic in a handler into a 500; the process lives on.
+func recoverMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				if !c.Response().Committed {
+					err = sendError(c, http.StatusInternalServerError, "Internal error")
+				}
+			}
+		}()
+		return next(c)
+	}
+}
+
+func (s *Server) method(m string, h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method != m {
+			return sendError(c, http.StatusMethodNotAllowed, "Use "+m)
+		}
+		return h(c)
+	}
+}
+
+func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		got := sha256.Sum256([]byte(c.Request().Header.Get("kindgi-pack-token")))
+		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
+			return sendError(c, http.StatusUnauthorized, "Bad pack token")
+		}
+		if pin := s.cfg.TenantID; pin != "" {
+			switch tenant := c.Request().Header.Get("kindgi-tenant-id"); {
+			case tenant == "":
+				return sendError(c, http.StatusMisdirectedRequest, "The kindgi-tenant-id header is required by this pack service", "code", host.RefusalTenantMismatch)
+			case tenant != pin:
+				return sendError(c, http.StatusMisdirectedRequest, "This pack service is pinned to another tenant", "code", host.RefusalTenantMismatch)
+			}
+		}
+		return h(c)
+	}
+}
+
+// unavailable is the first 503 reason that applies, or "".
+func (s *Server) unavailable(c echo.Context) error {
+	switch {
+	case s.draining.Load():
+		return s.send503(c, "draining")
+	case s.cfg.StrictEnv && len(s.cfg.MissingEnv) > 0:
+		return s.send503(c, "missing env", "missingEnv", s.cfg.MissingEnv)
+	case !s.ready.Load():
+		return s.send503(c, "not ready")
+	}
+	return nil
+}
+
+var errAnswered = errors.New("answered")
+
+func (s *Server) send503(c echo.Context, msg string, extra ...any) error {
+	c.Response().Header().Set("Retry-After", "1")
+	if err := sendError(c, http.StatusServiceUnavailable, msg, extra...); err != nil {
+		return err
+	}
+	return errAnswered
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if err := s.unavailable(c); err != nil {
+		return ignoreAnswered(err)
+	}
+	return send(c, http.StatusOK, []byte(`{"status":"ready"}`))
+}
+
+func ignoreAnswered(err error) error {
+	if errors.Is(err, errAnswered) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) buildInfo() []byte {
+	idx := s.cfg.Pack.Index
+	tools := make([]any, 0, len(idx.Tools))
+	for _, t := range idx.Tools {
+		o := &ojson.Object{Keys: []string{"id"}, Vals: []any{t.ID}}
+		if t.Version != "" {
+			o.Set("version", t.Version)
+		}
+		tools = append(tools, o)
+	}
+	checks := make([]string, 0, len(idx.Guardrails))
+	for _, g := range idx.Guardrails {
+		checks = append(checks, g.Check())
+	}
+	return ojson.Encode(&ojson.Object{
+		Keys: []string{"protocol", "packId", "packVersion", "artifactVersion", "indexHash", "tools", "checks", "missingEnv"},
+		Vals: []any{2.0, idx.PackID, idx.PackVersion, idx.ArtifactVersion, idx.Hash, tools, checks, s.cfg.MissingEnv},
+	})
+}
+
+func (s *Server) getInfo(c echo.Context) error { return send(c, http.StatusOK, s.info) }
+
+var digits = regexp.MustCompile(`^[0-9]+$`)
+
+// timeoutFrom reads kindgi-timeout-ms; missing or invalid gives the default.
+func timeoutFrom(h string) time.Duration {
+	if !digits.MatchString(h) {
+		return host.DefaultTimeout
+	}
+	ms, err := strconv.ParseInt(h, 10, 64)
+	if err != nil || ms <= 0 {
+		return host.DefaultTimeout
+	}
+	if ms > maxTimeout.Milliseconds() {
+		return maxTimeout
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func (s *Server) invoke(c echo.Context) error {
+	if err := s.unavailable(c); err != nil {
+		return ignoreAnswered(err)
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return ignoreAnswered(s.send503(c, "overloaded"))
+	}
+	s.inflight.Add(1)
+	defer func() {
+		<-s.sem
+		s.inflight.Done()
+	}()
+	admitted := time.Now()
+	req := c.Request()
+	if !strings.Contains(strings.ToLower(req.Header.Get(echo.HeaderContentType)), "application/json") {
+		return sendError(c, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	limit := s.cfg.MaxBodyBytes
+	if req.ContentLength > limit {
+		return sendError(c, http.StatusRequestEntityTooLarge, "Request body too large")
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+	if err != nil {
+		return sendError(c, http.StatusBadRequest, "Cannot read the request body")
+	}
+	if int64(len(body)) > limit {
+		return sendError(c, http.StatusRequestEntityTooLarge, "Request body too large")
+	}
+
+	out := s.cfg.Pack.Dispatch(req.Context(), body, timeoutFrom(req.Header.Get("kindgi-timeout-ms")))
+	elapsed := time.Since(admitted)
+	s.record(c, out, elapsed)
+	if r := out.Refusal; r != nil {
+		switch r.Code {
+		case host.RefusalTenantMismatch:
+			return sendError(c, http.StatusMisdirectedRequest, r.Reason, "code", r.Code)
+		case host.RefusalGateFailed:
+			return ignoreAnswered(s.send503(c, r.Reason, "code", r.Code))
+		default:
+			return sendError(c, http.StatusForbidden, r.Reason, "code", r.Code)
+		}
+	}
+	h := c.Response().Header()
+	h.Set("kindgi-duration-ms", strconv.FormatInt(elapsed.Milliseconds(), 10))
+	h.Set("kindgi-artifact-version", s.cfg.Pack.Index.ArtifactVersion)
+	return send(c, http.StatusOK, out.Response)
+}
+
+// record writes the call record of a parsed call.
+func (s *Server) record(c echo.Context, out *host.Outcome, elapsed time.Duration) {
+	if !out.Parsed {
+		return
+	}
+	outcome := "ok"
+	switch {
+	case out.Refusal != nil:
+		outcome = out.Refusal.Code
+	case out.Code != "":
+		outcome = string(out.Code)
+	}
+	level := "info"
+	if outcome != "ok" {
+		level = "warn"
+	}
+	ms := elapsed.Milliseconds()
+	idKey := "toolId"
+	if out.Target == "check" {
+		idKey = "checkId"
+	}
+	traceID := traceIDFrom(c.Request().Header.Get("traceparent"))
+	fields := []Field{
+		{"traceId", traceID}, {"spanId", newSpanID()},
+		{"tenantId", out.CtxString("tenantId")}, {"projectId", out.CtxString("projectId")},
+		{"orgId", out.CtxString("orgId")}, {"runId", out.CtxString("runId")},
+		{"requestId", out.CtxString("requestId")}, {idKey, out.ID},
+		{"event", "call"}, {"kind", "call"},
+		{"target", out.Target}, {"id", out.ID},
+	}
+	if out.Version != "" {
+		fields = append(fields, Field{"version", out.Version})
+	}
+	fields = append(fields, Field{"outcome", outcome}, Field{"durationMs", int(ms)})
+	s.cfg.Records.Record(level, fmt.Sprintf("%s %s %s %dms", out.Target, out.ID, outcome, ms), fields...)
+}
+
+var traceparent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}`)
+
+// traceIDFrom returns the trace id of a valid W3C traceparent, else "".
+func traceIDFrom(h string) string {
+	m := traceparent.FindStringSubmatch(strings.TrimSpace(h))
+	if m == nil || m[1] == strings.Repeat("0", 32) || strings.HasPrefix(h, "ff") {
+		return ""
+	}
+	return m[1]
+}
+
+func newSpanID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
