@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,57 @@ func TestMain(m *testing.M) {
 		os.Stderr.WriteString("the example guests are not built: run `make test` (or `make wasm`)\n")
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := buildBinary()
+	if code == 0 {
+		code = m.Run()
+	}
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// fullCtx is a callContext with every field the protocol names.
+const fullCtx = `{"tenantId":"t-conformance","runId":"run-conformance","projectId":"p1","orgId":"o1","requestId":"call-1","idempotencyKey":"a70d5bff-e713-4322-b2ea-9d5c4926a861","env":{"REGION":"eu"},"secrets":{"apiKey":"s3cr3t"},"config":{"k":[1,2]},"settings":{"block":{"x":true}}}`
+
+// conformanceCase is one call of the conformance fixture pack
+// (PROTOCOL-NOTES §8) with the exact response message it must get. The same
+// table runs through packd invoke and over HTTP.
+type conformanceCase struct {
+	name, id, input string
+	version         string // named tool version, "" for none
+	timeoutMs       int    // deadline, 0 for the default
+	want            string
+	code            int // packd invoke's exit code
+}
+
+var toolCases = []conformanceCase{
+	{"echo", "conformance.echo", `{"message":"hello"}`, "", 0, `{"v":2,"kind":"result","output":{"message":"hello"}}`, 0},
+	{"echo missing message", "conformance.echo", `{}`, "", 0,
+		`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.echo\" input failed validation","toolId":"conformance.echo","issues":[{"instancePath":"","schemaPath":"#/required","keyword":"required","params":{"missingProperty":"message"},"message":"must have required property 'message'"}]}`, 1},
+	{"echo bad input", "conformance.echo", `{"message":"","extra":1}`, "", 0,
+		`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.echo\" input failed validation","toolId":"conformance.echo","issues":[{"instancePath":"","schemaPath":"#/additionalProperties","keyword":"additionalProperties","params":{"additionalProperty":"extra"},"message":"must NOT have additional properties"},{"instancePath":"/message","schemaPath":"#/properties/message/minLength","keyword":"minLength","params":{"limit":1},"message":"must NOT have fewer than 1 characters"}]}`, 1},
+	{"echo with the version named", "conformance.echo", `{"message":"v"}`, "1.0.0", 0, `{"v":2,"kind":"result","output":{"message":"v"}}`, 0},
+	{"echo with another version", "conformance.echo", `{"message":"v"}`, "9.9.9", 0,
+		`{"v":2,"kind":"error","code":"tool-version-mismatch","message":"Tool \"conformance.echo\" is 1.0.0 in this pack; the caller asked for 9.9.9","toolId":"conformance.echo"}`, 1},
+	{"bad-output", "conformance.bad-output", `{}`, "", 0,
+		`{"v":2,"kind":"error","code":"output-validation-failed","message":"Tool \"conformance.bad-output\" handler produced output that failed validation","toolId":"conformance.bad-output","issues":[{"instancePath":"/message","schemaPath":"#/properties/message/type","keyword":"type","params":{"type":"string"},"message":"must be string"}]}`, 1},
+	{"context minimal", "conformance.context", `{}`, "", 0,
+		`{"v":2,"kind":"result","output":{"tenantId":"t-conformance","runId":"run-conformance","env":{},"secrets":{},"config":{}}}`, 0},
+	{"defaults", "conformance.defaults", `{"name":"Ada"}`, "", 0,
+		`{"v":2,"kind":"result","output":{"name":"Ada","greeting":"Hello","options":{"loud":false}}}`, 0},
+	{"defaults keep what is sent", "conformance.defaults", `{"options":{"loud":true},"name":"Bo","greeting":"Hi"}`, "", 0,
+		`{"v":2,"kind":"result","output":{"options":{"loud":true},"name":"Bo","greeting":"Hi"}}`, 0},
+	{"hold", "conformance.hold", `{"release":"r-1","ms":5}`, "", 0, `{"v":2,"kind":"result","output":{"released":true}}`, 0},
+	{"hold bad input", "conformance.hold", `{"release":"","ms":-1}`, "", 0,
+		`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.hold\" input failed validation","toolId":"conformance.hold","issues":[{"instancePath":"/release","schemaPath":"#/properties/release/minLength","keyword":"minLength","params":{"limit":1},"message":"must NOT have fewer than 1 characters"},{"instancePath":"/ms","schemaPath":"#/properties/ms/minimum","keyword":"minimum","params":{"comparison":">=","limit":0},"message":"must be >= 0"}]}`, 1},
+	{"noisy", "conformance.noisy", `{}`, "", 0, `{"v":2,"kind":"result","output":{"ok":true}}`, 0},
+	{"process-env", "conformance.process-env", `{}`, "", 0, `{"v":2,"kind":"result","output":{"names":["CONFORMANCE_VISIBLE"]}}`, 0},
+	{"sleep", "conformance.sleep", `{"ms":20}`, "", 0, `{"v":2,"kind":"result","output":{"slept":20}}`, 0},
+	{"sleep past the deadline", "conformance.sleep", `{"ms":60000}`, "", 300,
+		`{"v":2,"kind":"error","code":"deadline-exceeded","message":"conformance.sleep passed its deadline","toolId":"conformance.sleep"}`, 1},
+	{"throws", "conformance.throws", `{}`, "", 0,
+		`{"v":2,"kind":"error","code":"handler-throw","message":"Handler for tool \"conformance.throws\" threw: Error: boom","toolId":"conformance.throws","cause":{"name":"Error","message":"boom","stack":"Error: boom"}}`, 1},
+	{"unknown tool", "conformance.nope", `{}`, "", 0,
+		`{"v":2,"kind":"error","code":"tool-not-in-pack","message":"This pack has no tool \"conformance.nope\"","toolId":"conformance.nope"}`, 1},
 }
 
 // TestConformancePack runs every tool and check of the conformance fixture
@@ -54,53 +105,24 @@ func TestConformancePack(t *testing.T) {
 	t.Setenv("CONFORMANCE_VISIBLE", "1")
 	t.Setenv("KINDGI_PACK_SERVICE_TOKEN", "must-never-be-seen")
 	t.Setenv("UNDECLARED_SECRET", "nor-this")
-	fullCtx := `{"tenantId":"t-conformance","runId":"run-conformance","projectId":"p1","orgId":"o1","requestId":"call-1","idempotencyKey":"a70d5bff-e713-4322-b2ea-9d5c4926a861","env":{"REGION":"eu"},"secrets":{"apiKey":"s3cr3t"},"config":{"k":[1,2]},"settings":{"block":{"x":true}}}`
-	cases := []struct {
-		name, id, input string
-		extra           []string
-		want            string
-		code            int
-	}{
-		{"echo", "conformance.echo", `{"message":"hello"}`, nil, `{"v":2,"kind":"result","output":{"message":"hello"}}`, 0},
-		{"echo missing message", "conformance.echo", `{}`, nil,
-			`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.echo\" input failed validation","toolId":"conformance.echo","issues":[{"instancePath":"","schemaPath":"#/required","keyword":"required","params":{"missingProperty":"message"},"message":"must have required property 'message'"}]}`, 1},
-		{"echo bad input", "conformance.echo", `{"message":"","extra":1}`, nil,
-			`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.echo\" input failed validation","toolId":"conformance.echo","issues":[{"instancePath":"","schemaPath":"#/additionalProperties","keyword":"additionalProperties","params":{"additionalProperty":"extra"},"message":"must NOT have additional properties"},{"instancePath":"/message","schemaPath":"#/properties/message/minLength","keyword":"minLength","params":{"limit":1},"message":"must NOT have fewer than 1 characters"}]}`, 1},
-		{"echo with the version named", "conformance.echo", `{"message":"v"}`, []string{"--version", "1.0.0"}, `{"v":2,"kind":"result","output":{"message":"v"}}`, 0},
-		{"echo with another version", "conformance.echo", `{"message":"v"}`, []string{"--version", "9.9.9"},
-			`{"v":2,"kind":"error","code":"tool-version-mismatch","message":"Tool \"conformance.echo\" is 1.0.0 in this pack; the caller asked for 9.9.9","toolId":"conformance.echo"}`, 1},
-		{"bad-output", "conformance.bad-output", `{}`, nil,
-			`{"v":2,"kind":"error","code":"output-validation-failed","message":"Tool \"conformance.bad-output\" handler produced output that failed validation","toolId":"conformance.bad-output","issues":[{"instancePath":"/message","schemaPath":"#/properties/message/type","keyword":"type","params":{"type":"string"},"message":"must be string"}]}`, 1},
-		{"context minimal", "conformance.context", `{}`, nil,
-			`{"v":2,"kind":"result","output":{"tenantId":"t-conformance","runId":"run-conformance","env":{},"secrets":{},"config":{}}}`, 0},
-		{"defaults", "conformance.defaults", `{"name":"Ada"}`, nil,
-			`{"v":2,"kind":"result","output":{"name":"Ada","greeting":"Hello","options":{"loud":false}}}`, 0},
-		{"defaults keep what is sent", "conformance.defaults", `{"options":{"loud":true},"name":"Bo","greeting":"Hi"}`, nil,
-			`{"v":2,"kind":"result","output":{"options":{"loud":true},"name":"Bo","greeting":"Hi"}}`, 0},
-		{"hold", "conformance.hold", `{"release":"r-1","ms":5}`, nil, `{"v":2,"kind":"result","output":{"released":true}}`, 0},
-		{"hold bad input", "conformance.hold", `{"release":"","ms":-1}`, nil,
-			`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"conformance.hold\" input failed validation","toolId":"conformance.hold","issues":[{"instancePath":"/release","schemaPath":"#/properties/release/minLength","keyword":"minLength","params":{"limit":1},"message":"must NOT have fewer than 1 characters"},{"instancePath":"/ms","schemaPath":"#/properties/ms/minimum","keyword":"minimum","params":{"comparison":">=","limit":0},"message":"must be >= 0"}]}`, 1},
-		{"noisy", "conformance.noisy", `{}`, nil, `{"v":2,"kind":"result","output":{"ok":true}}`, 0},
-		{"process-env", "conformance.process-env", `{}`, nil, `{"v":2,"kind":"result","output":{"names":["CONFORMANCE_VISIBLE"]}}`, 0},
-		{"sleep", "conformance.sleep", `{"ms":20}`, nil, `{"v":2,"kind":"result","output":{"slept":20}}`, 0},
-		{"sleep past the deadline", "conformance.sleep", `{"ms":60000}`, []string{"--timeout-ms", "300"},
-			`{"v":2,"kind":"error","code":"deadline-exceeded","message":"conformance.sleep passed its deadline","toolId":"conformance.sleep"}`, 1},
-		{"throws", "conformance.throws", `{}`, nil,
-			`{"v":2,"kind":"error","code":"handler-throw","message":"Handler for tool \"conformance.throws\" threw: Error: boom","toolId":"conformance.throws","cause":{"name":"Error","message":"boom","stack":"Error: boom"}}`, 1},
-		{"unknown tool", "conformance.nope", `{}`, nil,
-			`{"v":2,"kind":"error","code":"tool-not-in-pack","message":"This pack has no tool \"conformance.nope\"","toolId":"conformance.nope"}`, 1},
-	}
-	for _, c := range cases {
+	for _, c := range toolCases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			r := invokeTool(t, conformance, c.id, c.input, c.extra...)
+			var extra []string
+			if c.version != "" {
+				extra = append(extra, "--version", c.version)
+			}
+			if c.timeoutMs > 0 {
+				extra = append(extra, "--timeout-ms", strconv.Itoa(c.timeoutMs))
+			}
+			r := invokeTool(t, conformance, c.id, c.input, extra...)
 			if got := strings.TrimSuffix(r.stdout, "\n"); got != c.want || r.code != c.code {
 				t.Fatalf("exit %d, stdout:\n%s\nwant exit %d:\n%s\nstderr: %s", r.code, got, c.code, c.want, r.stderr)
 			}
 			if strings.Count(r.stdout, "\n") != 1 {
 				t.Errorf("stdout holds more than the response: %q", r.stdout)
 			}
-			if c.name == "sleep past the deadline" && time.Since(start) > 20*time.Second {
+			if c.timeoutMs > 0 && time.Since(start) > 20*time.Second {
 				t.Errorf("the deadline did not stop the guest in time")
 			}
 		})
@@ -131,23 +153,24 @@ func TestConformancePack(t *testing.T) {
 	})
 }
 
+var checkCases = []struct {
+	name, id, config, trace, want string
+	code                          int
+}{
+	{"min-length passes", "conformance.checks.min-length", `{}`, `{"output":"  ab  "}`,
+		`{"v":2,"kind":"check-result","result":{"passed":true}}`, 0},
+	{"min-length too short", "conformance.checks.min-length", `{"minLength":5}`, `{"output":"  abc  "}`,
+		`{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}`, 0},
+	{"min-length bad config", "conformance.checks.min-length", `{"minLength":-1}`, `{}`,
+		`{"v":2,"kind":"error","code":"input-validation-failed","message":"Check \"conformance.checks.min-length\" config failed validation at /minLength: must be >= 0","checkId":"conformance.checks.min-length","issues":[{"instancePath":"/minLength","schemaPath":"#/properties/minLength/minimum","keyword":"minimum","params":{"comparison":">=","limit":0},"message":"must be >= 0"}]}`, 1},
+	{"throws", "conformance.checks.throws", `{}`, `{}`,
+		`{"v":2,"kind":"error","code":"handler-throw","message":"Handler for check \"conformance.checks.throws\" threw: Error: check boom","checkId":"conformance.checks.throws","cause":{"name":"Error","message":"check boom","stack":"Error: check boom"}}`, 1},
+	{"guardrail id is not the check id", "conformance.min-length", `{}`, `{}`,
+		`{"v":2,"kind":"error","code":"check-not-in-pack","message":"This pack has no check \"conformance.min-length\"","checkId":"conformance.min-length"}`, 1},
+}
+
 func TestConformanceChecks(t *testing.T) {
-	cases := []struct {
-		name, id, config, trace, want string
-		code                          int
-	}{
-		{"min-length passes", "conformance.checks.min-length", `{}`, `{"output":"  ab  "}`,
-			`{"v":2,"kind":"check-result","result":{"passed":true}}`, 0},
-		{"min-length too short", "conformance.checks.min-length", `{"minLength":5}`, `{"output":"  abc  "}`,
-			`{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}`, 0},
-		{"min-length bad config", "conformance.checks.min-length", `{"minLength":-1}`, `{}`,
-			`{"v":2,"kind":"error","code":"input-validation-failed","message":"Check \"conformance.checks.min-length\" config failed validation at /minLength: must be >= 0","checkId":"conformance.checks.min-length","issues":[{"instancePath":"/minLength","schemaPath":"#/properties/minLength/minimum","keyword":"minimum","params":{"comparison":">=","limit":0},"message":"must be >= 0"}]}`, 1},
-		{"throws", "conformance.checks.throws", `{}`, `{}`,
-			`{"v":2,"kind":"error","code":"handler-throw","message":"Handler for check \"conformance.checks.throws\" threw: Error: check boom","checkId":"conformance.checks.throws","cause":{"name":"Error","message":"check boom","stack":"Error: check boom"}}`, 1},
-		{"guardrail id is not the check id", "conformance.min-length", `{}`, `{}`,
-			`{"v":2,"kind":"error","code":"check-not-in-pack","message":"This pack has no check \"conformance.min-length\"","checkId":"conformance.min-length"}`, 1},
-	}
-	for _, c := range cases {
+	for _, c := range checkCases {
 		t.Run(c.name, func(t *testing.T) {
 			r := packd(t, "invoke", "--index", conformance, "--check", c.id, "--config", c.config, "--trace", c.trace)
 			if got := strings.TrimSuffix(r.stdout, "\n"); got != c.want || r.code != c.code {

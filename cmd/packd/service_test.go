@@ -1,0 +1,643 @@
+package main
+
+// The black-box conformance suite: packd is built, started as a process
+// against the conformance fixture pack with a random token and PORT=0, and
+// driven over real HTTP on loopback, as the existing services' suite does.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	binDir    string
+	packdPath string
+)
+
+func buildBinary() int {
+	var err error
+	if binDir, err = os.MkdirTemp("", "packd-bin-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	packdPath = filepath.Join(binDir, "packd")
+	cmd := exec.Command("go", "build", "-o", packdPath, ".")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building packd:", err)
+		return 1
+	}
+	return 0
+}
+
+// lines collects a stream's lines for waiting on them.
+type lines struct {
+	mu   sync.Mutex
+	all  []string
+	more chan struct{}
+}
+
+func collect(r io.Reader) *lines {
+	l := &lines{more: make(chan struct{}, 1)}
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			l.mu.Lock()
+			l.all = append(l.all, sc.Text())
+			l.mu.Unlock()
+			select {
+			case l.more <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return l
+}
+
+func (l *lines) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.all...)
+}
+
+// waitFor returns the first line for which match holds, within timeout.
+func (l *lines) waitFor(t *testing.T, timeout time.Duration, match func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, line := range l.snapshot() {
+			if match(line) {
+				return line
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			t.Fatalf("no matching line within %v; have:\n%s", timeout, strings.Join(l.snapshot(), "\n"))
+		}
+		select {
+		case <-l.more:
+		case <-time.After(min(left, 100*time.Millisecond)):
+		}
+	}
+}
+
+// record decodes a JSON record line into a map.
+func record(t *testing.T, line string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("not a JSON record: %q", line)
+	}
+	return m
+}
+
+func kindIs(kind string) func(string) bool {
+	return func(line string) bool { return strings.Contains(line, `"kind":"`+kind+`"`) }
+}
+
+type service struct {
+	cmd            *exec.Cmd
+	base           string
+	token          string
+	stdout, stderr *lines
+	exited         chan error
+	index          string
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// start runs packd serve with the conformance environment plus env, and
+// waits for its listening record. The process is killed when the test ends.
+func start(t *testing.T, index string, env map[string]string, args ...string) *service {
+	t.Helper()
+	s := launch(t, index, env, args...)
+	line := s.stderr.waitFor(t, 60*time.Second, func(l string) bool {
+		return kindIs("listening")(l) || kindIs("boot-failed")(l) || kindIs("config-invalid")(l)
+	})
+	rec := record(t, line)
+	if rec["kind"] != "listening" {
+		t.Fatalf("did not start: %s", line)
+	}
+	s.base = fmt.Sprintf("http://127.0.0.1:%d", int(rec["port"].(float64)))
+	return s
+}
+
+func launch(t *testing.T, index string, env map[string]string, args ...string) *service {
+	t.Helper()
+	s := &service{token: randomToken(), exited: make(chan error, 1), index: index}
+	s.cmd = exec.Command(packdPath, append([]string{"--index", index, "--host", "127.0.0.1", "--cache-dir", cacheDir}, args...)...)
+	base := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), "PORT": "0", tokenEnv: s.token + "\n"}
+	for k, v := range env {
+		base[k] = v
+	}
+	for k, v := range base {
+		s.cmd.Env = append(s.cmd.Env, k+"="+v)
+	}
+	out, _ := s.cmd.StdoutPipe()
+	errp, _ := s.cmd.StderrPipe()
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.stdout, s.stderr = collect(out), collect(errp)
+	go func() { s.exited <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	return s
+}
+
+// wait returns the exit code once the process ends.
+func (s *service) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case err := <-s.exited:
+		s.exited <- err
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(timeout):
+		t.Fatalf("the process did not exit within %v", timeout)
+		return -1
+	}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+var client = &http.Client{Timeout: 60 * time.Second}
+
+func (s *service) do(t *testing.T, method, path, body string, headers map[string]string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{resp.StatusCode, resp.Header, string(b)}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Errorf("%s %s: content-type %q", method, path, ct)
+	}
+	if cl := resp.Header.Get("Content-Length"); cl != strconv.Itoa(len(b)) {
+		t.Errorf("%s %s: content-length %q for %d bytes", method, path, cl, len(b))
+	}
+	return r
+}
+
+func (s *service) auth(extra ...string) map[string]string {
+	h := map[string]string{"kindgi-pack-token": s.token, "content-type": "application/json"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		h[extra[i]] = extra[i+1]
+	}
+	return h
+}
+
+func (s *service) invoke(t *testing.T, body string, extra ...string) reply {
+	t.Helper()
+	return s.do(t, "POST", "/v1/invoke", body, s.auth(extra...))
+}
+
+func invokeBody(id, version, input, ctx string) string {
+	v := ""
+	if version != "" {
+		v = fmt.Sprintf(`,"version":%q`, version)
+	}
+	return fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":%q%s},"input":%s,"ctx":%s}`, id, v, input, ctx)
+}
+
+func expect(t *testing.T, r reply, status int, body string) {
+	t.Helper()
+	if r.status != status || r.body != body {
+		t.Fatalf("got %d %s\nwant %d %s", r.status, r.body, status, body)
+	}
+}
+
+func TestServiceRoutesAndOrderOfChecks(t *testing.T) {
+	s := start(t, conformance, nil)
+	none := map[string]string{}
+	bad := map[string]string{"kindgi-pack-token": "wrong", "content-type": "application/json"}
+	expect(t, s.do(t, "GET", "/nope?x=1", "", none), 404, `{"error":"No route /nope"}`)
+	expect(t, s.do(t, "GET", "/v1/invoke", "", none), 405, `{"error":"Use POST"}`)
+	expect(t, s.do(t, "GET", "/v1/invoke", "", s.auth()), 405, `{"error":"Use POST"}`)
+	expect(t, s.do(t, "POST", "/v1/info", "", none), 405, `{"error":"Use GET"}`)
+	expect(t, s.do(t, "POST", "/healthz", "", none), 405, `{"error":"Use GET"}`)
+	expect(t, s.do(t, "POST", "/v1/invoke", "{}", none), 401, `{"error":"Bad pack token"}`)
+	expect(t, s.do(t, "POST", "/v1/invoke", "{}", bad), 401, `{"error":"Bad pack token"}`)
+	expect(t, s.do(t, "GET", "/v1/info", "", bad), 401, `{"error":"Bad pack token"}`)
+	expect(t, s.do(t, "GET", "/healthz?probe=1", "", none), 200, `{"status":"ok"}`)
+	expect(t, s.do(t, "GET", "/readyz", "", none), 200, `{"status":"ready"}`)
+	expect(t, s.do(t, "POST", "/v1/invoke", "{}", map[string]string{"kindgi-pack-token": s.token, "content-type": "text/plain"}),
+		415, `{"error":"Content-Type must be application/json"}`)
+	expect(t, s.invoke(t, "not json"), 200, `{"v":2,"kind":"error","code":"malformed-message","message":"Request body is not valid JSON"}`)
+
+	info := s.do(t, "GET", "/v1/info", "", s.auth())
+	idx, _ := os.ReadFile(conformance)
+	sum := sha256.Sum256(idx)
+	if info.status != 200 || !strings.HasPrefix(info.body, `{"protocol":2,"packId":"conformance","packVersion":"1.0.0","artifactVersion":"conformance-1.0.0","indexHash":"sha256:`+hex.EncodeToString(sum[:])+`","tools":[{"id":"conformance.echo","version":"1.0.0"},`) ||
+		!strings.HasSuffix(info.body, `"checks":["conformance.checks.min-length","conformance.checks.throws"],"missingEnv":[]}`) {
+		t.Fatalf("info: %d %s", info.status, info.body)
+	}
+
+	r := s.invoke(t, invokeBody("conformance.echo", "", `{"message":"hi"}`, conformanceCtx))
+	if r.header.Get("kindgi-artifact-version") != "conformance-1.0.0" || !digits(r.header.Get("kindgi-duration-ms")) {
+		t.Errorf("invoke headers: %v", r.header)
+	}
+	r = s.invoke(t, "[]")
+	if r.header.Get("kindgi-artifact-version") == "" || r.header.Get("kindgi-duration-ms") == "" {
+		t.Errorf("an error answer lacks the invoke headers: %v", r.header)
+	}
+}
+
+func TestServiceBodyLimit(t *testing.T) {
+	s := start(t, conformance, nil)
+	addr := strings.TrimPrefix(s.base, "http://")
+
+	// Refused on Content-Length alone, before any body byte is sent.
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(conn, "POST /v1/invoke HTTP/1.1\r\nHost: x\r\nkindgi-pack-token: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", s.token, 10*1024*1024+1)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 413 || string(b) != `{"error":"Request body too large"}` {
+		t.Fatalf("content-length: %d %s", resp.StatusCode, b)
+	}
+
+	// A chunked body over the limit.
+	big := io.MultiReader(strings.NewReader(`{"v":2,"pad":"`), bytes.NewReader(bytes.Repeat([]byte("x"), 10*1024*1024)), strings.NewReader(`"}`))
+	req, _ := http.NewRequest("POST", s.base+"/v1/invoke", big)
+	req.Header.Set("kindgi-pack-token", s.token)
+	req.Header.Set("content-type", "application/json")
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || string(b) != `{"error":"Request body too large"}` {
+		t.Fatalf("chunked: %d %s", resp.StatusCode, b)
+	}
+
+	// Exactly at the limit is read and dispatched.
+	pad := 10*1024*1024 - len(`{"v":2,"kind":"bogus","pad":""}`)
+	r := s.invoke(t, `{"v":2,"kind":"bogus","pad":"`+strings.Repeat("x", pad)+`"}`)
+	expect(t, r, 200, `{"v":2,"kind":"error","code":"unexpected-message-kind","message":"Unknown request kind \"bogus\""}`)
+
+	// An oversized header block is refused, and the service lives on.
+	req, _ = http.NewRequest("GET", s.base+"/healthz", nil)
+	req.Header.Set("x-big", strings.Repeat("h", 100<<10))
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 431 {
+			t.Errorf("100 KiB of headers: %d", resp.StatusCode)
+		}
+	}
+	expect(t, s.do(t, "GET", "/healthz", "", nil), 200, `{"status":"ok"}`)
+}
+
+// TestServiceConformancePack runs every case of PROTOCOL-NOTES §8 over HTTP.
+func TestServiceConformancePack(t *testing.T) {
+	s := start(t, conformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"})
+	for _, c := range toolCases {
+		t.Run(c.name, func(t *testing.T) {
+			var extra []string
+			if c.timeoutMs > 0 {
+				extra = []string{"kindgi-timeout-ms", strconv.Itoa(c.timeoutMs)}
+			}
+			expect(t, s.invoke(t, invokeBody(c.id, c.version, c.input, conformanceCtx), extra...), 200, c.want)
+		})
+	}
+	for _, c := range checkCases {
+		t.Run(c.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"v":2,"kind":"check-invoke","check":{"id":%q},"config":%s,"trace":%s}`, c.id, c.config, c.trace)
+			expect(t, s.invoke(t, body), 200, c.want)
+		})
+	}
+	t.Run("full context comes back equal", func(t *testing.T) {
+		r := s.invoke(t, invokeBody("conformance.context", "", `{}`, fullCtx))
+		var got struct{ Output map[string]any }
+		var want map[string]any
+		_ = json.Unmarshal([]byte(r.body), &got)
+		_ = json.Unmarshal([]byte(fullCtx), &want)
+		if r.status != 200 || !reflect.DeepEqual(got.Output, want) {
+			t.Fatalf("got %s", r.body)
+		}
+	})
+	t.Run("an invalid timeout header means the default", func(t *testing.T) {
+		expect(t, s.invoke(t, invokeBody("conformance.sleep", "", `{"ms":5}`, conformanceCtx), "kindgi-timeout-ms", "12abc"),
+			200, `{"v":2,"kind":"result","output":{"slept":5}}`)
+	})
+	t.Run("guest output goes to the service's stdout and stderr only", func(t *testing.T) {
+		r := s.invoke(t, invokeBody("conformance.noisy", "", `{}`, conformanceCtx))
+		expect(t, r, 200, `{"v":2,"kind":"result","output":{"ok":true}}`)
+		s.stdout.waitFor(t, 10*time.Second, func(l string) bool { return l == `{"v":2,"kind":"result","output":{"leaked":true}}` })
+		s.stderr.waitFor(t, 10*time.Second, func(l string) bool { return l == "conformance.noisy: a line on stderr" })
+	})
+	t.Run("call records", func(t *testing.T) {
+		ctx := `{"tenantId":"t-rec","runId":"run-rec","projectId":"p-rec","orgId":"o-rec","requestId":"req-rec","secrets":{"apiKey":"TOPSECRETVALUE"},"env":{"REGION":"ENVVALUE"}}`
+		s.invoke(t, invokeBody("conformance.echo", "", `{"message":"m"}`, ctx),
+			"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+		line := s.stderr.waitFor(t, 10*time.Second, func(l string) bool { return strings.Contains(l, `"tenantId":"t-rec"`) })
+		rec := record(t, line)
+		keys := recordKeys(t, line)
+		wantKeys := []string{"time", "level", "severity", "subsystem", "message", "traceId", "spanId", "tenantId", "projectId", "orgId", "runId", "requestId", "toolId"}
+		if strings.Join(keys[:len(wantKeys)], ",") != strings.Join(wantKeys, ",") {
+			t.Errorf("record keys %v", keys)
+		}
+		if rec["traceId"] != "4bf92f3577b34da6a3ce929d0e0e4736" || len(rec["spanId"].(string)) != 16 || rec["spanId"] == "00f067aa0ba902b7" ||
+			rec["outcome"] != "ok" || rec["target"] != "tool" || rec["id"] != "conformance.echo" || rec["level"] != "info" ||
+			rec["severity"] != "INFO" || rec["event"] != "call" || rec["kind"] != "call" || rec["subsystem"] != "pack" {
+			t.Errorf("record %v", rec)
+		}
+		if !strings.HasPrefix(rec["message"].(string), "tool conformance.echo ok ") {
+			t.Errorf("message %q", rec["message"])
+		}
+		s.invoke(t, invokeBody("conformance.throws", "", `{}`, `{"tenantId":"t-rec2","runId":"r"}`))
+		rec = record(t, s.stderr.waitFor(t, 10*time.Second, func(l string) bool { return strings.Contains(l, `"tenantId":"t-rec2"`) }))
+		if rec["level"] != "warn" || rec["severity"] != "WARNING" || rec["outcome"] != "handler-throw" {
+			t.Errorf("failed call record %v", rec)
+		}
+		s.invoke(t, `{"v":2,"kind":"invoke","tool":{"id":"unparsed-call"}}`)
+		for _, l := range append(s.stderr.snapshot(), s.stdout.snapshot()...) {
+			for _, secret := range []string{"TOPSECRETVALUE", "ENVVALUE", s.token} {
+				if strings.Contains(l, secret) {
+					t.Errorf("a secret reached the logs: %s", l)
+				}
+			}
+			if strings.Contains(l, "unparsed-call") {
+				t.Errorf("a message that did not parse got a record: %s", l)
+			}
+		}
+	})
+}
+
+// recordKeys lists a record's keys in order.
+func recordKeys(t *testing.T, line string) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(line))
+	var keys []string
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		k, _ := dec.Token()
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		_ = dec.Decode(&skip)
+	}
+	return keys
+}
+
+// holdInFlight starts a conformance.hold call and waits until the guest
+// prints its hold line, so the call is provably running.
+func holdInFlight(t *testing.T, s *service, release string, ms int) <-chan reply {
+	t.Helper()
+	done := make(chan reply, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", s.base+"/v1/invoke", strings.NewReader(invokeBody("conformance.hold", "", fmt.Sprintf(`{"release":%q,"ms":%d}`, release, ms), conformanceCtx)))
+		for k, v := range s.auth() {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			done <- reply{status: -1, body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- reply{resp.StatusCode, resp.Header, string(b)}
+	}()
+	s.stdout.waitFor(t, 30*time.Second, func(l string) bool { return l == "hold: "+release })
+	return done
+}
+
+func TestServiceDrainsInFlightCallsOnSIGTERM(t *testing.T) {
+	s := start(t, conformance, nil)
+	held := holdInFlight(t, s, "drain", 1500)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	s.stderr.waitFor(t, 10*time.Second, kindIs("draining"))
+	r := s.do(t, "GET", "/readyz", "", nil)
+	expect(t, r, 503, `{"error":"draining"}`)
+	if r.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	expect(t, s.invoke(t, invokeBody("conformance.echo", "", `{"message":"late"}`, conformanceCtx)), 503, `{"error":"draining"}`)
+	expect(t, <-held, 200, `{"v":2,"kind":"result","output":{"released":true}}`)
+	if code := s.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	s.stderr.waitFor(t, 5*time.Second, kindIs("stopped"))
+}
+
+func TestServiceConcurrencyCap(t *testing.T) {
+	s := start(t, conformance, map[string]string{"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "1"})
+	held := holdInFlight(t, s, "cap", 1500)
+	r := s.invoke(t, invokeBody("conformance.echo", "", `{"message":"second"}`, conformanceCtx))
+	expect(t, r, 503, `{"error":"overloaded"}`)
+	if r.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	expect(t, s.do(t, "GET", "/readyz", "", nil), 200, `{"status":"ready"}`) // the cap is not readiness
+	expect(t, <-held, 200, `{"v":2,"kind":"result","output":{"released":true}}`)
+	expect(t, s.invoke(t, invokeBody("conformance.echo", "", `{"message":"after"}`, conformanceCtx)), 200,
+		`{"v":2,"kind":"result","output":{"message":"after"}}`)
+}
+
+func TestServiceCancelsTheGuestWhenTheCallerLeaves(t *testing.T) {
+	s := start(t, conformance, nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := invokeBody("conformance.hold", "", `{"release":"leave","ms":60000}`, `{"tenantId":"t-leave","runId":"r"}`)
+	fmt.Fprintf(conn, "POST /v1/invoke HTTP/1.1\r\nHost: x\r\nkindgi-pack-token: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", s.token, len(body), body)
+	s.stdout.waitFor(t, 30*time.Second, func(l string) bool { return l == "hold: leave" })
+	start := time.Now()
+	conn.Close()
+	rec := record(t, s.stderr.waitFor(t, 20*time.Second, func(l string) bool { return strings.Contains(l, `"tenantId":"t-leave"`) }))
+	if rec["outcome"] != "cancelled" || rec["message"] != fmt.Sprintf("tool conformance.hold cancelled %vms", rec["durationMs"]) {
+		t.Fatalf("record %v", rec)
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Fatalf("the guest went on for %v after the caller left", time.Since(start))
+	}
+}
+
+// requiredEnvIndex is the conformance index with a required env name.
+func requiredEnvIndex(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(conformance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"env": {"required": []`), []byte(`"env": {"required": ["CONFORMANCE_REQUIRED"]`), 1)
+	p := filepath.Join(t.TempDir(), "index.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestServiceEnvCheck(t *testing.T) {
+	idx := requiredEnvIndex(t)
+	root := filepath.Dir(conformance)
+	missing := `{"error":"missing env","missingEnv":["CONFORMANCE_REQUIRED"]}`
+	t.Run("strict", func(t *testing.T) {
+		s := start(t, idx, map[string]string{"CONFORMANCE_REQUIRED": ""}, "--module-root", root)
+		rec := record(t, s.stderr.waitFor(t, 5*time.Second, kindIs("missing-env")))
+		if rec["check"] != "strict" || rec["level"] != "warn" || fmt.Sprint(rec["names"]) != "[CONFORMANCE_REQUIRED]" {
+			t.Errorf("record %v", rec)
+		}
+		r := s.do(t, "GET", "/readyz", "", nil)
+		expect(t, r, 503, missing)
+		if r.header.Get("Retry-After") != "1" {
+			t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+		}
+		expect(t, s.invoke(t, invokeBody("conformance.echo", "", `{"message":"m"}`, conformanceCtx)), 503, missing)
+		expect(t, s.do(t, "GET", "/healthz", "", nil), 200, `{"status":"ok"}`)
+		if r := s.do(t, "GET", "/v1/info", "", s.auth()); r.status != 200 || !strings.HasSuffix(r.body, `"missingEnv":["CONFORMANCE_REQUIRED"]}`) {
+			t.Errorf("info %d %s", r.status, r.body)
+		}
+		count := 0
+		for _, l := range s.stderr.snapshot() {
+			if kindIs("missing-env")(l) {
+				count++
+			}
+		}
+		if count != 1 {
+			t.Errorf("%d missing-env records", count)
+		}
+	})
+	t.Run("warn", func(t *testing.T) {
+		s := start(t, idx, map[string]string{"KINDGI_PACK_ENV_CHECK": "warn"}, "--module-root", root)
+		if rec := record(t, s.stderr.waitFor(t, 5*time.Second, kindIs("missing-env"))); rec["check"] != "warn" {
+			t.Errorf("record %v", rec)
+		}
+		expect(t, s.do(t, "GET", "/readyz", "", nil), 200, `{"status":"ready"}`)
+		expect(t, s.invoke(t, invokeBody("conformance.echo", "", `{"message":"m"}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":{"message":"m"}}`)
+	})
+	t.Run("set, even to a space", func(t *testing.T) {
+		s := start(t, idx, map[string]string{"CONFORMANCE_REQUIRED": " "}, "--module-root", root)
+		expect(t, s.do(t, "GET", "/readyz", "", nil), 200, `{"status":"ready"}`)
+		for _, l := range s.stderr.snapshot() {
+			if kindIs("missing-env")(l) {
+				t.Errorf("unexpected %s", l)
+			}
+		}
+	})
+}
+
+func TestServiceTenantPinning(t *testing.T) {
+	s := start(t, conformance, map[string]string{"KINDGI_PACK_TENANT_ID": "t-conformance"})
+	body := invokeBody("conformance.echo", "", `{"message":"m"}`, conformanceCtx)
+	mismatch := func(r reply) {
+		t.Helper()
+		var m map[string]any
+		_ = json.Unmarshal([]byte(r.body), &m)
+		if r.status != 421 || m["code"] != "pack-tenant-mismatch" || m["error"] == "" || len(m) != 2 {
+			t.Fatalf("got %d %s", r.status, r.body)
+		}
+	}
+	mismatch(s.invoke(t, body))
+	mismatch(s.invoke(t, body, "kindgi-tenant-id", "t-other"))
+	mismatch(s.invoke(t, invokeBody("conformance.echo", "", `{"message":"m"}`, `{"tenantId":"t-other","runId":"r"}`), "kindgi-tenant-id", "t-conformance"))
+	mismatch(s.do(t, "GET", "/v1/info", "", s.auth()))
+	expect(t, s.invoke(t, body, "kindgi-tenant-id", "t-conformance"), 200, `{"v":2,"kind":"result","output":{"message":"m"}}`)
+	if r := s.do(t, "GET", "/v1/info", "", s.auth("kindgi-tenant-id", "t-conformance")); r.status != 200 {
+		t.Fatalf("info %d %s", r.status, r.body)
+	}
+	expect(t, s.invoke(t, `{"v":2,"kind":"check-invoke","check":{"id":"conformance.checks.min-length"},"config":{},"trace":{"output":"ok"}}`, "kindgi-tenant-id", "t-conformance"),
+		200, `{"v":2,"kind":"check-result","result":{"passed":true}}`)
+	// Token before tenant: a bad token is 401 whatever the tenant.
+	expect(t, s.do(t, "POST", "/v1/invoke", body, map[string]string{"kindgi-pack-token": "x", "content-type": "application/json"}), 401, `{"error":"Bad pack token"}`)
+}
+
+func TestServiceProcessContractFailures(t *testing.T) {
+	t.Run("config-invalid lists every problem", func(t *testing.T) {
+		s := launch(t, conformance, map[string]string{tokenEnv: "has space", "PORT": "70000",
+			"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "0", "KINDGI_PACK_ENV_CHECK": "loose"}, "--host", "")
+		if code := s.wait(t, 30*time.Second); code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		rec := record(t, s.stderr.waitFor(t, time.Second, kindIs("config-invalid")))
+		if rec["level"] != "error" || len(rec["problems"].([]any)) != 5 {
+			t.Fatalf("record %v", rec)
+		}
+	})
+	t.Run("empty token", func(t *testing.T) {
+		s := launch(t, conformance, map[string]string{tokenEnv: "  \n"})
+		if code := s.wait(t, 30*time.Second); code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		s.stderr.waitFor(t, time.Second, func(l string) bool {
+			return kindIs("config-invalid")(l) && strings.Contains(l, "KINDGI_PACK_SERVICE_TOKEN is required")
+		})
+	})
+	t.Run("boot-failed never listens", func(t *testing.T) {
+		idx := filepath.Join(t.TempDir(), "index.json")
+		b, _ := os.ReadFile(conformance)
+		_ = os.WriteFile(idx, b, 0o644) // its modules are not beside this copy
+		s := launch(t, idx, nil)
+		if code := s.wait(t, 30*time.Second); code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		rec := record(t, s.stderr.waitFor(t, time.Second, kindIs("boot-failed")))
+		if fmt.Sprint(rec["problems"]) != "[Missing module: conformance.wasm]" {
+			t.Fatalf("record %v", rec)
+		}
+		for _, l := range s.stderr.snapshot() {
+			if kindIs("listening")(l) {
+				t.Fatal("listened after a boot failure")
+			}
+		}
+	})
+}
