@@ -7,7 +7,7 @@ WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build wasm fixtures run test race vet bench ajv-golden clean
+.PHONY: all build wasm fixtures run test vet bench loadtest ajv-golden clean
 
 all: build wasm
 
@@ -30,11 +30,18 @@ else
 	@echo "wat2wasm not found (Debian: apt-get install wabt): using the committed testdata .wasm"
 endif
 
-# Until the HTTP service lands (issue 3), run shows the executor on the echo
-# example pack through packd invoke.
+# Serve the echo example pack on the defaults (every interface, PORT or
+# 8080) with a fresh token, after printing how to call it.
+PORT ?= 8080
 run: build wasm
-	$(BIN) check --index wasm-examples/echo/index.json
-	$(BIN) invoke --index wasm-examples/echo/index.json --tool echo.message --input '{"message":"hello from packd"}'
+	@token=$$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n'); \
+	echo "packd serves the echo pack on port $(PORT) with token $$token"; \
+	echo "call it with:"; \
+	echo "  curl -s -H 'kindgi-pack-token: $$token' -H 'content-type: application/json' \\"; \
+	echo "    -d '{\"v\":2,\"kind\":\"invoke\",\"tool\":{\"id\":\"echo.message\"},\"input\":{\"message\":\"hello\"},\"ctx\":{\"tenantId\":\"t1\",\"runId\":\"r1\"}}' \\"; \
+	echo "    http://127.0.0.1:$(PORT)/v1/invoke"; \
+	echo "stop it with Ctrl-C"; \
+	KINDGI_PACK_SERVICE_TOKEN=$$token PORT=$(PORT) exec $(BIN) --index wasm-examples/echo/index.json
 
 vet:
 	$(GO) vet ./...
@@ -45,6 +52,17 @@ test: build wasm fixtures vet
 
 bench: build wasm fixtures
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sandbox ./host
+
+# Throughput and latency of /v1/invoke with the echo pack next to a plain
+# echo handler in the same server (needs wrk: apt-get install wrk).
+loadtest: build wasm
+	$(GO) build -o bin/loadtest ./internal/loadtest
+	@bin/loadtest -addr 127.0.0.1:8090 & pid=$$!; sleep 2; \
+	for c in 1 32; do for path in /v1/invoke /bench/plain; do \
+	  echo "== concurrency $$c $$path"; \
+	  wrk -t $$([ $$c = 1 ] && echo 1 || echo 2) -c $$c -d 10s --latency -s internal/loadtest/post.lua http://127.0.0.1:8090$$path \
+	    | grep -E 'Requests/sec|50%|99%|Non-2xx'; \
+	done; done; kill $$pid
 
 # Regenerate testdata/ajv/golden.json with real Ajv (needs node and npm).
 ajv-golden:

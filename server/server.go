@@ -53,6 +53,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// DrainTimeout bounds how long Drain waits for in-flight calls (default 8 s).
 	DrainTimeout time.Duration
+	// ReadHeaderTimeout bounds how long a client may take to send its
+	// headers (default 10 s), against slow clients.
+	ReadHeaderTimeout time.Duration
 }
 
 // Server is a pack service. Create it with New, run it with Serve, stop it
@@ -88,6 +91,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
 	if cfg.Records == nil {
 		cfg.Records = NewRecorder(io.Discard)
 	}
@@ -103,11 +109,10 @@ func New(cfg Config) (*Server, error) {
 	s.e = s.routes()
 	s.http = &http.Server{
 		Handler:           s.e,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
 	}
 	s.ready.Store(true)
 	return s, nil

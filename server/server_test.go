@@ -1,0 +1,201 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kindgi/packd/host"
+)
+
+func testPack(t *testing.T) *host.Pack {
+	t.Helper()
+	p, _ := host.Load(context.Background(), host.Config{IndexPath: filepath.Join("..", "testdata", "hostile", "index.json")})
+	if p == nil {
+		t.Fatal("the hostile test pack did not load")
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p
+}
+
+func newServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	cfg.Pack = testPack(t)
+	cfg.Token = "tok"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// endless is a request body that never ends, counting what was read of it.
+type endless struct{ read int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	e.read += int64(len(p))
+	return len(p), nil
+}
+
+func TestBodyOverTheLimitIsNeverBuffered(t *testing.T) {
+	s := newServer(t, Config{MaxBodyBytes: 4096})
+	body := &endless{}
+	req := httptest.NewRequest("POST", "/v1/invoke", io.NopCloser(body))
+	req.ContentLength = -1
+	req.Header.Set("kindgi-pack-token", "tok")
+	req.Header.Set("content-type", "application/json")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != 413 || rec.Body.String() != `{"error":"Request body too large"}` {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if body.read > 4096+32<<10 {
+		t.Fatalf("read %d bytes of an endless body with a 4096-byte limit", body.read)
+	}
+}
+
+func TestPanicInAHandlerIs500AndTheServerLivesOn(t *testing.T) {
+	s := newServer(t, Config{})
+	s.Echo().GET("/boom", func(echo.Context) error { panic("handler bug") })
+	for i := 0; i < 2; i++ {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/boom", nil))
+		if rec.Code != 500 || rec.Body.String() != `{"error":"Internal error"}` {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != 200 {
+		t.Fatalf("healthz after panics: %d", rec.Code)
+	}
+}
+
+func TestSlowHeadersAreCut(t *testing.T) {
+	s := newServer(t, Config{ReadHeaderTimeout: 200 * time.Millisecond})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n")) // and never the end of the headers
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	_, err = io.ReadAll(conn)
+	if err != nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("the connection was not closed by the server: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestTimeoutHeader(t *testing.T) {
+	cases := map[string]time.Duration{
+		"":                     host.DefaultTimeout,
+		"250":                  250 * time.Millisecond,
+		"0":                    host.DefaultTimeout,
+		"-5":                   host.DefaultTimeout,
+		"1.5":                  host.DefaultTimeout,
+		" 100":                 host.DefaultTimeout,
+		"99999999999999999999": host.DefaultTimeout,
+		"999999999999":         maxTimeout,
+	}
+	for h, want := range cases {
+		if got := timeoutFrom(h); got != want {
+			t.Errorf("timeoutFrom(%q) = %v, want %v", h, got, want)
+		}
+	}
+}
+
+func TestTraceparent(t *testing.T) {
+	cases := map[string]string{
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "4bf92f3577b34da6a3ce929d0e0e4736",
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01": "",
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "",
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01": "",
+		"garbage": "",
+	}
+	for h, want := range cases {
+		if got := traceIDFrom(h); got != want {
+			t.Errorf("traceIDFrom(%q) = %q, want %q", h, got, want)
+		}
+	}
+}
+
+func TestRecordLayout(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRecorder(&buf)
+	r.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC) }
+	r.Record("warn", "tool x handler-throw 3ms",
+		Field{"target", "tool"}, Field{"runId", "r"}, Field{"traceId", ""}, Field{"tenantId", "t"}, Field{"toolId", "x"}, Field{"durationMs", 3})
+	want := `{"time":"2026-01-02T03:04:05.678Z","level":"warn","severity":"WARNING","subsystem":"pack","message":"tool x handler-throw 3ms","tenantId":"t","runId":"r","toolId":"x","target":"tool","durationMs":3}` + "\n"
+	if buf.String() != want {
+		t.Fatalf("got  %s\nwant %s", buf.String(), want)
+	}
+	buf.Reset()
+	r.Lifecycle("stopped", "info", "Stopped")
+	if !strings.Contains(buf.String(), `"message":"Stopped","event":"stopped","kind":"stopped"}`) {
+		t.Fatalf("lifecycle: %s", buf.String())
+	}
+}
+
+func TestDrainWaitsForInFlightThenCloses(t *testing.T) {
+	s := newServer(t, Config{DrainTimeout: 5 * time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	result := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", base+"/v1/invoke", strings.NewReader(
+			`{"v":2,"kind":"invoke","tool":{"id":"hostile.loop"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`))
+		req.Header.Set("kindgi-pack-token", "tok")
+		req.Header.Set("content-type", "application/json")
+		req.Header.Set("kindgi-timeout-ms", "700")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			result <- -1
+			return
+		}
+		resp.Body.Close()
+		result <- resp.StatusCode
+	}()
+	for i := 0; i < 100 && len(s.sem) == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(s.sem) != 1 {
+		t.Fatal("the call never started")
+	}
+	start := time.Now()
+	if err := s.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-result; code != 200 {
+		t.Fatalf("the in-flight call got %d", code)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("drain took %v for a call with a 700 ms deadline", took)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
