@@ -134,8 +134,10 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Drain stops taking calls (new invokes and /readyz answer 503 draining),
-// waits for in-flight calls up to the drain timeout, then closes every
-// connection. Calls still running then are cancelled.
+// waits for in-flight calls up to the drain timeout, then shuts the server
+// down: answers already written are flushed, idle connections closed. Calls
+// still running when the timeout passes are cut off and their guests
+// cancelled.
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	done := make(chan struct{})
@@ -148,9 +150,18 @@ func (s *Server) Drain(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-timer.C:
+		return s.Close()
 	case <-ctx.Done():
+		return s.Close()
 	}
-	return s.Close()
+	// Every call has answered; give the last answers a moment to reach
+	// their connections before closing them.
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.http.Shutdown(sctx); err != nil {
+		return s.Close()
+	}
+	return nil
 }
 
 // Close closes the listener and every connection at once. Safe twice.
