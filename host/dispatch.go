@@ -8,6 +8,7 @@ import (
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/sandbox"
 )
 
 // DefaultTimeout is a call's deadline when the caller names none.
@@ -30,6 +31,8 @@ type Outcome struct {
 	Ctx *ojson.Object
 	// Refusal is set when the gate refused the call: no response message then.
 	Refusal *Refusal
+	// FuelUsed is the fuel the call's pack code burnt (0 when none ran).
+	FuelUsed int64
 }
 
 // OK reports whether the call produced a result.
@@ -152,7 +155,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Durat
 		return o.fail(e)
 	}
 	if entry.mod.err != nil {
-		return o.fail(t.guestError(entry.mod.path, entry.mod.err))
+		return o.fail(t.guestError(entry.mod.path, entry.mod.err, 0))
 	}
 
 	toolField := &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}
@@ -165,9 +168,10 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Durat
 	})
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rep, err := entry.mod.mod.Call(runCtx, req, p.env)
+	rep, err := entry.mod.mod.Call(runCtx, sandbox.Request{Body: req, Env: p.env, Fuel: entry.spec.Fuel})
+	o.FuelUsed = rep.FuelUsed
 	if err != nil {
-		return o.fail(t.guestError(entry.mod.path, err))
+		return o.fail(t.guestError(entry.mod.path, err, rep.FuelUsed))
 	}
 	switch rep.Status {
 	case abi.StatusNoHandler:
@@ -258,7 +262,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.
 		}
 	}
 	if c.mod.err != nil {
-		return o.fail(t.guestError(c.mod.path, c.mod.err))
+		return o.fail(t.guestError(c.mod.path, c.mod.err, 0))
 	}
 	req := ojson.Encode(&ojson.Object{
 		Keys: []string{"kind", "check", "config", "trace"},
@@ -266,9 +270,10 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.
 	})
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rep, err := c.mod.mod.Call(runCtx, req, p.env)
+	rep, err := c.mod.mod.Call(runCtx, sandbox.Request{Body: req, Env: p.env, Fuel: c.spec.Fuel})
+	o.FuelUsed = rep.FuelUsed
 	if err != nil {
-		return o.fail(t.guestError(c.mod.path, err))
+		return o.fail(t.guestError(c.mod.path, err, rep.FuelUsed))
 	}
 	switch rep.Status {
 	case abi.StatusNoHandler:

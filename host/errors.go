@@ -49,7 +49,7 @@ func (t target) thrown(c abi.Cause) *abi.Error {
 
 // guestError maps everything the sandbox can return, and a module that could
 // not be loaded, to a protocol error. It is the one place that does so.
-func (t target) guestError(modPath string, err error) *abi.Error {
+func (t target) guestError(modPath string, err error, fuelUsed int64) *abi.Error {
 	var (
 		exit *sandbox.ExitError
 		trap *sandbox.TrapError
@@ -60,6 +60,8 @@ func (t target) guestError(modPath string, err error) *abi.Error {
 		return t.errorFor(abi.CodeDeadlineExceeded, t.id+" passed its deadline")
 	case errors.Is(err, sandbox.ErrCancelled):
 		return t.errorFor(abi.CodeCancelled, t.id+" was cancelled")
+	case errors.Is(err, sandbox.ErrOutOfFuel):
+		return t.errorFor(abi.CodeDeadlineExceeded, fmt.Sprintf("%s passed its deadline: it ran out of fuel after using %d units", t.id, fuelUsed))
 	case errors.As(err, &exit):
 		return t.thrown(abi.Cause{Name: "ExitError", Message: exit.Error()})
 	case errors.As(err, &trap):

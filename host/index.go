@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 
 	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/sandbox"
 )
 
 // Index is a parsed pack index (envelope v1).
@@ -25,12 +27,16 @@ type ToolSpec struct {
 	ID, Version, Description, ModulePath string
 	Input, Output                        any           // JSON Schemas as written (ojson)
 	Limits                               *ojson.Object // open; nil when absent
+	// Fuel is limits.fuel, the tool's fuel budget per call (0: the default).
+	Fuel int64
 }
 
 // GuardrailSpec is one entry of the index's guardrails.
 type GuardrailSpec struct {
 	ID, CheckID, Kind, Action, ModulePath string
 	ConfigSchema                          any // nil when absent
+	// Fuel is limits.fuel, the check's fuel budget per call (0: the default).
+	Fuel int64
 }
 
 // Check is the id a check-invoke names: checkId, else id.
@@ -239,11 +245,7 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 	}
 	t.Input, _ = o.Get("input")
 	t.Output, _ = o.Get("output")
-	if l, ok := o.Get("limits"); ok {
-		if t.Limits, ok = l.(*ojson.Object); !ok {
-			p.add("%s \"limits\" must be an object", where)
-		}
-	}
+	t.Limits, t.Fuel = p.limits(o, where)
 	if len(p.list) > n {
 		return nil
 	}
@@ -276,8 +278,33 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 		ModulePath: p.str(o, "checkModulePath", where, true),
 	}
 	g.ConfigSchema, _ = o.Get("configSchema")
+	_, g.Fuel = p.limits(o, where)
 	if len(p.list) > n {
 		return nil
 	}
 	return g
+}
+
+// limits reads the open limits object and the one limit packd applies per
+// tool: fuel, a positive integer up to sandbox.MaxFuel.
+func (p *problemList) limits(o *ojson.Object, where string) (*ojson.Object, int64) {
+	l, ok := o.Get("limits")
+	if !ok {
+		return nil, 0
+	}
+	lo, ok := l.(*ojson.Object)
+	if !ok {
+		p.add("%s \"limits\" must be an object", where)
+		return nil, 0
+	}
+	f, ok := lo.Get("fuel")
+	if !ok {
+		return lo, 0
+	}
+	n, isNum := f.(float64)
+	if !isNum || n < 1 || n != math.Trunc(n) || n > sandbox.MaxFuel {
+		p.add("%s limits.fuel must be a positive integer up to %d", where, int64(sandbox.MaxFuel))
+		return lo, 0
+	}
+	return lo, int64(n)
 }

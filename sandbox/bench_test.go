@@ -49,7 +49,7 @@ func BenchmarkCallEchoGo(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		rep, err := m.Call(ctx, echoRequest, nil)
+		rep, err := m.Call(ctx, Request{Body: echoRequest})
 		if err != nil || rep.Status != abi.StatusOK {
 			b.Fatal(rep, err)
 		}
@@ -91,7 +91,7 @@ func BenchmarkCallCounterWat(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := m.Call(ctx, nil, nil); err != nil {
+		if _, err := m.Call(ctx, Request{}); err != nil {
 			b.Fatal(err)
 		}
 	}

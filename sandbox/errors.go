@@ -20,8 +20,8 @@ var (
 	ErrNoResponse = errors.New("sandbox: guest wrote no response")
 	// ErrMissingExport: the module lacks an export the guest ABI requires.
 	ErrMissingExport = errors.New("sandbox: missing export")
-	// ErrClosed: the sandbox was closed.
-	ErrClosed = errors.New("sandbox: closed")
+	// ErrOutOfFuel: the call spent its whole fuel budget.
+	ErrOutOfFuel = errors.New("sandbox: out of fuel")
 )
 
 // ExitError: the guest called proc_exit.
@@ -65,6 +65,9 @@ func classify(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, ErrOutputTooLarge) {
 		return ErrOutputTooLarge
+	}
+	if errors.Is(err, ErrOutOfFuel) {
+		return ErrOutOfFuel
 	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {

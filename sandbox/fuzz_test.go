@@ -29,6 +29,6 @@ func FuzzCompileAndCall(f *testing.F) {
 		}
 		defer m.Close(context.Background())
 		_, _ = m.Describe(ctx)
-		_, _ = m.Call(ctx, []byte(`{}`), nil)
+		_, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/sandbox/internal/instrument"
 )
 
 // instantiateKindgi registers the guest ABI host module ("kindgi").
@@ -21,6 +22,8 @@ func instantiateKindgi(ctx context.Context, rt wazero.Runtime) error {
 		Export(abi.ImportResponseWrite)
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(logLine), []api.ValueType{i32, i32, i32}, nil).
 		Export(abi.ImportLog)
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(fuelRefill), nil, nil).
+		Export(instrument.ImportRefill)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -60,4 +63,29 @@ func logLine(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	w.Write(msg)
 	w.Write([]byte{'\n'})
+}
+
+// fuelRefill is called by instrumented code when its fuel counter is below
+// zero. It stops the guest when the call's context is done (deadline,
+// cancellation) or the budget is spent, and otherwise hands it more fuel,
+// one slice at a time, so the guest returns to Go at least once a slice.
+func fuelRefill(ctx context.Context, mod api.Module, _ []uint64) {
+	if ctx.Err() != nil {
+		panic(ErrCancelled) // classify reads the context for deadline or cancel
+	}
+	st := stateFrom(ctx)
+	g, ok := mod.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal)
+	if !ok {
+		panic(&ABIError{Func: instrument.ImportRefill, Reason: "called by a module without its fuel counter"})
+	}
+	cur := int64(g.Get())
+	for cur < 0 {
+		if st.fuelLeft <= 0 {
+			panic(ErrOutOfFuel)
+		}
+		n := min(st.fuelSlice, st.fuelLeft)
+		st.fuelLeft -= n
+		cur += n
+	}
+	g.Set(uint64(cur))
 }

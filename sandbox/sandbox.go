@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/sandbox/internal/instrument"
 )
 
 // Defaults for a zero Config.
@@ -21,6 +22,10 @@ const (
 	DefaultMaxResponseBytes = 16 << 20 // 16 MiB
 	DefaultMaxLineBytes     = 16 << 10 // 16 KiB
 	DefaultMaxOutputBytes   = 1 << 20  // 1 MiB of stdout+stderr lines per call
+	DefaultFuel             = 10_000_000_000
+	DefaultFuelSlice        = 1_000_000
+	// MaxFuel bounds a budget so that sums of fuel never overflow an int64.
+	MaxFuel = 1 << 62
 )
 
 // Config configures a Sandbox. The zero value works: no disk cache, the
@@ -37,6 +42,10 @@ type Config struct {
 	// MaxLineBytes cuts longer guest lines; MaxOutputBytes bounds what one
 	// call forwards on each stream.
 	MaxLineBytes, MaxOutputBytes int
+	// DefaultFuel is a call's fuel budget when its Request names none;
+	// FuelSlice is how much the guest gets at a time: between two refills,
+	// a deadline or a cancel cannot stop it.
+	DefaultFuel, FuelSlice int64
 }
 
 // Sandbox owns a wazero runtime. It is safe for concurrent use.
@@ -67,11 +76,21 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if cfg.MaxOutputBytes <= 0 {
 		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
+	if cfg.DefaultFuel <= 0 {
+		cfg.DefaultFuel = DefaultFuel
+	}
+	if cfg.FuelSlice <= 0 {
+		cfg.FuelSlice = DefaultFuelSlice
+	}
+	if cfg.DefaultFuel > MaxFuel {
+		return nil, fmt.Errorf("sandbox: a fuel budget of %d is over the limit of %d", cfg.DefaultFuel, int64(MaxFuel))
+	}
 	s := &Sandbox{cfg: cfg}
 	s.stdout.w, s.stderr.w = orDiscard(cfg.Stdout), orDiscard(cfg.Stderr)
-	rc := wazero.NewRuntimeConfig().
-		WithMemoryLimitPages(cfg.MemoryLimitPages).
-		WithCloseOnContextDone(true)
+	// No WithCloseOnContextDone: instrumented code returns to Go through
+	// the fuel refill at least once a slice, and the refill stops it when
+	// the context is done.
+	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages)
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -121,16 +140,32 @@ type Module struct {
 	shape    error // why the module does not implement the guest ABI, or nil
 }
 
-// Compile validates and compiles a module once. A module that imports
-// anything packd does not provide fails here; a module that lacks the guest
-// ABI exports compiles, and Shape, Describe and Call report ErrMissingExport.
+// Compile validates, instruments (fuel) and compiles a module once. A module
+// that imports anything packd does not provide fails here; a module that
+// lacks the guest ABI exports compiles, and Shape, Describe and Call report
+// ErrMissingExport.
 func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if err := prescan(wasm); err != nil {
 		return nil, fmt.Errorf("compiling module: %w", err)
 	}
-	compiled, err := s.rt.CompileModule(ctx, wasm)
-	if err != nil {
-		return nil, fmt.Errorf("compiling module: %w", err)
+	metered, ierr := instrument.Instrument(wasm)
+	var compiled wazero.CompiledModule
+	var err error
+	if ierr == nil {
+		compiled, err = s.rt.CompileModule(ctx, metered)
+	}
+	if ierr != nil || err != nil {
+		// Say what is wrong with the module itself when wazero refuses it;
+		// else the instrumentation is at fault.
+		if orig, oerr := s.rt.CompileModule(ctx, wasm); oerr != nil {
+			return nil, fmt.Errorf("compiling module: %w", oerr)
+		} else {
+			_ = orig.Close(ctx)
+		}
+		if ierr != nil {
+			return nil, fmt.Errorf("compiling module: %w", ierr)
+		}
+		return nil, fmt.Errorf("compiling the instrumented module: %w", err)
 	}
 	if err := checkImports(compiled); err != nil {
 		_ = compiled.Close(ctx)
@@ -182,10 +217,11 @@ func (m *Module) Shape() error { return m.shape }
 // Close releases the compiled module.
 func (m *Module) Close(ctx context.Context) error { return m.compiled.Close(ctx) }
 
-// Reply is what a guest answered.
+// Reply is what a guest answered, and the fuel the call burnt.
 type Reply struct {
-	Status abi.Status
-	Body   []byte
+	Status   abi.Status
+	Body     []byte
+	FuelUsed int64
 }
 
 // Description is what a module says it serves.
@@ -200,7 +236,7 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 	if m.shape != nil {
 		return d, m.shape
 	}
-	rep, err := m.run(ctx, abi.ExportDescribe, nil, nil)
+	rep, err := m.run(ctx, abi.ExportDescribe, Request{})
 	if err != nil {
 		return d, err
 	}
@@ -213,40 +249,63 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 	return d, nil
 }
 
-// Call runs kindgi_call in a fresh instance with req as the request and env
-// (KEY=VALUE) as the whole environment.
-func (m *Module) Call(ctx context.Context, req []byte, env []string) (Reply, error) {
+// Request is one call: the request message the guest reads, the whole
+// environment it sees (KEY=VALUE), and its fuel budget (0: the default).
+type Request struct {
+	Body []byte
+	Env  []string
+	Fuel int64
+}
+
+// Call runs kindgi_call in a fresh instance. Reply.FuelUsed is set whatever
+// the outcome.
+func (m *Module) Call(ctx context.Context, req Request) (Reply, error) {
 	if m.shape != nil {
 		return Reply{}, m.shape
 	}
-	return m.run(ctx, abi.ExportCall, req, env)
+	return m.run(ctx, abi.ExportCall, req)
 }
 
-func (m *Module) run(ctx context.Context, export string, req []byte, env []string) (rep Reply, err error) {
+func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply, err error) {
 	s := m.sb
-	st := &callState{
-		request: req,
-		maxResp: s.cfg.MaxResponseBytes,
-		env:     env,
-		stdout:  lineWriter{sink: &s.stdout, maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
-		stderr:  lineWriter{sink: &s.stderr, maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+	budget := req.Fuel
+	if budget <= 0 {
+		budget = s.cfg.DefaultFuel
 	}
+	budget = min(budget, MaxFuel)
+	st := &callState{
+		request:   req.Body,
+		maxResp:   s.cfg.MaxResponseBytes,
+		env:       req.Env,
+		stdout:    lineWriter{sink: &s.stdout, maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+		stderr:    lineWriter{sink: &s.stderr, maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+		fuelLeft:  budget,
+		fuelSlice: s.cfg.FuelSlice,
+	}
+	var inst api.Module
 	defer func() {
 		st.stdout.Flush()
 		st.stderr.Flush()
+		rep.FuelUsed = budget - st.fuelLeft
+		if inst != nil {
+			if g := inst.ExportedGlobal(instrument.GlobalExport); g != nil {
+				rep.FuelUsed -= max(int64(g.Get()), 0)
+			}
+			_ = inst.Close(context.Background())
+		}
 	}()
 	if err := ctx.Err(); err != nil {
 		return rep, classify(ctx, err)
 	}
 	ctx = context.WithValue(ctx, stateKey{}, st)
-	inst, err := s.rt.InstantiateModule(ctx, m.compiled, s.modCfg)
+	inst, err = s.rt.InstantiateModule(ctx, m.compiled, s.modCfg)
 	if err != nil {
-		if ctx.Err() != nil {
+		inst = nil
+		if ctx.Err() != nil || errors.Is(err, ErrOutOfFuel) {
 			return rep, classify(ctx, err)
 		}
 		return rep, fmt.Errorf("instantiating module: %w", err)
 	}
-	defer inst.Close(context.Background())
 	if m.hasInit {
 		if _, err := inst.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
 			return rep, classify(ctx, err)

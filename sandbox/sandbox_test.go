@@ -70,7 +70,7 @@ func call(t *testing.T, m *sandbox.Module, timeout time.Duration) (sandbox.Reply
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	rep, err := m.Call(ctx, []byte(`{"kind":"invoke","tool":{"id":"x"},"input":{},"ctx":{}}`), nil)
+	rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"x"},"input":{},"ctx":{}}`)})
 	return rep, err, time.Since(start)
 }
 
@@ -148,7 +148,7 @@ func TestCancellationStopsABlockedGuest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := m.Call(ctx, nil, nil)
+	_, err := m.Call(ctx, sandbox.Request{})
 	if !errors.Is(err, sandbox.ErrCancelled) {
 		t.Fatalf("got %v, want ErrCancelled", err)
 	}
@@ -186,8 +186,7 @@ func TestGoGuestEnvOutputAndConcurrency(t *testing.T) {
 	m := compile(t, sb, filepath.Join("..", "wasm-examples", "conformance", "conformance.wasm"))
 	ctx := context.Background()
 
-	rep, err := m.Call(ctx, []byte(`{"kind":"invoke","tool":{"id":"conformance.process-env"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`),
-		[]string{"ONLY_THIS=1"})
+	rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"conformance.process-env"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), Env: []string{"ONLY_THIS=1"}})
 	if err != nil || string(rep.Body) != `{"names":["ONLY_THIS"]}` {
 		t.Fatalf("env: %s %v", rep.Body, err)
 	}
@@ -197,7 +196,7 @@ func TestGoGuestEnvOutputAndConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := m.Call(ctx, []byte(`{"kind":"invoke","tool":{"id":"conformance.noisy"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), nil)
+			rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"conformance.noisy"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)})
 			if err != nil || string(rep.Body) != `{"ok":true}` {
 				t.Errorf("noisy: %s %v", rep.Body, err)
 			}
@@ -219,7 +218,7 @@ func TestGoGuestSleepWakesOnDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := m.Call(ctx, []byte(`{"kind":"invoke","tool":{"id":"conformance.sleep"},"input":{"ms":60000},"ctx":{"tenantId":"t","runId":"r"}}`), nil)
+	_, err := m.Call(ctx, sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"conformance.sleep"},"input":{"ms":60000},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	if !errors.Is(err, sandbox.ErrDeadline) {
 		t.Fatalf("got %v", err)
 	}

@@ -17,7 +17,9 @@ type callState struct {
 	env      []string // KEY=VALUE, exactly what the caller allows
 	stdout   lineWriter
 	stderr   lineWriter
-	clockT0  int64 // monotonic origin, ns
+	// Fuel: fuelLeft is the part of the budget not yet handed to the guest,
+	// in slices of fuelSlice, by the refill import.
+	fuelLeft, fuelSlice int64
 }
 
 type stateKey struct{}

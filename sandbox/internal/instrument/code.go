@@ -1,0 +1,291 @@
+package instrument
+
+// What an instruction means to the pass.
+const (
+	kPlain = iota
+	kBlock
+	kLoop
+	kEnd
+	kCall      // call: renumber
+	kRefFunc   // ref.func: renumber
+	kBulkMem   // memory.fill/copy/init: charge length >> BulkShift
+	kBulkTable // table.fill/copy/init/grow: charge length
+	kGrow      // memory.grow: charge pages * GrowPageCost
+)
+
+type instr struct {
+	start, end int
+	kind       int
+	idx        uint32 // function index of call and ref.func
+	region     int    // for kLoop: the region it opens
+}
+
+func (m *module) rewriteCode(body []byte) ([]byte, error) {
+	r := &reader{b: body}
+	n := r.u32()
+	if r.err == nil && int(n) != len(m.funcTypes) {
+		return nil, errorf("code section has %d bodies for %d functions", n, len(m.funcTypes))
+	}
+	out := appendU32(make([]byte, 0, len(body)+len(body)/4), n)
+	for i := 0; i < int(n) && r.err == nil; i++ {
+		fb := r.bytes(int(r.u32()))
+		if r.err != nil {
+			break
+		}
+		params := m.types[m.funcTypes[i]][0]
+		nb, err := m.instrumentBody(fb, params)
+		if err != nil {
+			return nil, errorf("function %d: %v", int(m.funcImports)+i, err)
+		}
+		out = appendU32(out, uint32(len(nb)))
+		out = append(out, nb...)
+	}
+	if err := r.wrap("code section"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
+	r := &reader{b: b}
+	groups := r.u32()
+	groupsEnd := r.off
+	var locals uint64
+	for g := uint32(0); g < groups && r.err == nil; g++ {
+		locals += uint64(r.u32())
+		r.byte()
+	}
+	localsEnd := r.off
+	if r.err != nil {
+		return nil, r.err
+	}
+
+	// Pass 1: decode every instruction, and add up each region's cost.
+	var code []instr
+	regions := []int64{0}
+	type frame struct{ region, parent int }
+	frames := []frame{{0, 0}}
+	cur := 0
+	needTmp := false
+	for len(frames) > 0 {
+		if r.done() {
+			return nil, errorf("body ends before its last end")
+		}
+		in, err := decode(r)
+		if err != nil {
+			return nil, err
+		}
+		regions[cur]++
+		switch in.kind {
+		case kLoop:
+			in.region = len(regions)
+			regions = append(regions, 0)
+			frames = append(frames, frame{in.region, cur})
+			cur = in.region
+		case kBlock:
+			frames = append(frames, frame{cur, cur})
+		case kEnd:
+			cur = frames[len(frames)-1].parent
+			frames = frames[:len(frames)-1]
+		case kBulkMem, kBulkTable, kGrow:
+			needTmp = true
+		}
+		code = append(code, in)
+	}
+	if !r.done() {
+		return nil, errorf("code after the body's last end")
+	}
+
+	// Pass 2: emit.
+	out := make([]byte, 0, len(b)+len(b)/3+32)
+	tmp := uint32(uint64(params) + locals)
+	if needTmp {
+		out = appendU32(out, groups+1)
+		out = append(out, b[groupsEnd:localsEnd]...)
+		out = append(out, 1, 0x7f) // one i32 for bulk lengths
+	} else {
+		out = append(out, b[:localsEnd]...)
+	}
+	out = m.charge(out, regions[0])
+	for _, in := range code {
+		switch in.kind {
+		case kLoop:
+			out = append(out, b[in.start:in.end]...)
+			out = m.charge(out, regions[in.region])
+		case kCall:
+			out = appendU32(append(out, 0x10), m.fn(in.idx))
+		case kRefFunc:
+			out = appendU32(append(out, 0xd2), m.fn(in.idx))
+		case kBulkMem:
+			out = m.chargeTop(out, tmp, BulkShift, 1)
+			out = append(out, b[in.start:in.end]...)
+		case kBulkTable:
+			out = m.chargeTop(out, tmp, 0, 1)
+			out = append(out, b[in.start:in.end]...)
+		case kGrow:
+			out = m.chargeTop(out, tmp, 0, GrowPageCost)
+			out = append(out, b[in.start:in.end]...)
+		default:
+			out = append(out, b[in.start:in.end]...)
+		}
+	}
+	return out, nil
+}
+
+// charge subtracts a static cost, then refills when the counter is negative.
+func (m *module) charge(out []byte, cost int64) []byte {
+	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
+	out = appendS64(append(out, 0x42), cost)         // i64.const
+	out = append(out, 0x7d)                          // i64.sub
+	out = appendU32(append(out, 0x24), m.fuelGlobal) // global.set
+	return m.check(out)
+}
+
+// chargeTop charges the i32 on top of the stack (kept there), shifted right
+// by shift and multiplied by mul.
+func (m *module) chargeTop(out []byte, tmp uint32, shift, mul int64) []byte {
+	out = appendU32(append(out, 0x22), tmp)          // local.tee
+	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
+	out = appendU32(append(out, 0x20), tmp)          // local.get
+	out = append(out, 0xad)                          // i64.extend_i32_u
+	if shift > 0 {
+		out = appendS64(append(out, 0x42), shift)
+		out = append(out, 0x88) // i64.shr_u
+	}
+	if mul > 1 {
+		out = appendS64(append(out, 0x42), mul)
+		out = append(out, 0x7e) // i64.mul
+	}
+	out = append(out, 0x7d)                          // i64.sub
+	out = appendU32(append(out, 0x24), m.fuelGlobal) // global.set
+	return m.check(out)
+}
+
+// check calls the refill import when the counter is below zero.
+func (m *module) check(out []byte) []byte {
+	out = appendU32(append(out, 0x23), m.fuelGlobal)  // global.get
+	out = append(out, 0x42, 0x00, 0x53, 0x04, 0x40)   // i64.const 0; i64.lt_s; if
+	out = appendU32(append(out, 0x10), m.refillIndex) // call refill
+	return append(out, 0x0b)                          // end
+}
+
+// decode reads one instruction and its immediates.
+func decode(r *reader) (instr, error) {
+	in := instr{start: r.off}
+	op := r.byte()
+	switch {
+	case op == 0x00 || op == 0x01 || op == 0x0f || op == 0x1a || op == 0x1b || op == 0xd1:
+	case op == 0x02 || op == 0x04:
+		blockType(r)
+		in.kind = kBlock
+	case op == 0x03:
+		blockType(r)
+		in.kind = kLoop
+	case op == 0x05:
+	case op == 0x0b:
+		in.kind = kEnd
+	case op == 0x0c || op == 0x0d:
+		r.u32()
+	case op == 0x0e:
+		for n := r.u32(); n > 0 && r.err == nil; n-- {
+			r.u32()
+		}
+		r.u32()
+	case op == 0x10:
+		in.kind, in.idx = kCall, r.u32()
+	case op == 0x11:
+		r.u32()
+		r.u32()
+	case op == 0x1c:
+		for n := r.u32(); n > 0 && r.err == nil; n-- {
+			r.byte()
+		}
+	case op >= 0x20 && op <= 0x26:
+		r.u32()
+	case op >= 0x28 && op <= 0x3e:
+		r.u32()
+		r.u32()
+	case op == 0x3f:
+		r.u32()
+	case op == 0x40:
+		r.u32()
+		in.kind = kGrow
+	case op == 0x41 || op == 0x42:
+		r.leb()
+	case op == 0x43:
+		r.bytes(4)
+	case op == 0x44:
+		r.bytes(8)
+	case op >= 0x45 && op <= 0xc4:
+	case op == 0xd0:
+		r.byte()
+	case op == 0xd2:
+		in.kind, in.idx = kRefFunc, r.u32()
+	case op == 0xfc:
+		switch sub := r.u32(); {
+		case sub <= 7:
+		case sub == 8: // memory.init
+			r.u32()
+			r.u32()
+			in.kind = kBulkMem
+		case sub == 9: // data.drop
+			r.u32()
+		case sub == 10: // memory.copy
+			r.u32()
+			r.u32()
+			in.kind = kBulkMem
+		case sub == 11: // memory.fill
+			r.u32()
+			in.kind = kBulkMem
+		case sub == 12 || sub == 14: // table.init, table.copy
+			r.u32()
+			r.u32()
+			in.kind = kBulkTable
+		case sub == 13 || sub == 16: // elem.drop, table.size
+			r.u32()
+		case sub == 15 || sub == 17: // table.grow, table.fill
+			r.u32()
+			in.kind = kBulkTable
+		default:
+			return in, errorf("unknown instruction 0xfc %d at offset %d", sub, in.start)
+		}
+	case op == 0xfd:
+		switch sub := r.u32(); {
+		case sub <= 11 || sub == 92 || sub == 93: // loads and stores
+			r.u32()
+			r.u32()
+		case sub == 12 || sub == 13: // v128.const, i8x16.shuffle
+			r.bytes(16)
+		case sub >= 21 && sub <= 34: // extract and replace lane
+			r.byte()
+		case sub >= 84 && sub <= 91: // load and store lane
+			r.u32()
+			r.u32()
+			r.byte()
+		case sub <= 255:
+		default:
+			return in, errorf("unknown instruction 0xfd %d at offset %d", sub, in.start)
+		}
+	default:
+		return in, errorf("unknown instruction 0x%02x at offset %d", op, in.start)
+	}
+	in.end = r.off
+	if r.err != nil {
+		return in, r.err
+	}
+	return in, nil
+}
+
+// blockType skips a block type: empty, a value type, or a type index (s33).
+func blockType(r *reader) {
+	if r.done() {
+		r.fail("unexpected end")
+		return
+	}
+	switch c := r.b[r.off]; {
+	case c == 0x40 || c >= 0x6f && c <= 0x7f:
+		r.off++
+	default:
+		r.leb()
+	}
+}

@@ -1,0 +1,110 @@
+package instrument
+
+import "fmt"
+
+// reader decodes the binary format; the first error sticks and ends input.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) done() bool { return r.off >= len(r.b) }
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+	r.off = len(r.b)
+}
+
+func (r *reader) wrap(where string) error {
+	if r.err != nil {
+		return errorf("%s: %v", where, r.err)
+	}
+	return nil
+}
+
+func (r *reader) byte() byte {
+	if r.off >= len(r.b) {
+		r.fail("unexpected end at offset %d", r.off)
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+func (r *reader) bytes(n int) []byte {
+	if n < 0 || n > len(r.b)-r.off {
+		r.fail("length %d past the end", n)
+		return nil
+	}
+	b := r.b[r.off : r.off+n]
+	r.off += n
+	return b
+}
+
+// leb skips one LEB128 number (at most 10 bytes) and returns its low bits.
+func (r *reader) leb() uint64 {
+	var v uint64
+	for i := 0; i < 10; i++ {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= uint64(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	r.fail("integer too long")
+	return 0
+}
+
+func (r *reader) u32() uint32 {
+	start := r.off
+	v := r.leb()
+	if r.off-start > 5 || v > 0xffffffff {
+		r.fail("u32 out of range")
+	}
+	return uint32(v)
+}
+
+func (r *reader) name() string { return string(r.bytes(int(r.u32()))) }
+
+func (r *reader) limits() {
+	flags := r.byte()
+	r.leb()
+	if flags&1 != 0 {
+		r.leb()
+	}
+}
+
+func appendU32(b []byte, v uint32) []byte { return appendU64(b, uint64(v)) }
+
+func appendU64(b []byte, v uint64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func appendS64(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func appendName(b []byte, s string) []byte {
+	return append(appendU32(b, uint32(len(s))), s...)
+}
