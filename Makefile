@@ -51,7 +51,8 @@ test: build wasm fixtures vet
 	$(GO) test -race -count=1 ./...
 
 bench: build wasm fixtures
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sandbox ./host
+	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./sandbox
+	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch' -benchmem -count 5 ./sandbox ./host
 
 # Throughput and latency of /v1/invoke with the echo pack next to a plain
 # echo handler in the same server (needs wrk: apt-get install wrk).
