@@ -145,7 +145,7 @@ type Module struct {
 // lacks the guest ABI exports compiles, and Shape, Describe and Call report
 // ErrMissingExport.
 func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	if err := prescan(wasm); err != nil {
+	if err := instrument.Prescan(wasm); err != nil {
 		return nil, fmt.Errorf("compiling module: %w", err)
 	}
 	metered, ierr := instrument.Instrument(wasm)

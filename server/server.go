@@ -425,7 +425,7 @@ func (s *Server) record(c echo.Context, out *host.Outcome, elapsed time.Duration
 	if out.Version != "" {
 		fields = append(fields, Field{"version", out.Version})
 	}
-	fields = append(fields, Field{"outcome", outcome}, Field{"durationMs", int(ms)})
+	fields = append(fields, Field{"outcome", outcome}, Field{"durationMs", int(ms)}, Field{"fuel", float64(out.FuelUsed)})
 	s.cfg.Records.Record(level, fmt.Sprintf("%s %s %s %dms", out.Target, out.ID, outcome, ms), fields...)
 }
 

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/kindgi/packd/host"
@@ -17,6 +19,7 @@ import (
 type loadFlags struct {
 	index, moduleRoot, cacheDir string
 	memoryMiB                   uint
+	fuel                        int64
 }
 
 func (l *loadFlags) register(fs *flag.FlagSet) {
@@ -24,6 +27,33 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.moduleRoot, "module-root", "", "where module paths resolve (default: the index's directory)")
 	fs.StringVar(&l.cacheDir, "cache-dir", defaultCacheDir(), `wazero's compilation cache ("" keeps it in memory)`)
 	fs.UintVar(&l.memoryMiB, "memory-limit-mib", sandbox.DefaultMemoryLimitPages/16, "linear memory limit of every instance, MiB")
+	fs.Int64Var(&l.fuel, "fuel", envInt("PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
+}
+
+// envInt reads an integer environment variable; unset gives def, and a bad
+// value gives -1, which the range checks refuse.
+func envInt(name string, def int64) int64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// check lists what is wrong with the flags.
+func (l *loadFlags) check() []string {
+	var problems []string
+	if l.memoryMiB == 0 || l.memoryMiB > 4096 {
+		problems = append(problems, "--memory-limit-mib must be between 1 and 4096")
+	}
+	if l.fuel <= 0 || l.fuel > sandbox.MaxFuel {
+		problems = append(problems, fmt.Sprintf("--fuel (or PACKD_FUEL) must be a positive integer up to %d", int64(sandbox.MaxFuel)))
+	}
+	return problems
 }
 
 func defaultCacheDir() string {
@@ -41,8 +71,8 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 	if l.index == "" {
 		l.index = "/app/index.json"
 	}
-	if l.memoryMiB == 0 || l.memoryMiB > 4096 {
-		return host.Config{}, fmt.Errorf("--memory-limit-mib must be between 1 and 4096")
+	if problems := l.check(); len(problems) > 0 {
+		return host.Config{}, errors.New(strings.Join(problems, "; "))
 	}
 	return host.Config{
 		IndexPath:  l.index,
@@ -52,6 +82,7 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 			MemoryLimitPages: uint32(l.memoryMiB * 16),
 			Stdout:           guestOut,
 			Stderr:           guestOut,
+			DefaultFuel:      l.fuel,
 		},
 	}, nil
 }

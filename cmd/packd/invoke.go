@@ -101,6 +101,7 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer pack.Close(context.Background())
 
 	out := pack.Dispatch(ctx, ojson.Encode(msg), time.Duration(timeoutMs)*time.Millisecond)
+	fmt.Fprintf(stderr, "packd invoke: fuel used: %d\n", out.FuelUsed)
 	if out.Refusal != nil {
 		fmt.Fprintln(stderr, "packd invoke: refused:", out.Refusal.Reason)
 		return exitError

@@ -52,9 +52,7 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 			problems = append(problems, "--host must not be empty")
 		}
 	})
-	if c.load.memoryMiB == 0 || c.load.memoryMiB > 4096 {
-		problems = append(problems, "--memory-limit-mib must be between 1 and 4096")
-	}
+	problems = append(problems, c.load.check()...)
 
 	c.token = strings.TrimSpace(getenv(tokenEnv))
 	switch {

@@ -263,6 +263,9 @@ func (m *module) emit() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if body == nil {
+			continue // a malformed name section is dropped
+		}
 		out = appendSection(out, s.id, body)
 	}
 	if err := emitMissing(100); err != nil {
@@ -480,7 +483,9 @@ func (m *module) rewriteElements(body []byte) ([]byte, error) {
 }
 
 // rewriteCustom renumbers the name section's function indices; other custom
-// sections are copied.
+// sections are copied. A name section it cannot read is dropped (nil): it
+// only names things, and wazero's reader of a malformed one can run past
+// its end into the sections that follow.
 func (m *module) rewriteCustom(body []byte) ([]byte, error) {
 	r := &reader{b: body}
 	if r.name() != "name" || r.err != nil {
@@ -513,14 +518,14 @@ func (m *module) rewriteCustom(body []byte) ([]byte, error) {
 				}
 			}
 			if p.err != nil || !p.done() {
-				return body, nil // a malformed name section stays as it was
+				return nil, nil
 			}
 			payload = np
 		}
 		out = appendSection(out, sub, payload)
 	}
 	if r.err != nil {
-		return body, nil
+		return nil, nil
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package sandbox
+package instrument
 
 import (
 	"errors"
@@ -11,18 +11,18 @@ const (
 	maxTableEntries      = 1 << 20 // 8 MiB of references per table per instance
 )
 
-// errMalformed is wrapped by every pre-scan error.
-var errMalformed = errors.New("malformed module")
+// ErrMalformed is wrapped by every Prescan error.
+var ErrMalformed = errors.New("malformed module")
 
-// prescan walks the structure of a module binary (not its instructions) and
+// Prescan walks the structure of a module binary (not its instructions) and
 // checks that every declared count and length fits in the bytes that follow
 // it. wazero's decoder allocates what a count declares before it reads the
 // entries, so a few hostile bytes could otherwise make the host allocate
 // gigabytes. It also bounds locals per function and table sizes.
-func prescan(b []byte) error {
-	r := &scanner{b: b}
+func Prescan(b []byte) error {
+	r := &scanner{reader{b: b}}
 	if len(b) < 8 || string(b[:4]) != "\x00asm" {
-		return fmt.Errorf("%w: not a WebAssembly binary", errMalformed)
+		return fmt.Errorf("%w: not a WebAssembly binary", ErrMalformed)
 	}
 	r.off = 8
 	for r.off < len(r.b) {
@@ -32,63 +32,23 @@ func prescan(b []byte) error {
 			break
 		}
 		if uint64(size) > uint64(len(r.b)-r.off) {
-			return fmt.Errorf("%w: section %d is longer than the module", errMalformed, id)
+			return fmt.Errorf("%w: section %d is longer than the module", ErrMalformed, id)
 		}
-		sec := &scanner{b: r.b[:r.off+int(size)], off: r.off}
+		sec := &scanner{reader{b: r.b[:r.off+int(size)], off: r.off}}
 		sec.section(id)
 		if sec.err != nil {
-			return fmt.Errorf("%w: section %d: %v", errMalformed, id, sec.err)
+			return fmt.Errorf("%w: section %d: %v", ErrMalformed, id, sec.err)
 		}
 		r.off += int(size)
 	}
 	if r.err != nil {
-		return fmt.Errorf("%w: %v", errMalformed, r.err)
+		return fmt.Errorf("%w: %v", ErrMalformed, r.err)
 	}
 	return nil
 }
 
-type scanner struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (s *scanner) fail(format string, args ...any) {
-	if s.err == nil {
-		s.err = fmt.Errorf(format, args...)
-	}
-	s.off = len(s.b)
-}
-
-func (s *scanner) byte() byte {
-	if s.off >= len(s.b) {
-		s.fail("unexpected end")
-		return 0
-	}
-	c := s.b[s.off]
-	s.off++
-	return c
-}
-
-func (s *scanner) leb(bits int) uint64 {
-	var v uint64
-	for shift := 0; ; shift += 7 {
-		if shift >= bits+7 {
-			s.fail("integer too long")
-			return 0
-		}
-		c := s.byte()
-		if s.err != nil {
-			return 0
-		}
-		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-func (s *scanner) u32() uint32 { return uint32(s.leb(32)) }
+// scanner is a reader with the checks of the pre-scan.
+type scanner struct{ reader }
 
 // count reads a vector length and checks that at least min bytes per entry remain.
 func (s *scanner) count(min int) int {
@@ -100,21 +60,15 @@ func (s *scanner) count(min int) int {
 	return int(n)
 }
 
-func (s *scanner) skip(n int) {
-	if n > len(s.b)-s.off {
-		s.fail("length %d is longer than its section", n)
-		return
-	}
-	s.off += n
-}
+func (s *scanner) skip(n int) { s.bytes(n) }
 
 func (s *scanner) name() { s.skip(s.count(1)) }
 
 func (s *scanner) limits(maxMin uint64) {
 	flags := s.byte()
-	min := s.leb(64)
+	min := s.leb()
 	if flags&1 != 0 {
-		s.leb(64)
+		s.leb()
 	}
 	if maxMin > 0 && min > maxMin {
 		s.fail("table of %d entries is over the limit of %d", min, maxMin)
@@ -128,7 +82,7 @@ func (s *scanner) expr() {
 		case 0x0b: // end
 			return
 		case 0x41, 0x42: // i32.const, i64.const
-			s.leb(64)
+			s.leb()
 		case 0x43:
 			s.skip(4)
 		case 0x44:
@@ -217,7 +171,7 @@ func (s *scanner) section(id byte) {
 	case 10: // code
 		for n := s.count(2); n > 0 && s.err == nil; n-- {
 			size := s.count(0)
-			body := &scanner{b: s.b[:min(s.off+size, len(s.b))], off: s.off}
+			body := &scanner{reader{b: s.b[:min(s.off+size, len(s.b))], off: s.off}}
 			locals := uint64(0)
 			for g := body.count(2); g > 0 && body.err == nil; g-- {
 				locals += uint64(body.u32())
@@ -296,7 +250,7 @@ func (s *scanner) customSection() {
 	for s.off < len(s.b) && s.err == nil {
 		sub := s.byte()
 		size := s.count(0)
-		body := &scanner{b: s.b[:min(s.off+size, len(s.b))], off: s.off}
+		body := &scanner{reader{b: s.b[:min(s.off+size, len(s.b))], off: s.off}}
 		s.skip(size)
 		switch sub {
 		case 0:

@@ -1,0 +1,88 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/sandbox"
+)
+
+func callFuel(t *testing.T, m *sandbox.Module, budget int64, timeout time.Duration) (sandbox.Reply, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: budget})
+}
+
+func TestSameCallBurnsTheSameFuel(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{})
+	m := compile(t, sb, hostile("work"))
+	var first int64
+	for i := 0; i < 3; i++ {
+		rep, err := callFuel(t, m, 0, 30*time.Second)
+		if err != nil || string(rep.Body) != `{"ok":true}` {
+			t.Fatalf("%s %v", rep.Body, err)
+		}
+		if i == 0 {
+			first = rep.FuelUsed
+			// 100000 iterations of a 12-instruction loop at the least.
+			if first < 1_200_000 || first > 2_000_000 {
+				t.Fatalf("fuel used %d is not what the workload costs", first)
+			}
+		} else if rep.FuelUsed != first {
+			t.Fatalf("call %d burnt %d, the first %d", i+1, rep.FuelUsed, first)
+		}
+	}
+	// A fresh sandbox (a fresh compile) burns the same.
+	rep, err := callFuel(t, compile(t, newSandbox(t, sandbox.Config{}), hostile("work")), 0, 30*time.Second)
+	if err != nil || rep.FuelUsed != first {
+		t.Fatalf("fresh sandbox: %d %v, want %d", rep.FuelUsed, err, first)
+	}
+}
+
+func TestFuelStopsRunawayGuests(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{})
+	cases := []struct {
+		name   string
+		budget int64
+	}{
+		{"loop", 5_000_000}, // an infinite loop
+		{"recurse", 10_000}, // a deep recursion without a loop: fuel, not the stack, stops it
+		{"fill", 1_000_000}, // memory.fill of the whole memory, charged before it runs
+		{"work", 100_000},   // a finite workload over its budget
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			rep, err := callFuel(t, compile(t, sb, hostile(c.name)), c.budget, time.Minute)
+			if !errors.Is(err, sandbox.ErrOutOfFuel) {
+				t.Fatalf("got %v", err)
+			}
+			if rep.FuelUsed != c.budget {
+				t.Errorf("used %d of a %d budget", rep.FuelUsed, c.budget)
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("took %v", took)
+			}
+		})
+	}
+}
+
+func TestDeadlineStopsAGuestWithFuelLeft(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{})
+	rep, err := callFuel(t, compile(t, sb, hostile("loop")), sandbox.MaxFuel, 300*time.Millisecond)
+	if !errors.Is(err, sandbox.ErrDeadline) {
+		t.Fatalf("got %v", err)
+	}
+	if rep.FuelUsed <= 0 || rep.FuelUsed >= sandbox.MaxFuel {
+		t.Fatalf("fuel used %d", rep.FuelUsed)
+	}
+}
+
+func TestFuelBudgetOverTheLimitIsRefused(t *testing.T) {
+	if _, err := sandbox.New(context.Background(), sandbox.Config{DefaultFuel: sandbox.MaxFuel + 1}); err == nil {
+		t.Fatal("a budget over MaxFuel was accepted")
+	}
+}
