@@ -117,6 +117,9 @@ func TestLoadCollectsEveryProblem(t *testing.T) {
 			[]string{`other.id: module counter.wasm does not serve tool "other.id"`}},
 		{"not wasm", indexJSON(tool("a", "", "a.wasm"), ""), map[string][]byte{"a.wasm": []byte("text")},
 			[]string{"a.wasm: compiling module"}},
+		{"bad fuel limits", indexJSON(`{"id":"hostile.counter","input":{},"output":{},"modulePath":"counter.wasm","limits":{"fuel":-1}},{"id":"b","version":"2","input":{},"output":{},"modulePath":"counter.wasm","limits":{"fuel":"lots"}}`, ""),
+			map[string][]byte{"counter.wasm": counterWasm(t)},
+			[]string{"tools[0] (hostile.counter) limits.fuel must be a positive integer", "tools[1] (b) limits.fuel must be a positive integer"}},
 		{"bad env names", indexJSON(good, "", `"env":{"required":["KINDGI_PACK_SERVICE_TOKEN","1BAD"]}`),
 			map[string][]byte{"counter.wasm": counterWasm(t)},
 			[]string{`Index env.required: "KINDGI_PACK_SERVICE_TOKEN" is not an allowed`, `Index env.required: "1BAD" is not an allowed`}},
@@ -301,5 +304,20 @@ func TestPinTenantRefusesOtherTenants(t *testing.T) {
 	}
 	if o, _ := dispatch(p, msg("t-pinned")); !o.OK() {
 		t.Fatalf("pinned tenant: %s", o.Response)
+	}
+}
+
+func TestToolFuelLimitAndOutOfFuel(t *testing.T) {
+	p := loadIndex(t, filepath.Join("..", "testdata", "hostile", "index.json"), true)
+	// hostile.fill has limits.fuel 20000000 in the index.
+	o, m := dispatch(p, `{"v":2,"kind":"invoke","tool":{"id":"hostile.fill"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)
+	want := "hostile.fill passed its deadline: it ran out of fuel after using 20000000 units"
+	if m["code"] != "deadline-exceeded" || m["message"] != want || o.FuelUsed != 20000000 {
+		t.Fatalf("%s (fuel %d)", o.Response, o.FuelUsed)
+	}
+	o, _ = dispatch(p, `{"v":2,"kind":"invoke","tool":{"id":"hostile.work"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)
+	o2, _ := dispatch(p, `{"v":2,"kind":"invoke","tool":{"id":"hostile.work"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)
+	if !o.OK() || o.FuelUsed <= 0 || o.FuelUsed != o2.FuelUsed {
+		t.Fatalf("work: %s, fuel %d then %d", o.Response, o.FuelUsed, o2.FuelUsed)
 	}
 }

@@ -195,6 +195,7 @@ func TestHostileGuests(t *testing.T) {
 		"exit":     `"code":"handler-throw","message":"Handler for tool \"hostile.exit\" threw: ExitError: pack code exited with code 3"`,
 		"noexport": `"code":"handler-shape-invalid","message":"Module noexport.wasm has no handler for tool \"hostile.noexport\"`,
 		"counter":  `"kind":"result","output":{"global":1,"memory":1}`,
+		"fill":     `"code":"deadline-exceeded","message":"hostile.fill passed its deadline: it ran out of fuel after using 20000000 units"`,
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -240,6 +241,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"invoke", "--index", conformance, "--tool", "conformance.echo", "--input", "@/does/not/exist"},
 		{"invoke", "--index", conformance, "--tool", "conformance.echo", "--timeout-ms", "0"},
 		{"invoke", "--index", conformance, "--tool", "conformance.echo", "--memory-limit-mib", "0"},
+		{"invoke", "--index", conformance, "--tool", "conformance.echo", "--fuel", "0"},
 		{"invoke", "--bogus-flag"},
 		{"nonsense"},
 	} {

@@ -396,6 +396,9 @@ func TestServiceConformancePack(t *testing.T) {
 			rec["severity"] != "INFO" || rec["event"] != "call" || rec["kind"] != "call" || rec["subsystem"] != "pack" {
 			t.Errorf("record %v", rec)
 		}
+		if fuel, ok := rec["fuel"].(float64); !ok || fuel <= 0 {
+			t.Errorf("no fuel on the call record: %v", rec["fuel"])
+		}
 		if !strings.HasPrefix(rec["message"].(string), "tool conformance.echo ok ") {
 			t.Errorf("message %q", rec["message"])
 		}
@@ -640,4 +643,27 @@ func TestServiceProcessContractFailures(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestFuelIsTheSameAcrossProcesses runs the same call in two fresh packd
+// processes and compares the fuel each reports.
+func TestFuelIsTheSameAcrossProcesses(t *testing.T) {
+	var seen []string
+	for i := 0; i < 2; i++ {
+		cmd := exec.Command(packdPath, "invoke", "--index", hostileIndex, "--cache-dir", cacheDir, "--tool", "hostile.work")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != `{"v":2,"kind":"result","output":{"ok":true}}`+"\n" {
+			t.Fatalf("%v %s %s", err, out, stderr.String())
+		}
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.HasPrefix(l, "packd invoke: fuel used: ") {
+				seen = append(seen, l)
+			}
+		}
+	}
+	if len(seen) != 2 || seen[0] != seen[1] || seen[0] == "packd invoke: fuel used: 0" {
+		t.Fatalf("fuel lines %q", seen)
+	}
 }
