@@ -65,8 +65,7 @@ type Server struct {
 	tokenHash [32]byte
 	e         *echo.Echo
 	http      *http.Server
-	sem       chan struct{}
-	inflight  sync.WaitGroup
+	sem       chan struct{} // one slot per in-flight invoke
 	draining  atomic.Bool
 	ready     atomic.Bool
 	info      []byte
@@ -140,19 +139,18 @@ func (s *Server) Serve(ln net.Listener) error {
 // cancelled.
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
-	done := make(chan struct{})
-	go func() {
-		s.inflight.Wait()
-		close(done)
-	}()
+	// Taking every slot of the concurrency cap waits for every in-flight
+	// call, and keeps any new one from starting.
 	timer := time.NewTimer(s.cfg.DrainTimeout)
 	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		return s.Close()
-	case <-ctx.Done():
-		return s.Close()
+	for range cap(s.sem) {
+		select {
+		case s.sem <- struct{}{}:
+		case <-timer.C:
+			return s.Close()
+		case <-ctx.Done():
+			return s.Close()
+		}
 	}
 	// Every call has answered; give the last answers a moment to reach
 	// their connections before closing them.
@@ -349,13 +347,12 @@ func (s *Server) invoke(c echo.Context) error {
 	select {
 	case s.sem <- struct{}{}:
 	default:
+		if s.draining.Load() {
+			return ignoreAnswered(s.send503(c, "draining"))
+		}
 		return ignoreAnswered(s.send503(c, "overloaded"))
 	}
-	s.inflight.Add(1)
-	defer func() {
-		<-s.sem
-		s.inflight.Done()
-	}()
+	defer func() { <-s.sem }()
 	admitted := time.Now()
 	req := c.Request()
 	if !strings.Contains(strings.ToLower(req.Header.Get(echo.HeaderContentType)), "application/json") {
