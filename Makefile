@@ -25,7 +25,7 @@ wasm-examples/%.wasm: $(GOFILES) go.mod
 # rebuilt from their .wat so the two never drift apart.
 fixtures:
 ifneq ($(WAT2WASM),)
-	@for f in $(WAT); do $(WAT2WASM) $$f -o $${f%.wat}.wasm || exit 1; done
+	@for f in $(WAT); do $(WAT2WASM) --debug-names $$f -o $${f%.wat}.wasm || exit 1; done
 else
 	@echo "wat2wasm not found (Debian: apt-get install wabt): using the committed testdata .wasm"
 endif
