@@ -31,8 +31,9 @@ type Outcome struct {
 	Ctx *ojson.Object
 	// Refusal is set when the gate refused the call: no response message then.
 	Refusal *Refusal
-	// FuelUsed is the fuel the call's pack code burnt (0 when none ran).
-	FuelUsed int64
+	// FuelUsed is the fuel the call's pack code burnt (0 when none ran);
+	// MemoryBytes its instance's linear memory at the end.
+	FuelUsed, MemoryBytes int64
 }
 
 // OK reports whether the call produced a result.
@@ -169,7 +170,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Durat
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rep, err := entry.mod.mod.Call(runCtx, sandbox.Request{Body: req, Env: p.env, Fuel: entry.spec.Fuel})
-	o.FuelUsed = rep.FuelUsed
+	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
 	if err != nil {
 		return o.fail(t.guestError(entry.mod.path, err, rep.FuelUsed))
 	}
@@ -271,7 +272,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rep, err := c.mod.mod.Call(runCtx, sandbox.Request{Body: req, Env: p.env, Fuel: c.spec.Fuel})
-	o.FuelUsed = rep.FuelUsed
+	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
 	if err != nil {
 		return o.fail(t.guestError(c.mod.path, err, rep.FuelUsed))
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host/internal/schema"
@@ -52,6 +53,7 @@ type Pack struct {
 	env      []string
 	tools    map[string][]*tool // by id, in index order
 	checks   map[string]*check
+	stats    []ModuleStat
 	closeOne sync.Once
 }
 
@@ -104,7 +106,8 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	}
 	p.env = declaredEnv(idx, lookup)
 
-	modules, modProblems := loadModules(ctx, sb, root, idx)
+	modules, stats, modProblems := loadModules(ctx, sb, root, idx)
+	p.stats = stats
 	problems = append(problems, modProblems...)
 	problems = append(problems, p.register(modules)...)
 	if len(problems) > 0 {
@@ -143,7 +146,7 @@ func (p *Pack) MissingEnv(lookup func(string) (string, bool)) []string {
 	return missing
 }
 
-func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Index) (map[string]*module, []string) {
+func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Index) (map[string]*module, []ModuleStat, []string) {
 	var paths []string
 	seen := map[string]bool{}
 	for _, t := range idx.Tools {
@@ -159,6 +162,7 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 		}
 	}
 	var problems []string
+	var stats []ModuleStat
 	modules := map[string]*module{}
 	r, err := os.OpenRoot(root)
 	if err != nil {
@@ -177,7 +181,9 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 			problems = append(problems, err.Error())
 			continue
 		}
+		start := time.Now()
 		m.mod, err = sb.Compile(ctx, wasm)
+		stats = append(stats, ModuleStat{Path: p, CompileSeconds: time.Since(start).Seconds()})
 		if err != nil {
 			m.err = err
 			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
@@ -191,7 +197,7 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 	if r != nil {
 		_ = r.Close()
 	}
-	return modules, problems
+	return modules, stats, problems
 }
 
 // readModule reads a module path inside root: relative, forward slashes,
@@ -269,4 +275,36 @@ func (p *Pack) Close(ctx context.Context) error {
 	var err error
 	p.closeOne.Do(func() { err = p.sb.Close(ctx) })
 	return err
+}
+
+// ModuleStat is what loading one module cost.
+type ModuleStat struct {
+	Path           string
+	CompileSeconds float64
+}
+
+// ModuleStats lists every module the index names, with its compile time.
+func (p *Pack) ModuleStats() []ModuleStat { return p.stats }
+
+// HasTool and HasCheck say whether an id is in the index (for bounded
+// metric labels).
+func (p *Pack) HasTool(id string) bool  { return len(p.tools[id]) > 0 }
+func (p *Pack) HasCheck(id string) bool { return p.checks[id] != nil }
+
+// Describe returns the indexed spec of a tool: the one named version, the
+// only one, or the last indexed when several exist and none is named.
+func (p *Pack) Describe(id, version string) (*ToolSpec, bool) {
+	entries := p.tools[id]
+	if len(entries) == 0 {
+		return nil, false
+	}
+	if version == "" {
+		return entries[len(entries)-1].spec, true
+	}
+	for _, e := range entries {
+		if e.spec.Version == version {
+			return e.spec, true
+		}
+	}
+	return nil, false
 }

@@ -222,6 +222,8 @@ type Reply struct {
 	Status   abi.Status
 	Body     []byte
 	FuelUsed int64
+	// MemoryBytes is the instance's linear memory when the call ended.
+	MemoryBytes int64
 }
 
 // Description is what a module says it serves.
@@ -288,6 +290,9 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 		st.stderr.Flush()
 		rep.FuelUsed = budget - st.fuelLeft
 		if inst != nil {
+			if mem := inst.Memory(); mem != nil {
+				rep.MemoryBytes = int64(mem.Size())
+			}
 			if g := inst.ExportedGlobal(instrument.GlobalExport); g != nil {
 				rep.FuelUsed -= max(int64(g.Get()), 0)
 			}

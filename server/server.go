@@ -47,8 +47,14 @@ type Config struct {
 	// The pack should have been loaded with host.PinTenant(TenantID) so that
 	// ctx.tenantId is checked too.
 	TenantID string
-	// Records receives call records; nil discards them.
+	// Records receives the service's records; nil discards them.
 	Records *Recorder
+	// Hooks are told of every call after its answer (see Hook). nil means
+	// CallRecords(Records) alone.
+	Hooks []Hook
+	// Metrics, when set, counts refusals, in-flight calls and hook panics
+	// (add it to Hooks too for the per-call metrics).
+	Metrics *Metrics
 	// MaxBodyBytes bounds a request body (default 10 MiB).
 	MaxBodyBytes int64
 	// DrainTimeout bounds how long Drain waits for in-flight calls (default 8 s).
@@ -98,6 +104,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MissingEnv == nil {
 		cfg.MissingEnv = []string{}
+	}
+	if cfg.Hooks == nil {
+		cfg.Hooks = []Hook{CallRecords(cfg.Records)}
 	}
 	s := &Server{
 		cfg:       cfg,
@@ -214,6 +223,7 @@ func (s *Server) routes() *echo.Echo {
 		return send(c, http.StatusOK, []byte(`{"status":"ok"}`))
 	}))
 	e.Any("/readyz", s.method(http.MethodGet, s.readyz))
+	e.Any("/v1/tools/:id", s.method(http.MethodGet, s.tokenAndTenant(s.describe)))
 	e.RouteNotFound("/*", func(c echo.Context) error {
 		return sendError(c, http.StatusNotFound, "No route "+c.Request().URL.Path)
 	})
@@ -250,14 +260,23 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		got := sha256.Sum256([]byte(c.Request().Header.Get("kindgi-pack-token")))
 		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
+			s.cfg.Metrics.refused(http.StatusUnauthorized, "bad-token")
 			return sendError(c, http.StatusUnauthorized, "Bad pack token")
 		}
 		if pin := s.cfg.TenantID; pin != "" {
-			switch tenant := c.Request().Header.Get("kindgi-tenant-id"); {
-			case tenant == "":
-				return sendError(c, http.StatusMisdirectedRequest, "The kindgi-tenant-id header is required by this pack service", "code", host.RefusalTenantMismatch)
-			case tenant != pin:
-				return sendError(c, http.StatusMisdirectedRequest, "This pack service is pinned to another tenant", "code", host.RefusalTenantMismatch)
+			tenant := c.Request().Header.Get("kindgi-tenant-id")
+			if tenant != pin {
+				msg := "This pack service is pinned to another tenant"
+				if tenant == "" {
+					msg = "The kindgi-tenant-id header is required by this pack service"
+				}
+				s.cfg.Metrics.refused(http.StatusMisdirectedRequest, host.RefusalTenantMismatch)
+				if c.Request().URL.Path == "/v1/invoke" {
+					s.runHooks(Event{Time: time.Now(), Outcome: host.RefusalTenantMismatch,
+						Status: http.StatusMisdirectedRequest, TenantID: tenant,
+						TraceID: traceIDFrom(c.Request().Header.Get("traceparent"))})
+				}
+				return sendError(c, http.StatusMisdirectedRequest, msg, "code", host.RefusalTenantMismatch)
 			}
 		}
 		return h(c)
@@ -280,6 +299,13 @@ func (s *Server) unavailable(c echo.Context) error {
 var errAnswered = errors.New("answered")
 
 func (s *Server) send503(c echo.Context, msg string, extra ...any) error {
+	if c.Request().URL.Path == "/v1/invoke" {
+		reason := strings.ReplaceAll(msg, " ", "-")
+		if len(extra) >= 2 && extra[0] == "code" {
+			reason = extra[1].(string)
+		}
+		s.cfg.Metrics.refused(http.StatusServiceUnavailable, reason)
+	}
 	c.Response().Header().Set("Retry-After", "1")
 	if err := sendError(c, http.StatusServiceUnavailable, msg, extra...); err != nil {
 		return err
@@ -352,14 +378,26 @@ func (s *Server) invoke(c echo.Context) error {
 		}
 		return ignoreAnswered(s.send503(c, "overloaded"))
 	}
+	var event *Event
+	defer func() {
+		if event != nil {
+			s.runHooks(*event) // after the answer, and after the slot is free
+		}
+	}()
 	defer func() { <-s.sem }()
+	if m := s.cfg.Metrics; m != nil {
+		m.inFlight.Inc()
+		defer m.inFlight.Dec()
+	}
 	admitted := time.Now()
 	req := c.Request()
 	if !strings.Contains(strings.ToLower(req.Header.Get(echo.HeaderContentType)), "application/json") {
+		s.cfg.Metrics.refused(http.StatusUnsupportedMediaType, "content-type")
 		return sendError(c, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 	}
 	limit := s.cfg.MaxBodyBytes
 	if req.ContentLength > limit {
+		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
 		return sendError(c, http.StatusRequestEntityTooLarge, "Request body too large")
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
@@ -367,63 +405,47 @@ func (s *Server) invoke(c echo.Context) error {
 		return sendError(c, http.StatusBadRequest, "Cannot read the request body")
 	}
 	if int64(len(body)) > limit {
+		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
 		return sendError(c, http.StatusRequestEntityTooLarge, "Request body too large")
 	}
 
 	out := s.cfg.Pack.Dispatch(req.Context(), body, timeoutFrom(req.Header.Get("kindgi-timeout-ms")))
 	elapsed := time.Since(admitted)
-	s.record(c, out, elapsed)
+	e := Event{
+		Time: admitted, Parsed: out.Parsed, Target: out.Target, ID: out.ID, Version: out.Version,
+		Outcome: "ok", Status: http.StatusOK, Duration: elapsed, Fuel: out.FuelUsed, MemoryBytes: out.MemoryBytes,
+		TenantID: out.CtxString("tenantId"), ProjectID: out.CtxString("projectId"), OrgID: out.CtxString("orgId"),
+		RunID: out.CtxString("runId"), RequestID: out.CtxString("requestId"),
+		TraceID: traceIDFrom(req.Header.Get("traceparent")), SpanID: newSpanID(),
+	}
+	if out.Code != "" {
+		e.Outcome = string(out.Code)
+	}
+	if out.Parsed {
+		event = &e
+	}
 	if r := out.Refusal; r != nil {
+		e.Outcome = r.Code
 		switch r.Code {
 		case host.RefusalTenantMismatch:
-			return sendError(c, http.StatusMisdirectedRequest, r.Reason, "code", r.Code)
+			e.Status = http.StatusMisdirectedRequest
+			s.cfg.Metrics.refused(e.Status, r.Code)
+			return sendError(c, e.Status, r.Reason, "code", r.Code)
 		case host.RefusalGateFailed:
+			e.Status = http.StatusServiceUnavailable
+			s.cfg.Records.Record("error", "The gate failed; the call was refused", Field{"event", "gate-failed"},
+				Field{"kind", "gate-failed"}, Field{"error", r.Err.Error()})
 			return ignoreAnswered(s.send503(c, r.Reason, "code", r.Code))
 		default:
-			return sendError(c, http.StatusForbidden, r.Reason, "code", r.Code)
+			e.Status = http.StatusForbidden
+			s.cfg.Metrics.refused(e.Status, r.Code)
+			return sendError(c, e.Status, r.Reason, "code", r.Code)
 		}
 	}
 	h := c.Response().Header()
 	h.Set("kindgi-duration-ms", strconv.FormatInt(elapsed.Milliseconds(), 10))
 	h.Set("kindgi-artifact-version", s.cfg.Pack.Index.ArtifactVersion)
 	return send(c, http.StatusOK, out.Response)
-}
-
-// record writes the call record of a parsed call.
-func (s *Server) record(c echo.Context, out *host.Outcome, elapsed time.Duration) {
-	if !out.Parsed {
-		return
-	}
-	outcome := "ok"
-	switch {
-	case out.Refusal != nil:
-		outcome = out.Refusal.Code
-	case out.Code != "":
-		outcome = string(out.Code)
-	}
-	level := "info"
-	if outcome != "ok" {
-		level = "warn"
-	}
-	ms := elapsed.Milliseconds()
-	idKey := "toolId"
-	if out.Target == "check" {
-		idKey = "checkId"
-	}
-	traceID := traceIDFrom(c.Request().Header.Get("traceparent"))
-	fields := []Field{
-		{"traceId", traceID}, {"spanId", newSpanID()},
-		{"tenantId", out.CtxString("tenantId")}, {"projectId", out.CtxString("projectId")},
-		{"orgId", out.CtxString("orgId")}, {"runId", out.CtxString("runId")},
-		{"requestId", out.CtxString("requestId")}, {idKey, out.ID},
-		{"event", "call"}, {"kind", "call"},
-		{"target", out.Target}, {"id", out.ID},
-	}
-	if out.Version != "" {
-		fields = append(fields, Field{"version", out.Version})
-	}
-	fields = append(fields, Field{"outcome", outcome}, Field{"durationMs", int(ms)}, Field{"fuel", float64(out.FuelUsed)})
-	s.cfg.Records.Record(level, fmt.Sprintf("%s %s %s %dms", out.Target, out.ID, outcome, ms), fields...)
 }
 
 var traceparent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}`)

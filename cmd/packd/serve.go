@@ -7,12 +7,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/server"
@@ -25,6 +30,10 @@ const tokenEnv = "KINDGI_PACK_SERVICE_TOKEN"
 type serviceConfig struct {
 	load           loadFlags
 	host           string
+	metricsAddr    string
+	tenantLabel    bool
+	policy         string
+	auditLog       string
 	port           int
 	token          string
 	maxConcurrency int
@@ -41,6 +50,10 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 	fs.SetOutput(io.Discard)
 	c.load.register(fs)
 	fs.StringVar(&c.host, "host", "", "the address to listen on (default: every interface)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", envOr(getenv, "PACKD_METRICS_ADDR", ":9464"), `where /metrics listens ("off" turns it off; default $PACKD_METRICS_ADDR, else :9464)`)
+	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
+	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
+	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return c, []string{err.Error()}
 	}
@@ -89,6 +102,13 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 	return c, problems
 }
 
+func envOr(getenv func(string) string, name, def string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 func digits(s string) bool {
 	for _, r := range s {
 		if r < '0' || r > '9' {
@@ -117,9 +137,22 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	hc.Sandbox.Stderr = rec.Writer()
-	if cfg.tenantID != "" {
-		hc.Gate = host.PinTenant(cfg.tenantID)
+	bootFailed := func(problems ...string) int {
+		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: problems})
+		return exitError
 	}
+	var pin, policy host.Gate
+	if cfg.tenantID != "" {
+		pin = host.PinTenant(cfg.tenantID)
+	}
+	if cfg.policy != "" {
+		p, err := host.LoadPolicy(cfg.policy)
+		if err != nil {
+			return bootFailed(err.Error())
+		}
+		policy = p
+	}
+	hc.Gate = host.Gates(pin, policy)
 	ctx := context.Background()
 	pack, err := host.Load(ctx, hc)
 	if err != nil {
@@ -131,8 +164,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		if pack != nil {
 			_ = pack.Close(ctx)
 		}
-		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: problems})
-		return exitError
+		return bootFailed(problems...)
 	}
 	defer pack.Close(ctx)
 
@@ -141,28 +173,56 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		rec.Lifecycle("missing-env", "warn", "Required env names are not set: "+strings.Join(missing, ", "),
 			server.Field{Key: "check", Value: cfg.envCheck}, server.Field{Key: "names", Value: missing})
 	}
+	reg := prometheus.NewRegistry()
+	metrics, err := server.NewMetrics(reg, server.MetricsConfig{Pack: pack, Version: version, TenantLabel: cfg.tenantLabel, GoCollectors: true})
+	if err != nil {
+		return bootFailed(err.Error())
+	}
+	hooks := []server.Hook{server.CallRecords(rec), metrics}
+	if cfg.auditLog != "" {
+		audit, err := server.OpenAuditLog(cfg.auditLog, pack.Index.ArtifactVersion, metrics, rec)
+		if err != nil {
+			return bootFailed(err.Error())
+		}
+		defer audit.Close(5 * time.Second)
+		hooks = append(hooks, audit)
+	}
 	srv, err := server.New(server.Config{
 		Pack: pack, Token: cfg.token, MaxConcurrency: cfg.maxConcurrency,
 		MissingEnv: missing, StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, Records: rec,
+		Hooks: hooks, Metrics: metrics,
 	})
 	if err != nil {
-		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: []string{err.Error()}})
-		return exitError
+		return bootFailed(err.Error())
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
 	if err != nil {
-		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: []string{"Cannot listen: " + err.Error()}})
-		return exitError
+		return bootFailed("Cannot listen: " + err.Error())
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
+	listening := []server.Field{{Key: "port", Value: port}, {Key: "packId", Value: pack.Index.PackID},
+		{Key: "artifactVersion", Value: pack.Index.ArtifactVersion}}
+	if cfg.metricsAddr != "off" {
+		mln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			_ = ln.Close()
+			return bootFailed("Cannot listen for metrics: " + err.Error())
+		}
+		msrv := &http.Server{
+			Handler:           metricsHandler(reg),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+		}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		listening = append(listening, server.Field{Key: "metricsPort", Value: mln.Addr().(*net.TCPAddr).Port})
+	}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(signals)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	rec.Lifecycle("listening", "info", fmt.Sprintf("Listening on port %d", port),
-		server.Field{Key: "port", Value: port}, server.Field{Key: "packId", Value: pack.Index.PackID},
-		server.Field{Key: "artifactVersion", Value: pack.Index.ArtifactVersion})
+	rec.Lifecycle("listening", "info", fmt.Sprintf("Listening on port %d", port), listening...)
 
 	select {
 	case <-signals:
@@ -175,4 +235,12 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	<-served
 	rec.Lifecycle("stopped", "info", "Stopped")
 	return exitOK
+}
+
+// metricsHandler serves the registry at /metrics (OpenMetrics when asked,
+// which carries the trace id exemplars) and nothing else.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	return mux
 }

@@ -148,7 +148,7 @@ func start(t *testing.T, index string, env map[string]string, args ...string) *s
 func launch(t *testing.T, index string, env map[string]string, args ...string) *service {
 	t.Helper()
 	s := &service{token: randomToken(), exited: make(chan error, 1), index: index}
-	s.cmd = exec.Command(packdPath, append([]string{"--index", index, "--host", "127.0.0.1", "--cache-dir", cacheDir}, args...)...)
+	s.cmd = exec.Command(packdPath, append([]string{"--index", index, "--host", "127.0.0.1", "--cache-dir", cacheDir, "--metrics-addr", "127.0.0.1:0"}, args...)...)
 	base := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), "PORT": "0", tokenEnv: s.token + "\n"}
 	for k, v := range env {
 		base[k] = v

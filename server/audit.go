@@ -1,0 +1,131 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kindgi/packd/internal/ojson"
+)
+
+// AuditLog is the hook that appends one JSON line per call to /v1/invoke,
+// refusals included, to a file: who called what, and was it allowed. It
+// never holds input, output, secrets or env values.
+//
+// Calls never wait for the disk: a line goes into a bounded queue that one
+// goroutine writes out. When the queue is full the line is dropped, and when
+// a write fails (a full disk) the line is lost; both are counted in metrics
+// and said in a record, and the service goes on.
+type AuditLog struct {
+	w               io.WriteCloser
+	queue           chan []byte
+	artifactVersion string
+	metrics         *Metrics
+	records         *Recorder
+	done            chan struct{}
+	closeOnce       sync.Once
+	mu              sync.Mutex // guards the counters below
+	errors, dropped int64
+}
+
+// AuditQueue is how many lines may wait for the disk.
+const AuditQueue = 4096
+
+// OpenAuditLog opens (creating, appending) the audit file.
+func OpenAuditLog(path, artifactVersion string, m *Metrics, r *Recorder) (*AuditLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	return newAuditLog(f, artifactVersion, m, r), nil
+}
+
+func newAuditLog(w io.WriteCloser, artifactVersion string, m *Metrics, r *Recorder) *AuditLog {
+	if r == nil {
+		r = NewRecorder(io.Discard)
+	}
+	a := &AuditLog{w: w, queue: make(chan []byte, AuditQueue), artifactVersion: artifactVersion,
+		metrics: m, records: r, done: make(chan struct{})}
+	go a.writer()
+	return a
+}
+
+// OnCall implements Hook: it queues the call's line without waiting.
+func (a *AuditLog) OnCall(e Event) {
+	line := a.line(e)
+	select {
+	case a.queue <- line:
+	default:
+		if a.metrics != nil {
+			a.metrics.AuditDropped.Inc()
+		}
+		a.mu.Lock()
+		a.dropped++
+		n := a.dropped
+		a.mu.Unlock()
+		if n == 1 || n%1000 == 0 {
+			a.records.Record("error", fmt.Sprintf("The audit log fell behind: %d lines dropped so far", n),
+				Field{"event", "audit-dropped"}, Field{"kind", "audit-dropped"}, Field{"dropped", int(n)})
+		}
+	}
+}
+
+func (a *AuditLog) line(e Event) []byte {
+	idKey := "toolId"
+	if e.Target == "check" {
+		idKey = "checkId"
+	}
+	o := &ojson.Object{}
+	o.Set("time", e.Time.UTC().Format("2006-01-02T15:04:05.000Z"))
+	for _, f := range []Field{{"tenantId", e.TenantID}, {"projectId", e.ProjectID}, {"orgId", e.OrgID},
+		{"runId", e.RunID}, {"requestId", e.RequestID}, {"target", e.Target}, {idKey, e.ID}, {"version", e.Version}} {
+		if s := f.Value.(string); s != "" {
+			o.Set(f.Key, s)
+		}
+	}
+	o.Set("outcome", e.Outcome)
+	o.Set("status", float64(e.Status))
+	o.Set("durationMs", float64(e.Duration.Milliseconds()))
+	o.Set("fuel", float64(e.Fuel))
+	o.Set("artifactVersion", a.artifactVersion)
+	if e.TraceID != "" {
+		o.Set("traceId", e.TraceID)
+	}
+	return append(ojson.Encode(o), '\n')
+}
+
+func (a *AuditLog) writer() {
+	defer close(a.done)
+	for line := range a.queue {
+		if _, err := a.w.Write(line); err != nil {
+			if a.metrics != nil {
+				a.metrics.AuditErrors.Inc()
+			}
+			a.mu.Lock()
+			a.errors++
+			n := a.errors
+			a.mu.Unlock()
+			if n == 1 || n%1000 == 0 {
+				a.records.Record("error", fmt.Sprintf("Cannot write the audit log: %v (%d lines lost so far)", err, n),
+					Field{"event", "audit-error"}, Field{"kind", "audit-error"}, Field{"lost", int(n)})
+			}
+		}
+	}
+}
+
+// Close writes out what is queued (waiting at most timeout) and closes the
+// file. Calls must have stopped. Safe twice.
+func (a *AuditLog) Close(timeout time.Duration) error {
+	var err error
+	a.closeOnce.Do(func() {
+		close(a.queue)
+		select {
+		case <-a.done:
+		case <-time.After(timeout):
+		}
+		err = a.w.Close()
+	})
+	return err
+}

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"fmt"
+	"time"
+)
+
+// Event is what happened to one call to /v1/invoke: a dispatched call, or a
+// call refused before it ran (gate, tenant). It never holds the input, the
+// output, secrets or env values.
+type Event struct {
+	Time time.Time
+	// Parsed is false for a call refused before its message was read
+	// (a tenant header mismatch): such a call has no call record.
+	Parsed                                       bool
+	Target, ID, Version                          string
+	Outcome                                      string // "ok", an error code or a refusal code
+	Status                                       int    // the HTTP status answered
+	Duration                                     time.Duration
+	Fuel, MemoryBytes                            int64
+	TenantID, ProjectID, OrgID, RunID, RequestID string
+	TraceID, SpanID                              string
+}
+
+// Hook is told of every call after its answer is written. A hook cannot
+// fail a call; a panicking hook is recovered and counted. Hooks run one
+// after another on the call's goroutine after its concurrency slot is
+// released, so each must be quick (hand slow work to a goroutine of its own,
+// as the audit log does).
+type Hook interface {
+	OnCall(Event)
+}
+
+// HookFunc adapts a function to a Hook.
+type HookFunc func(Event)
+
+// OnCall implements Hook.
+func (f HookFunc) OnCall(e Event) { f(e) }
+
+func (s *Server) runHooks(e Event) {
+	for _, h := range s.cfg.Hooks {
+		s.runHook(h, e)
+	}
+}
+
+func (s *Server) runHook(h Hook, e Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			if s.cfg.Metrics != nil {
+				s.cfg.Metrics.hookPanics.Inc()
+			}
+			s.cfg.Records.Record("error", fmt.Sprintf("A dispatch hook panicked: %v", p),
+				Field{"event", "hook-panic"}, Field{"kind", "hook-panic"})
+		}
+	}()
+	h.OnCall(e)
+}
+
+// CallRecords is the hook that writes a `call` record for every parsed call.
+func CallRecords(r *Recorder) Hook {
+	return HookFunc(func(e Event) {
+		if !e.Parsed {
+			return
+		}
+		level := "info"
+		if e.Outcome != "ok" {
+			level = "warn"
+		}
+		ms := e.Duration.Milliseconds()
+		idKey := "toolId"
+		if e.Target == "check" {
+			idKey = "checkId"
+		}
+		fields := []Field{
+			{"traceId", e.TraceID}, {"spanId", e.SpanID},
+			{"tenantId", e.TenantID}, {"projectId", e.ProjectID}, {"orgId", e.OrgID},
+			{"runId", e.RunID}, {"requestId", e.RequestID}, {idKey, e.ID},
+			{"event", "call"}, {"kind", "call"}, {"target", e.Target}, {"id", e.ID},
+		}
+		if e.Version != "" {
+			fields = append(fields, Field{"version", e.Version})
+		}
+		fields = append(fields, Field{"outcome", e.Outcome}, Field{"durationMs", int(ms)}, Field{"fuel", float64(e.Fuel)})
+		r.Record(level, fmt.Sprintf("%s %s %s %dms", e.Target, e.ID, e.Outcome, ms), fields...)
+	})
+}

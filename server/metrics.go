@@ -1,0 +1,159 @@
+package server
+
+import (
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/kindgi/packd/host"
+)
+
+// Metrics are packd's Prometheus metrics. Labels are bounded: tool and check
+// ids only as the index names them (anything else is "unknown"), never a
+// tenant id unless TenantLabel is set.
+type Metrics struct {
+	pack        *host.Pack
+	tenantLabel bool
+
+	calls      *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	fuel       *prometheus.HistogramVec
+	memory     *prometheus.HistogramVec
+	inFlight   prometheus.Gauge
+	refusals   *prometheus.CounterVec
+	hookPanics prometheus.Counter
+	// AuditErrors counts audit lines that could not be written (write
+	// error) and AuditDropped those dropped because the writer fell behind.
+	AuditErrors, AuditDropped prometheus.Counter
+}
+
+// MetricsConfig configures NewMetrics.
+type MetricsConfig struct {
+	Pack *host.Pack
+	// Version is packd's own version, for packd_build_info.
+	Version string
+	// TenantLabel adds the tenant id as a label of packd_calls_total. Off by
+	// default: tenant ids are unbounded.
+	TenantLabel bool
+	// GoCollectors adds the Go runtime and process collectors.
+	GoCollectors bool
+}
+
+// NewMetrics registers packd's metrics on reg.
+func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) {
+	m := &Metrics{pack: cfg.Pack, tenantLabel: cfg.TenantLabel}
+	callLabels := []string{"target", "id", "outcome"}
+	if cfg.TenantLabel {
+		callLabels = append(callLabels, "tenant")
+	}
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_calls_total", Help: "Calls to /v1/invoke by target (tool or check), id and outcome (ok, an error code or a refusal code).",
+	}, callLabels)
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "packd_call_duration_seconds", Help: "Time from admission to answer of /v1/invoke calls, by target.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 120},
+	}, []string{"target"})
+	m.fuel = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "packd_call_fuel", Help: "Fuel burnt by the pack code of a call, by target.",
+		Buckets: prometheus.ExponentialBuckets(1e3, 10, 9),
+	}, []string{"target"})
+	m.memory = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "packd_instance_memory_bytes", Help: "Linear memory of a call's instance when the call ended, by target.",
+		Buckets: prometheus.ExponentialBuckets(64<<10, 4, 9),
+	}, []string{"target"})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "packd_calls_in_flight", Help: "Calls to /v1/invoke being served.",
+	})
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_refusals_total", Help: "Requests refused before any pack code ran, by HTTP status and reason.",
+	}, []string{"status", "reason"})
+	m.hookPanics = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "packd_hook_panics_total", Help: "Dispatch hooks that panicked (recovered).",
+	})
+	m.AuditErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "packd_audit_write_errors_total", Help: "Audit lines lost to a write error (a full disk, say).",
+	})
+	m.AuditDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "packd_audit_dropped_total", Help: "Audit lines dropped because the audit writer fell behind.",
+	})
+	compile := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "packd_module_compile_seconds", Help: "Time to compile each module of the pack at boot (less with a warm compilation cache).",
+	}, []string{"module"})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "packd_build_info", Help: "packd's build: always 1.",
+	}, []string{"version", "goversion"})
+	packInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "packd_pack_info", Help: "The pack being served: always 1.",
+	}, []string{"pack_id", "pack_version", "artifact_version"})
+	cs := []prometheus.Collector{m.calls, m.duration, m.fuel, m.memory, m.inFlight, m.refusals,
+		m.hookPanics, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
+	if cfg.GoCollectors {
+		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	version := cfg.Version
+	if version == "" {
+		version = "dev"
+	}
+	build.WithLabelValues(version, runtime.Version()).Set(1)
+	if p := cfg.Pack; p != nil {
+		packInfo.WithLabelValues(p.Index.PackID, p.Index.PackVersion, p.Index.ArtifactVersion).Set(1)
+		for _, st := range p.ModuleStats() {
+			compile.WithLabelValues(st.Path).Set(st.CompileSeconds)
+		}
+	}
+	return m, nil
+}
+
+// OnCall implements Hook.
+func (m *Metrics) OnCall(e Event) {
+	id := e.ID
+	if m.pack != nil && !(e.Target == "tool" && m.pack.HasTool(id) || e.Target == "check" && m.pack.HasCheck(id)) {
+		id = "unknown"
+	}
+	target := e.Target
+	if target == "" {
+		target = "tool"
+	}
+	labels := []string{target, id, e.Outcome}
+	if m.tenantLabel {
+		labels = append(labels, e.TenantID)
+	}
+	m.calls.WithLabelValues(labels...).Inc()
+	observe(m.duration.WithLabelValues(target), e.Duration.Seconds(), e.TraceID)
+	if e.Fuel > 0 {
+		observe(m.fuel.WithLabelValues(target), float64(e.Fuel), e.TraceID)
+	}
+	if e.MemoryBytes > 0 {
+		m.memory.WithLabelValues(target).Observe(float64(e.MemoryBytes))
+	}
+}
+
+// observe records a value, with the trace id as an exemplar when there is one.
+func observe(o prometheus.Observer, v float64, traceID string) {
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && traceID != "" {
+		eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": traceID})
+		return
+	}
+	o.Observe(v)
+}
+
+func (m *Metrics) refused(status int, reason string) {
+	if m == nil {
+		return
+	}
+	m.refusals.WithLabelValues(itoa(status), reason).Inc()
+}
+
+func itoa(n int) string {
+	const digits = "0123456789"
+	if n < 10 {
+		return digits[n : n+1]
+	}
+	return itoa(n/10) + digits[n%10:n%10+1]
+}

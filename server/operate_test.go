@@ -1,0 +1,294 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// operated is a server over the hostile test pack with metrics, a gate and
+// hooks, as packd serve wires them.
+type operated struct {
+	s       *Server
+	reg     *prometheus.Registry
+	m       *Metrics
+	records *bytes.Buffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Buffer.Write(p)
+}
+
+func newOperated(t *testing.T, gate host.Gate, hooks ...Hook) *operated {
+	t.Helper()
+	p, _ := host.Load(context.Background(), host.Config{
+		IndexPath: filepath.Join("..", "testdata", "hostile", "index.json"), Gate: gate,
+		Sandbox: sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")},
+	})
+	if p == nil {
+		t.Fatal("the test pack did not load")
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg, MetricsConfig{Pack: p, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := &lockedBuffer{}
+	rec := NewRecorder(buf)
+	s, err := New(Config{Pack: p, Token: "tok", Records: rec, Metrics: m,
+		Hooks: append([]Hook{CallRecords(rec), m}, hooks...), TenantID: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &operated{s: s, reg: reg, m: m, records: &buf.Buffer}
+}
+
+func (o *operated) call(method, path, body string, headers ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("kindgi-pack-token", "tok")
+	req.Header.Set("content-type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	o.s.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
+func invokeMsg(id, tenant string) string {
+	return `{"v":2,"kind":"invoke","tool":{"id":"` + id + `"},"input":{"secretInput":"NOT-IN-LOGS"},"ctx":{"tenantId":"` + tenant + `","runId":"r","secrets":{"k":"NOT-IN-LOGS"}}}`
+}
+
+func TestMetricsCountCallsAndRefusals(t *testing.T) {
+	o := newOperated(t, nil)
+	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"), "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"))
+	o.call("POST", "/v1/invoke", invokeMsg("no.such.tool-"+strings.Repeat("x", 10), "t1"))
+	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"), "kindgi-pack-token", "bad")
+	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"), "content-type", "text/plain")
+
+	if got := testutil.ToFloat64(o.m.calls.WithLabelValues("tool", "hostile.counter", "ok")); got != 2 {
+		t.Errorf("ok calls = %v", got)
+	}
+	if got := testutil.ToFloat64(o.m.calls.WithLabelValues("tool", "unknown", "tool-not-in-pack")); got != 1 {
+		t.Errorf("an unknown id must be labelled unknown: %v", got)
+	}
+	if got := testutil.ToFloat64(o.m.refusals.WithLabelValues("401", "bad-token")); got != 1 {
+		t.Errorf("401 refusals = %v", got)
+	}
+	if got := testutil.ToFloat64(o.m.refusals.WithLabelValues("415", "content-type")); got != 1 {
+		t.Errorf("415 refusals = %v", got)
+	}
+	if got := testutil.ToFloat64(o.m.inFlight); got != 0 {
+		t.Errorf("in flight after the calls = %v", got)
+	}
+	if n := testutil.CollectAndCount(o.m.fuel); n != 1 {
+		t.Errorf("fuel histogram series = %d", n)
+	}
+	// The traced call left its trace id as an exemplar.
+	mfs, err := o.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != "packd_call_duration_seconds" {
+			continue
+		}
+		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+			if ex := b.GetExemplar(); ex != nil && ex.GetLabel()[0].GetValue() == "4bf92f3577b34da6a3ce929d0e0e4736" {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Error("no trace id exemplar on packd_call_duration_seconds")
+	}
+	// Names and help pass the registry's own lint.
+	if problems, err := testutil.GatherAndLint(o.reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+	for _, name := range []string{"packd_build_info", "packd_pack_info", "packd_module_compile_seconds"} {
+		if testutil.CollectAndCount(o.reg, name) == 0 {
+			t.Errorf("%s missing", name)
+		}
+	}
+}
+
+func TestGateDenyIs403AndGateFailureIs503(t *testing.T) {
+	policy := &host.Policy{Default: "allow", Tenants: map[string]host.TenantPolicy{"t-blocked": {Deny: []string{"hostile.*"}}}}
+	broken := gateFunc(func(_ context.Context, r host.GateRequest) error {
+		if r.TenantID == "t-broken" {
+			return errors.New("policy store 10.1.2.3 unreachable")
+		}
+		return nil
+	})
+	o := newOperated(t, host.Gates(policy, broken))
+	r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t-blocked"))
+	if r.Code != 403 || r.Body.String() != `{"error":"The policy does not allow this tenant to call hostile.counter","code":"pack-gate-denied"}` {
+		t.Fatalf("deny: %d %s", r.Code, r.Body)
+	}
+	r = o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t-broken"))
+	if r.Code != 503 || r.Header().Get("Retry-After") != "1" || strings.Contains(r.Body.String(), "10.1.2.3") ||
+		r.Body.String() != `{"error":"the gate could not decide","code":"pack-gate-failed"}` {
+		t.Fatalf("gate failure: %d %s", r.Code, r.Body)
+	}
+	if !strings.Contains(o.records.String(), `"kind":"gate-failed"`) {
+		t.Error("the gate failure was not recorded")
+	}
+	if got := testutil.ToFloat64(o.m.calls.WithLabelValues("tool", "hostile.counter", "pack-gate-denied")); got != 1 {
+		t.Errorf("denied calls = %v", got)
+	}
+	if r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t-ok")); r.Code != 200 {
+		t.Fatalf("allowed: %d %s", r.Code, r.Body)
+	}
+}
+
+type gateFunc func(context.Context, host.GateRequest) error
+
+func (f gateFunc) Check(ctx context.Context, r host.GateRequest) error { return f(ctx, r) }
+
+func TestAHookThatPanicsCannotFailTheCall(t *testing.T) {
+	var after int
+	o := newOperated(t, nil, HookFunc(func(Event) { panic("hook bug") }), HookFunc(func(Event) { after++ }))
+	r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"))
+	if r.Code != 200 || r.Body.String() != `{"v":2,"kind":"result","output":{"global":1,"memory":1}}` {
+		t.Fatalf("%d %s", r.Code, r.Body)
+	}
+	if testutil.ToFloat64(o.m.hookPanics) != 1 || after != 1 {
+		t.Fatalf("panics %v, later hooks ran %d times", testutil.ToFloat64(o.m.hookPanics), after)
+	}
+}
+
+func TestAuditLogRecordsEveryDispatchAndNothingSecret(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	var o *operated
+	audit, err := OpenAuditLog(path, "hostile-1.0.0", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := &host.Policy{Tenants: map[string]host.TenantPolicy{"t-blocked": {Allow: []string{"other.*"}}}}
+	o = newOperated(t, policy, audit)
+	audit.metrics = o.m
+	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"), "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t-blocked"))
+	o.call("POST", "/v1/invoke", invokeMsg("nope", "t1"))
+	o.call("POST", "/v1/invoke", `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":[],"ctx":{"tenantId":"t1","runId":"r"}}`)
+	o.call("POST", "/v1/invoke", `not json`) // not a dispatch: no row
+	if err := audit.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d audit lines:\n%s", len(lines), data)
+	}
+	want := []string{"ok", "pack-gate-denied", "tool-not-in-pack", "input-validation-failed"}
+	for i, l := range lines {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			t.Fatal(err)
+		}
+		if row["outcome"] != want[i] || row["artifactVersion"] != "hostile-1.0.0" || row["runId"] != "r" {
+			t.Errorf("row %d: %s", i, l)
+		}
+		if strings.Contains(l, "NOT-IN-LOGS") || strings.Contains(l, "secretInput") {
+			t.Errorf("row %d holds input or secrets: %s", i, l)
+		}
+	}
+	if !strings.HasPrefix(lines[0], `{"time":"`) || !strings.Contains(lines[0], `"tenantId":"t1","runId":"r","target":"tool","toolId":"hostile.counter","version":"1.0.0","outcome":"ok","status":200,`) ||
+		!strings.HasSuffix(lines[0], `,"artifactVersion":"hostile-1.0.0","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`) {
+		t.Errorf("row layout: %s", lines[0])
+	}
+	if !strings.Contains(lines[1], `"status":403`) {
+		t.Errorf("deny row: %s", lines[1])
+	}
+}
+
+func TestAuditLogSurvivesAFullDisk(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Fatal("this test needs /dev/full (Linux)")
+	}
+	audit, err := OpenAuditLog("/dev/full", "a", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOperated(t, nil, audit)
+	audit.metrics, audit.records = o.m, o.s.cfg.Records
+	for i := 0; i < 3; i++ {
+		if r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1")); r.Code != 200 {
+			t.Fatalf("call %d: %d", i, r.Code)
+		}
+	}
+	_ = audit.Close(5 * time.Second)
+	if got := testutil.ToFloat64(o.m.AuditErrors); got != 3 {
+		t.Errorf("audit write errors = %v", got)
+	}
+	if !strings.Contains(o.records.String(), `"kind":"audit-error"`) {
+		t.Error("no audit-error record")
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	o := newOperated(t, nil)
+	r := o.call("GET", "/v1/tools/hostile.counter", "")
+	if r.Code != 200 || r.Body.String() != `{"verb":"hostile.counter","pack":"hostile","description":"","category":"tool","params":[]}` {
+		t.Fatalf("%d %s", r.Code, r.Body)
+	}
+	if r := o.call("GET", "/v1/tools/nope", ""); r.Code != 404 || r.Body.String() != `{"error":"No tool nope"}` {
+		t.Fatalf("%d %s", r.Code, r.Body)
+	}
+	if r := o.call("GET", "/v1/tools/hostile.counter", "", "kindgi-pack-token", "bad"); r.Code != 401 {
+		t.Fatalf("no token: %d", r.Code)
+	}
+	if r := o.call("POST", "/v1/tools/hostile.counter", ""); r.Code != 405 {
+		t.Fatalf("POST: %d", r.Code)
+	}
+	if strings.Contains(o.records.String(), `"kind":"call"`) {
+		t.Error("describe wrote a call record")
+	}
+}
+
+func TestDescribeParamsFromTheInputSchema(t *testing.T) {
+	p, err := host.Load(context.Background(), host.Config{IndexPath: filepath.Join("..", "wasm-examples", "conformance", "index.json"),
+		Sandbox: sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	s, _ := New(Config{Pack: p, Token: "tok"})
+	req := httptest.NewRequest("GET", "/v1/tools/conformance.defaults?version=1.0.0", nil)
+	req.Header.Set("kindgi-pack-token", "tok")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	want := `{"verb":"conformance.defaults","pack":"conformance","description":"","category":"tool","params":[` +
+		`{"name":"name","type":"string","required":true,"description":""},` +
+		`{"name":"greeting","type":"string","required":false,"description":""},` +
+		`{"name":"options","type":"object","required":false,"description":""}]}`
+	if rec.Code != http.StatusOK || rec.Body.String() != want {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}
