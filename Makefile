@@ -7,7 +7,7 @@ WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build wasm fixtures run test vet bench loadtest ajv-golden clean
+.PHONY: all build wasm fixtures run test e2e vet bench loadtest ajv-golden clean
 
 all: build wasm
 
@@ -49,6 +49,13 @@ vet:
 
 test: build wasm fixtures vet
 	$(GO) test -race -count=1 ./...
+	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then $(MAKE) --no-print-directory e2e; \
+	else echo "promtool and prometheus are not installed (Debian: apt-get install prometheus): make e2e not run"; fi
+
+# promtool on a real scrape of a running packd, and a real Prometheus server
+# scraping it (needs Debian's prometheus package).
+e2e: build wasm
+	$(GO) test -tags e2e -count=1 -run 'Promtool|Prometheus' ./cmd/packd
 
 bench: build wasm fixtures
 	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./sandbox
