@@ -110,3 +110,25 @@ func TestPrometheusScrapesPackd(t *testing.T) {
 	}
 	t.Fatalf("Prometheus never returned packd_calls_total for conformance.echo; its log:\n%s", log.String())
 }
+
+// TestPromtoolChecksTheDocumentedAlerts keeps the alert examples of
+// docs/operations.md valid.
+func TestPromtoolChecksTheDocumentedAlerts(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\ngroups:")
+	rules, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no alert rules in docs/operations.md")
+	}
+	path := filepath.Join(t.TempDir(), "rules.yml")
+	if err := os.WriteFile(path, []byte("groups:"+rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("promtool", "check", "rules", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
