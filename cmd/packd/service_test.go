@@ -625,6 +625,17 @@ func TestServiceProcessContractFailures(t *testing.T) {
 			return kindIs("config-invalid")(l) && strings.Contains(l, "KINDGI_PACK_SERVICE_TOKEN is required")
 		})
 	})
+	t.Run("a bad policy fails the boot", func(t *testing.T) {
+		policy := filepath.Join(t.TempDir(), "policy.json")
+		_ = os.WriteFile(policy, []byte(`{"default":"sometimes"}`), 0o644)
+		s := launch(t, conformance, nil, "--policy", policy)
+		if code := s.wait(t, 30*time.Second); code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		s.stderr.waitFor(t, time.Second, func(l string) bool {
+			return kindIs("boot-failed")(l) && strings.Contains(l, "default must be")
+		})
+	})
 	t.Run("boot-failed never listens", func(t *testing.T) {
 		idx := filepath.Join(t.TempDir(), "index.json")
 		b, _ := os.ReadFile(conformance)
@@ -665,5 +676,31 @@ func TestFuelIsTheSameAcrossProcesses(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[0] != seen[1] || seen[0] == "packd invoke: fuel used: 0" {
 		t.Fatalf("fuel lines %q", seen)
+	}
+}
+
+// TestServicePolicyAndAudit: packd serve with --policy and --audit-log.
+func TestServicePolicyAndAudit(t *testing.T) {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.json")
+	audit := filepath.Join(dir, "audit.log")
+	_ = os.WriteFile(policy, []byte(`{"default":"allow","tenants":{"t-conformance":{"deny":["conformance.throws"]}}}`), 0o644)
+	s := start(t, conformance, nil, "--policy", policy, "--audit-log", audit)
+	expect(t, s.invoke(t, invokeBody("conformance.throws", "", `{}`, conformanceCtx)), 403,
+		`{"error":"The policy does not allow this tenant to call conformance.throws","code":"pack-gate-denied"}`)
+	expect(t, s.invoke(t, invokeBody("conformance.echo", "", `{"message":"m"}`, conformanceCtx)), 200,
+		`{"v":2,"kind":"result","output":{"message":"m"}}`)
+	r := s.do(t, "GET", "/v1/tools/conformance.echo", "", s.auth())
+	expect(t, r, 200, `{"verb":"conformance.echo","pack":"conformance","description":"Answers with its message.","category":"tool","params":[{"name":"message","type":"string","required":true,"description":""}]}`)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	data, _ := os.ReadFile(audit)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"outcome":"pack-gate-denied","status":403`) || !strings.Contains(lines[1], `"outcome":"ok","status":200`) {
+		t.Fatalf("audit log:\n%s", data)
 	}
 }
