@@ -155,32 +155,18 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Durat
 		e.Issues = issues
 		return o.fail(e)
 	}
-	if entry.mod.err != nil {
-		return o.fail(t.guestError(entry.mod.path, entry.mod.err, 0))
-	}
-
 	toolField := &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}
 	if entry.spec.Version != "" {
 		toolField.Set("version", entry.spec.Version)
 	}
-	req := ojson.Encode(&ojson.Object{
+	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Fuel, timeout, &ojson.Object{
 		Keys: []string{"kind", "tool", "input", "ctx"},
 		Vals: []any{abi.KindInvoke, toolField, input, callCtx},
 	})
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	rep, err := entry.mod.mod.Call(runCtx, sandbox.Request{Body: req, Env: p.env, Fuel: entry.spec.Fuel})
-	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
-	if err != nil {
-		return o.fail(t.guestError(entry.mod.path, err, rep.FuelUsed))
+	if gerr != nil {
+		return o.fail(gerr)
 	}
-	switch rep.Status {
-	case abi.StatusNoHandler:
-		return o.fail(t.errorFor(abi.CodeHandlerShapeInvalid, fmt.Sprintf("Module %s has no handler for tool %q", entry.mod.path, id)))
-	case abi.StatusThrown:
-		return o.fail(t.thrown(thrownCause(rep.Body)))
-	}
-	out, err := ojson.Decode(rep.Body)
+	out, err := ojson.Decode(body)
 	if err != nil {
 		return o.fail(t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that is not JSON: %v", id, strings.TrimPrefix(err.Error(), ojson.ErrSyntax.Error()+": "))))
 	}
@@ -262,27 +248,14 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.
 			return o.fail(e)
 		}
 	}
-	if c.mod.err != nil {
-		return o.fail(t.guestError(c.mod.path, c.mod.err, 0))
-	}
-	req := ojson.Encode(&ojson.Object{
+	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Fuel, timeout, &ojson.Object{
 		Keys: []string{"kind", "check", "config", "trace"},
 		Vals: []any{abi.KindCheckInvoke, &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}, config, trace},
 	})
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	rep, err := c.mod.mod.Call(runCtx, sandbox.Request{Body: req, Env: p.env, Fuel: c.spec.Fuel})
-	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
-	if err != nil {
-		return o.fail(t.guestError(c.mod.path, err, rep.FuelUsed))
+	if gerr != nil {
+		return o.fail(gerr)
 	}
-	switch rep.Status {
-	case abi.StatusNoHandler:
-		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Module %s has no handler for check %q", c.mod.path, id)))
-	case abi.StatusThrown:
-		return o.fail(t.thrown(thrownCause(rep.Body)))
-	}
-	res, err := ojson.Decode(rep.Body)
+	res, err := ojson.Decode(body)
 	resObj, isObj := res.(*ojson.Object)
 	if err != nil || !isObj {
 		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q returned a result that is not an object", id)))
@@ -292,4 +265,27 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.
 	}
 	o.Response = abi.EncodeCheckResult(resObj)
 	return o
+}
+
+// run hands the request message to the module under the call's deadline and
+// fuel, and returns what the guest answered with StatusOK, or the error
+// message for everything else.
+func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, fuel int64, timeout time.Duration, req *ojson.Object) ([]byte, *abi.Error) {
+	if mod.err != nil {
+		return nil, t.guestError(mod.path, mod.err, 0)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep, err := mod.mod.Call(runCtx, sandbox.Request{Body: ojson.Encode(req), Env: p.env, Fuel: fuel})
+	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
+	if err != nil {
+		return nil, t.guestError(mod.path, err, rep.FuelUsed)
+	}
+	switch rep.Status {
+	case abi.StatusNoHandler:
+		return nil, t.errorFor(t.shapeCode(), fmt.Sprintf("Module %s has no handler for %s %q", mod.path, t.kind(), t.id))
+	case abi.StatusThrown:
+		return nil, t.thrown(thrownCause(rep.Body))
+	}
+	return rep.Body, nil
 }

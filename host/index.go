@@ -84,16 +84,7 @@ func ParseIndex(data []byte) (idx *Index, problems []string) {
 	if v, _ := top.Get("v"); v != float64(1) {
 		return idx, []string{fmt.Sprintf("Index envelope v%s is not v1", envelopeText(v))}
 	}
-	for _, k := range top.Keys {
-		if !indexKeys[k] {
-			p.add("Index has an unknown key %q", k)
-		}
-	}
-	for _, k := range indexRequired {
-		if _, ok := top.Get(k); !ok {
-			p.add("Index is missing %q", k)
-		}
-	}
+	p.keys(top, "Index", indexKeys, indexRequired...)
 	idx.PackID = p.str(top, "packId", "Index", true)
 	idx.PackVersion = p.str(top, "packVersion", "Index", true)
 	idx.ArtifactVersion = p.str(top, "artifactVersion", "Index", true)
@@ -148,6 +139,21 @@ func envelopeText(v any) string {
 }
 
 type problemList struct{ list []string }
+
+// keys reports the keys of a closed object that are not allowed, and the
+// required ones that are missing.
+func (p *problemList) keys(o *ojson.Object, where string, allowed map[string]bool, required ...string) {
+	for _, k := range o.Keys {
+		if !allowed[k] {
+			p.add("%s has an unknown key %q", where, k)
+		}
+	}
+	for _, k := range required {
+		if _, ok := o.Get(k); !ok {
+			p.add("%s is missing %q", where, k)
+		}
+	}
+}
 
 func (p *problemList) add(format string, args ...any) {
 	p.list = append(p.list, fmt.Sprintf(format, args...))
@@ -227,16 +233,7 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 		}
 	}
 	n := len(p.list)
-	for _, k := range o.Keys {
-		if !toolKeys[k] {
-			p.add("%s has an unknown key %q", where, k)
-		}
-	}
-	for _, k := range []string{"id", "input", "output", "modulePath"} {
-		if _, ok := o.Get(k); !ok {
-			p.add("%s is missing %q", where, k)
-		}
-	}
+	p.keys(o, where, toolKeys, "id", "input", "output", "modulePath")
 	t := &ToolSpec{
 		ID:          p.str(o, "id", where, true),
 		Version:     p.str(o, "version", where, true),
@@ -260,16 +257,7 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 		return nil
 	}
 	n := len(p.list)
-	for _, k := range o.Keys {
-		if !guardrailKeys[k] {
-			p.add("%s has an unknown key %q", where, k)
-		}
-	}
-	for _, k := range []string{"id", "kind", "action", "checkModulePath"} {
-		if _, ok := o.Get(k); !ok {
-			p.add("%s is missing %q", where, k)
-		}
-	}
+	p.keys(o, where, guardrailKeys, "id", "kind", "action", "checkModulePath")
 	g := &GuardrailSpec{
 		ID:         p.str(o, "id", where, true),
 		CheckID:    p.str(o, "checkId", where, true),

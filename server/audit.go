@@ -58,17 +58,27 @@ func (a *AuditLog) OnCall(e Event) {
 	select {
 	case a.queue <- line:
 	default:
-		if a.metrics != nil {
+		a.lost(&a.dropped, "audit-dropped", "The audit log fell behind")
+	}
+}
+
+// lost counts a lost line in *counter and its metric, and says so in a
+// record for the first loss and every thousandth after it.
+func (a *AuditLog) lost(counter *int64, kind, why string) {
+	if a.metrics != nil {
+		if counter == &a.dropped {
 			a.metrics.AuditDropped.Inc()
+		} else {
+			a.metrics.AuditErrors.Inc()
 		}
-		a.mu.Lock()
-		a.dropped++
-		n := a.dropped
-		a.mu.Unlock()
-		if n == 1 || n%1000 == 0 {
-			a.records.Record("error", fmt.Sprintf("The audit log fell behind: %d lines dropped so far", n),
-				Field{"event", "audit-dropped"}, Field{"kind", "audit-dropped"}, Field{"dropped", int(n)})
-		}
+	}
+	a.mu.Lock()
+	*counter++
+	n := *counter
+	a.mu.Unlock()
+	if n == 1 || n%1000 == 0 {
+		a.records.Record("error", fmt.Sprintf("%s: %d audit lines lost so far", why, n),
+			Field{"event", kind}, Field{"kind", kind}, Field{"lost", int(n)})
 	}
 }
 
@@ -100,17 +110,7 @@ func (a *AuditLog) writer() {
 	defer close(a.done)
 	for line := range a.queue {
 		if _, err := a.w.Write(line); err != nil {
-			if a.metrics != nil {
-				a.metrics.AuditErrors.Inc()
-			}
-			a.mu.Lock()
-			a.errors++
-			n := a.errors
-			a.mu.Unlock()
-			if n == 1 || n%1000 == 0 {
-				a.records.Record("error", fmt.Sprintf("Cannot write the audit log: %v (%d lines lost so far)", err, n),
-					Field{"event", "audit-error"}, Field{"kind", "audit-error"}, Field{"lost", int(n)})
-			}
+			a.lost(&a.errors, "audit-error", "Cannot write the audit log: "+err.Error())
 		}
 	}
 }

@@ -180,24 +180,11 @@ func (m *module) parseImports(b []byte) error {
 		if mod == ImportModule && name == ImportRefill {
 			return errorf("the module already imports %s.%s", mod, name)
 		}
-		switch kind := r.byte(); kind {
+		switch kind := r.importDesc(); kind {
 		case 0x00:
-			r.u32()
 			m.funcImports++
-		case 0x01:
-			r.byte()
-			r.limits()
-		case 0x02:
-			r.limits()
 		case 0x03:
-			r.byte()
-			r.byte()
 			m.globals++
-		case 0x04:
-			r.byte()
-			r.u32()
-		default:
-			return errorf("import section: unknown import kind %d", kind)
 		}
 	}
 	return r.wrap("import section")
@@ -340,23 +327,7 @@ func (m *module) insertImport(body, entry []byte) ([]byte, error) {
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		r.name()
 		r.name()
-		kind := r.byte()
-		switch kind {
-		case 0x00:
-			r.u32()
-		case 0x01:
-			r.byte()
-			r.limits()
-		case 0x02:
-			r.limits()
-		case 0x03:
-			r.byte()
-			r.byte()
-		case 0x04:
-			r.byte()
-			r.u32()
-		}
-		if kind == 0x00 {
+		if r.importDesc() == 0x00 {
 			funcs++
 			if funcs == m.funcImports {
 				insertAt = r.off

@@ -119,23 +119,13 @@ func (s *scanner) section(id byte) {
 		for n := s.count(4); n > 0 && s.err == nil; n-- {
 			s.name()
 			s.name()
-			switch kind := s.byte(); kind {
-			case 0:
-				s.u32()
-			case 1:
+			if s.err == nil && s.off < len(s.b) && s.b[s.off] == 0x01 { // a table: bound its size
+				s.byte()
 				s.byte()
 				s.limits(maxTableEntries)
-			case 2:
-				s.limits(0)
-			case 3:
-				s.byte()
-				s.byte()
-			case 4:
-				s.byte()
-				s.u32()
-			default:
-				s.fail("unknown import kind %d", kind)
+				continue
 			}
+			s.importDesc()
 		}
 	case 3: // function
 		for n := s.count(1); n > 0 && s.err == nil; n-- {

@@ -81,6 +81,30 @@ func (r *reader) limits() {
 	}
 }
 
+// importDesc skips an import's description and returns its kind
+// (0 function, 1 table, 2 memory, 3 global, 4 tag).
+func (r *reader) importDesc() byte {
+	kind := r.byte()
+	switch kind {
+	case 0x00:
+		r.u32()
+	case 0x01:
+		r.byte()
+		r.limits()
+	case 0x02:
+		r.limits()
+	case 0x03:
+		r.byte()
+		r.byte()
+	case 0x04:
+		r.byte()
+		r.u32()
+	default:
+		r.fail("unknown import kind %d", kind)
+	}
+	return kind
+}
+
 func appendU32(b []byte, v uint32) []byte { return appendU64(b, uint64(v)) }
 
 func appendU64(b []byte, v uint64) []byte {
