@@ -463,7 +463,7 @@ func holdInFlight(t *testing.T, s *service, release string, ms int) <-chan reply
 
 func TestServiceDrainsInFlightCallsOnSIGTERM(t *testing.T) {
 	s := start(t, conformance, nil)
-	held := holdInFlight(t, s, "drain", 1500)
+	held := holdInFlight(t, s, "drain", 4000)
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +483,7 @@ func TestServiceDrainsInFlightCallsOnSIGTERM(t *testing.T) {
 
 func TestServiceConcurrencyCap(t *testing.T) {
 	s := start(t, conformance, map[string]string{"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "1"})
-	held := holdInFlight(t, s, "cap", 1500)
+	held := holdInFlight(t, s, "cap", 4000)
 	r := s.invoke(t, invokeBody("conformance.echo", "", `{"message":"second"}`, conformanceCtx))
 	expect(t, r, 503, `{"error":"overloaded"}`)
 	if r.header.Get("Retry-After") != "1" {

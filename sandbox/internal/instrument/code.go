@@ -11,13 +11,18 @@ const (
 	kBulkMem   // memory.fill/copy/init: charge length >> BulkShift
 	kBulkTable // table.fill/copy/init/grow: charge length
 	kGrow      // memory.grow: charge pages * GrowPageCost
+	kBranch    // br, br_if: relabelled when frames are added
+	kBrTable   // br_table: relabelled when frames are added
+	kIf        // if: opens a frame
 )
 
 type instr struct {
 	start, end int
 	kind       int
-	idx        uint32 // function index of call and ref.func
+	idx        uint32 // function index of call and ref.func, label of br and br_if
 	region     int    // for kLoop: the region it opens
+	bt         int    // for kLoop: where its block type starts
+	outOfLine  bool   // for kLoop, and the kEnd that closes it: slow path after the loop
 }
 
 func (m *module) rewriteCode(body []byte) ([]byte, error) {
@@ -63,8 +68,8 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 	// Pass 1: decode every instruction, and add up each region's cost.
 	var code []instr
 	regions := []int64{0}
-	type frame struct{ region, parent int }
-	frames := []frame{{0, 0}}
+	type frame struct{ region, parent, loop int } // loop: index in code of the loop, or -1
+	frames := []frame{{0, 0, -1}}
 	cur := 0
 	needTmp := false
 	for len(frames) > 0 {
@@ -80,12 +85,17 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 		case kLoop:
 			in.region = len(regions)
 			regions = append(regions, 0)
-			frames = append(frames, frame{in.region, cur})
+			in.outOfLine = m.noParams(b, in.bt)
+			frames = append(frames, frame{in.region, cur, len(code)})
 			cur = in.region
-		case kBlock:
-			frames = append(frames, frame{cur, cur})
+		case kBlock, kIf:
+			frames = append(frames, frame{cur, cur, -1})
 		case kEnd:
-			cur = frames[len(frames)-1].parent
+			f := frames[len(frames)-1]
+			if f.loop >= 0 {
+				in.outOfLine = code[f.loop].outOfLine
+			}
+			cur = f.parent
 			frames = frames[:len(frames)-1]
 		case kBulkMem, kBulkTable, kGrow:
 			needTmp = true
@@ -107,11 +117,54 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 		out = append(out, b[:localsEnd]...)
 	}
 	out = m.charge(out, regions[0])
+	// added[i] is how many frames the pass put around open frame i: a label
+	// that crosses them grows by that much.
+	added := []int{0}
+	relabel := func(l uint32) uint32 {
+		n := uint32(0)
+		for i := len(added) - 1; i > 0 && uint32(len(added)-1-i) < l; i-- {
+			n += uint32(added[i])
+		}
+		return l + n
+	}
 	for _, in := range code {
 		switch in.kind {
 		case kLoop:
+			if in.outOfLine {
+				// block $exit (results) loop $retry block $slow loop $L
+				out = append(out, 0x02)
+				out = append(out, b[in.bt:in.end]...)
+				out = append(out, 0x03, 0x40, 0x02, 0x40)
+				out = append(out, b[in.start:in.end]...)
+				out = m.chargeOrLeave(out, regions[in.region])
+				added = append(added, 3)
+			} else {
+				out = append(out, b[in.start:in.end]...)
+				out = m.charge(out, regions[in.region])
+				added = append(added, 0)
+			}
+		case kBlock, kIf:
 			out = append(out, b[in.start:in.end]...)
-			out = m.charge(out, regions[in.region])
+			added = append(added, 0)
+		case kEnd:
+			out = append(out, b[in.start:in.end]...)
+			if in.outOfLine {
+				// br $exit; end $slow; refill; br $retry; end $retry; end $exit
+				out = append(out, 0x0c, 0x02, 0x0b)
+				out = appendU32(append(out, 0x10), m.refillIndex)
+				out = append(out, 0x0c, 0x00, 0x0b, 0x0b)
+			}
+			added = added[:len(added)-1]
+		case kBranch:
+			out = append(out, b[in.start])
+			out = appendU32(out, relabel(in.idx))
+		case kBrTable:
+			r := &reader{b: b[:in.end], off: in.start + 1}
+			n := r.u32()
+			out = appendU32(append(out, 0x0e), n)
+			for i := uint32(0); i <= n; i++ {
+				out = appendU32(out, relabel(r.u32()))
+			}
 		case kCall:
 			out = appendU32(append(out, 0x10), m.fn(in.idx))
 		case kRefFunc:
@@ -130,6 +183,30 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// noParams reports whether the block type at b[at:] takes no parameters: a
+// loop that takes some cannot be re-entered after a refill.
+func (m *module) noParams(b []byte, at int) bool {
+	c := b[at]
+	if c == 0x40 || c >= 0x6f && c <= 0x7f {
+		return true
+	}
+	r := &reader{b: b, off: at}
+	idx := int64(r.leb())
+	return r.err == nil && idx >= 0 && idx < int64(len(m.types)) && m.types[idx][0] == 0
+}
+
+// chargeOrLeave subtracts a loop's cost at its header and, when the counter
+// is below zero, leaves the loop for the refill laid out after it (the label
+// of the $slow block is 1 inside the loop).
+func (m *module) chargeOrLeave(out []byte, cost int64) []byte {
+	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
+	out = appendS64(append(out, 0x42), cost)         // i64.const
+	out = append(out, 0x7d)                          // i64.sub
+	out = appendU32(append(out, 0x24), m.fuelGlobal) // global.set
+	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
+	return append(out, 0x42, 0x00, 0x53, 0x0d, 0x01) // i64.const 0; i64.lt_s; br_if 1
 }
 
 // charge subtracts a static cost, then refills when the counter is negative.
@@ -175,18 +252,23 @@ func decode(r *reader) (instr, error) {
 	op := r.byte()
 	switch {
 	case op == 0x00 || op == 0x01 || op == 0x0f || op == 0x1a || op == 0x1b || op == 0xd1:
-	case op == 0x02 || op == 0x04:
+	case op == 0x02:
 		blockType(r)
 		in.kind = kBlock
+	case op == 0x04:
+		blockType(r)
+		in.kind = kIf
 	case op == 0x03:
+		in.bt = r.off
 		blockType(r)
 		in.kind = kLoop
 	case op == 0x05:
 	case op == 0x0b:
 		in.kind = kEnd
 	case op == 0x0c || op == 0x0d:
-		r.u32()
+		in.kind, in.idx = kBranch, r.u32()
 	case op == 0x0e:
+		in.kind = kBrTable
 		for n := r.u32(); n > 0 && r.err == nil; n-- {
 			r.u32()
 		}

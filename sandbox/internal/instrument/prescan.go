@@ -259,6 +259,11 @@ func (s *scanner) customSection() {
 				}
 			}
 		}
+		// wazero reads these subsections without their sizes: one that
+		// does not end where its size says would be read as something else.
+		if sub <= 2 && body.err == nil && !body.done() {
+			body.fail("subsection %d is longer than its entries", sub)
+		}
 		if body.err != nil {
 			s.fail("name section: %v", body.err)
 		}
