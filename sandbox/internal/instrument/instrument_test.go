@@ -16,11 +16,12 @@ import (
 )
 
 // runtimeWithHosts provides env.twice and a kindgi.fuel_refill that counts
-// its calls and hands out slices of 1000 until the context is done.
+// its calls and hands out slices of 1000 (as many as the counter needs)
+// until the context is done.
 func runtimeWithHosts(t testing.TB, refills *int) (context.Context, wazero.Runtime) {
 	t.Helper()
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithMemoryLimitPages(64))
 	t.Cleanup(func() { _ = rt.Close(ctx) })
 	_, err := rt.NewHostModuleBuilder("env").NewFunctionBuilder().
 		WithFunc(func(x int32) int32 { return 2 * x }).Export("twice").Instantiate(ctx)
@@ -34,8 +35,8 @@ func runtimeWithHosts(t testing.TB, refills *int) (context.Context, wazero.Runti
 			}
 			*refills++
 			g := m.ExportedGlobal(GlobalExport).(api.MutableGlobal)
-			for v := int64(g.Get()); v < 0; v = int64(g.Get()) {
-				g.Set(uint64(v + 1000))
+			if v := int64(g.Get()); v < 0 {
+				g.Set(uint64(v + (-v/1000+1)*1000)) // whole slices of 1000
 			}
 		}), nil, nil).Export(ImportRefill).Instantiate(ctx)
 	if err != nil {
