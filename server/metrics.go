@@ -2,6 +2,7 @@ package server
 
 import (
 	"runtime"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -147,13 +148,5 @@ func (m *Metrics) refused(status int, reason string) {
 	if m == nil {
 		return
 	}
-	m.refusals.WithLabelValues(itoa(status), reason).Inc()
-}
-
-func itoa(n int) string {
-	const digits = "0123456789"
-	if n < 10 {
-		return digits[n : n+1]
-	}
-	return itoa(n/10) + digits[n%10:n%10+1]
+	m.refusals.WithLabelValues(strconv.Itoa(status), reason).Inc()
 }
