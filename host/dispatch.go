@@ -103,16 +103,23 @@ func stringField(o *ojson.Object, key string) (string, bool) {
 	return s, ok
 }
 
+// named reads msg[key] as an object and its string id ("" when either is
+// missing or of another type).
+func named(msg *ojson.Object, key string) (*ojson.Object, string) {
+	obj, _ := objectField(msg, key)
+	if obj == nil {
+		return nil, ""
+	}
+	id, _ := stringField(obj, "id")
+	return obj, id
+}
+
 func malformed(msg string) *abi.Error {
 	return &abi.Error{Code: abi.CodeMalformedMessage, Message: msg}
 }
 
 func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Duration, o *Outcome) *Outcome {
-	toolObj, _ := objectField(msg, "tool")
-	var id string
-	if toolObj != nil {
-		id, _ = stringField(toolObj, "id")
-	}
+	toolObj, id := named(msg, "tool")
 	if id == "" {
 		return o.fail(malformed("`tool.id` is required"))
 	}
@@ -213,11 +220,7 @@ func versionList(entries []*tool) string {
 }
 
 func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.Duration, o *Outcome) *Outcome {
-	checkObj, _ := objectField(msg, "check")
-	var id string
-	if checkObj != nil {
-		id, _ = stringField(checkObj, "id")
-	}
+	_, id := named(msg, "check")
 	if id == "" {
 		return o.fail(malformed("`check.id` is required"))
 	}
