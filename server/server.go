@@ -142,12 +142,16 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Drain stops taking calls (new invokes and /readyz answer 503 draining),
+// writes the `draining` record,
 // waits for in-flight calls up to the drain timeout, then shuts the server
 // down: answers already written are flushed, idle connections closed. Calls
 // still running when the timeout passes are cut off and their guests
 // cancelled.
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
+	// Said only once new calls are refused, so that whoever reads the
+	// record can rely on it.
+	s.cfg.Records.Lifecycle("draining", "info", "Draining in-flight calls")
 	// Taking every slot of the concurrency cap waits for every in-flight
 	// call, and keeps any new one from starting.
 	timer := time.NewTimer(s.cfg.DrainTimeout)

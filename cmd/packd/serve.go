@@ -230,8 +230,8 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		rec.Lifecycle("stopped", "error", "The pack service stopped: "+err.Error())
 		return exitError
 	}
-	rec.Lifecycle("draining", "info", "Draining in-flight calls")
-	_ = srv.Drain(ctx)
+	_ = srv.Drain(ctx) // writes the draining record
+
 	<-served
 	rec.Lifecycle("stopped", "info", "Stopped")
 	return exitOK
