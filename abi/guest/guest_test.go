@@ -8,7 +8,16 @@ import (
 	"github.com/kindgi/packd/abi"
 )
 
+// resetRegistry empties the registry, so a test can run again (-count).
+func resetRegistry() {
+	mu.Lock()
+	defer mu.Unlock()
+	tools, checks, anyTool = map[string]ToolFunc{}, map[string]CheckFunc{}, nil
+}
+
 func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
+	resetRegistry()
+	defer resetRegistry()
 	Tool("sdk.echo", func(in json.RawMessage, ctx *Context) (any, error) {
 		return map[string]any{"in": in, "tenant": ctx.TenantID, "env": ctx.Env["A"]}, nil
 	})
