@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -44,19 +45,5 @@ func read(mod api.Module, fn string, ptr, n uint32) []byte {
 }
 
 func oob(ptr, n, size uint32) string {
-	return "pointer " + itoa(uint64(ptr)) + " with length " + itoa(uint64(n)) +
-		" is outside guest memory of " + itoa(uint64(size)) + " bytes"
-}
-
-func itoa(v uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			return string(b[i:])
-		}
-	}
+	return fmt.Sprintf("pointer %d with length %d is outside guest memory of %d bytes", ptr, n, size)
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kindgi/packd/internal/ojson"
 )
 
@@ -58,19 +60,15 @@ func (a *AuditLog) OnCall(e Event) {
 	select {
 	case a.queue <- line:
 	default:
-		a.lost(&a.dropped, "audit-dropped", "The audit log fell behind")
+		a.lost(&a.dropped, func(m *Metrics) prometheus.Counter { return m.AuditDropped }, "audit-dropped", "The audit log fell behind")
 	}
 }
 
-// lost counts a lost line in *counter and its metric, and says so in a
+// lost counts a lost line in *counter and in its metric, and says so in a
 // record for the first loss and every thousandth after it.
-func (a *AuditLog) lost(counter *int64, kind, why string) {
+func (a *AuditLog) lost(counter *int64, metric func(*Metrics) prometheus.Counter, kind, why string) {
 	if a.metrics != nil {
-		if counter == &a.dropped {
-			a.metrics.AuditDropped.Inc()
-		} else {
-			a.metrics.AuditErrors.Inc()
-		}
+		metric(a.metrics).Inc()
 	}
 	a.mu.Lock()
 	*counter++
@@ -110,7 +108,7 @@ func (a *AuditLog) writer() {
 	defer close(a.done)
 	for line := range a.queue {
 		if _, err := a.w.Write(line); err != nil {
-			a.lost(&a.errors, "audit-error", "Cannot write the audit log: "+err.Error())
+			a.lost(&a.errors, func(m *Metrics) prometheus.Counter { return m.AuditErrors }, "audit-error", "Cannot write the audit log: "+err.Error())
 		}
 	}
 }

@@ -287,20 +287,19 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// unavailable is the first 503 reason that applies, or "".
-func (s *Server) unavailable(c echo.Context) error {
+// unavailable answers the first 503 that applies (draining, missing env,
+// not ready) and says whether it did.
+func (s *Server) unavailable(c echo.Context) (bool, error) {
 	switch {
 	case s.draining.Load():
-		return s.send503(c, "draining")
+		return true, s.send503(c, "draining")
 	case s.cfg.StrictEnv && len(s.cfg.MissingEnv) > 0:
-		return s.send503(c, "missing env", "missingEnv", s.cfg.MissingEnv)
+		return true, s.send503(c, "missing env", "missingEnv", s.cfg.MissingEnv)
 	case !s.ready.Load():
-		return s.send503(c, "not ready")
+		return true, s.send503(c, "not ready")
 	}
-	return nil
+	return false, nil
 }
-
-var errAnswered = errors.New("answered")
 
 func (s *Server) send503(c echo.Context, msg string, extra ...any) error {
 	if c.Request().URL.Path == "/v1/invoke" {
@@ -311,24 +310,14 @@ func (s *Server) send503(c echo.Context, msg string, extra ...any) error {
 		s.cfg.Metrics.refused(http.StatusServiceUnavailable, reason)
 	}
 	c.Response().Header().Set("Retry-After", "1")
-	if err := sendError(c, http.StatusServiceUnavailable, msg, extra...); err != nil {
-		return err
-	}
-	return errAnswered
+	return sendError(c, http.StatusServiceUnavailable, msg, extra...)
 }
 
 func (s *Server) readyz(c echo.Context) error {
-	if err := s.unavailable(c); err != nil {
-		return ignoreAnswered(err)
+	if answered, err := s.unavailable(c); answered {
+		return err
 	}
 	return send(c, http.StatusOK, []byte(`{"status":"ready"}`))
-}
-
-func ignoreAnswered(err error) error {
-	if errors.Is(err, errAnswered) {
-		return nil
-	}
-	return err
 }
 
 func (s *Server) buildInfo() []byte {
@@ -371,16 +360,16 @@ func timeoutFrom(h string) time.Duration {
 }
 
 func (s *Server) invoke(c echo.Context) error {
-	if err := s.unavailable(c); err != nil {
-		return ignoreAnswered(err)
+	if answered, err := s.unavailable(c); answered {
+		return err
 	}
 	select {
 	case s.sem <- struct{}{}:
 	default:
 		if s.draining.Load() {
-			return ignoreAnswered(s.send503(c, "draining"))
+			return s.send503(c, "draining")
 		}
-		return ignoreAnswered(s.send503(c, "overloaded"))
+		return s.send503(c, "overloaded")
 	}
 	var event *Event
 	defer func() {
@@ -439,7 +428,7 @@ func (s *Server) invoke(c echo.Context) error {
 			e.Status = http.StatusServiceUnavailable
 			s.cfg.Records.Record("error", "The gate failed; the call was refused", Field{"event", "gate-failed"},
 				Field{"kind", "gate-failed"}, Field{"error", r.Err.Error()})
-			return ignoreAnswered(s.send503(c, r.Reason, "code", r.Code))
+			return s.send503(c, r.Reason, "code", r.Code)
 		default:
 			e.Status = http.StatusForbidden
 			s.cfg.Metrics.refused(e.Status, r.Code)
