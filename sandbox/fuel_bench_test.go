@@ -54,7 +54,7 @@ func meteredModule(b *testing.B) (context.Context, api.Module, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	metered, err := instrument.Instrument(wasm)
+	metered, err := instrument.Instrument(wasm, instrument.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/sandbox/internal/instrument"
@@ -24,6 +27,13 @@ const (
 	DefaultMaxOutputBytes   = 1 << 20  // 1 MiB of stdout+stderr lines per call
 	DefaultFuel             = 10_000_000_000
 	DefaultFuelSlice        = 1_000_000
+	DefaultMaxTableElements = 1 << 20  // 8 MiB of references
+	DefaultMaxModuleBytes   = 64 << 20 // 64 MiB
+	DefaultCompileTimeout   = 2 * time.Minute
+	DefaultLoadTimeout      = 5 * time.Second
+	DefaultLoadFuel         = 2_000_000_000
+	// tableElementBytes is what one table element costs the host.
+	tableElementBytes = 8
 	// MaxFuel bounds a budget so that sums of fuel never overflow an int64.
 	MaxFuel = 1 << 62
 )
@@ -46,6 +56,20 @@ type Config struct {
 	// FuelSlice is how much the guest gets at a time: between two refills,
 	// a deadline or a cancel cannot stop it.
 	DefaultFuel, FuelSlice int64
+	// MaxTableElements bounds the elements of an instance's tables, all
+	// together; they are counted against the memory limit (8 bytes each),
+	// so linear memory may grow to the limit less what the tables may
+	// take. Zero: DefaultMaxTableElements, or an eighth of the memory
+	// limit when that is less.
+	MaxTableElements uint32
+	// MaxModuleBytes refuses larger modules before reading them;
+	// CompileTimeout gives up on a module whose compilation takes longer.
+	MaxModuleBytes int
+	CompileTimeout time.Duration
+	// LoadTimeout and LoadFuel bound the guest code that runs at load
+	// (start function, _initialize, kindgi_abi_version, kindgi_describe).
+	LoadTimeout time.Duration
+	LoadFuel    int64
 }
 
 // Sandbox owns a wazero runtime. It is safe for concurrent use.
@@ -82,15 +106,35 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if cfg.FuelSlice <= 0 {
 		cfg.FuelSlice = DefaultFuelSlice
 	}
-	if cfg.DefaultFuel > MaxFuel {
-		return nil, fmt.Errorf("sandbox: a fuel budget of %d is over the limit of %d", cfg.DefaultFuel, int64(MaxFuel))
+	if cfg.DefaultFuel > MaxFuel || cfg.LoadFuel > MaxFuel {
+		return nil, fmt.Errorf("sandbox: a fuel budget is over the limit of %d", int64(MaxFuel))
+	}
+	if cfg.LoadFuel <= 0 {
+		cfg.LoadFuel = DefaultLoadFuel
+	}
+	if cfg.LoadTimeout <= 0 {
+		cfg.LoadTimeout = DefaultLoadTimeout
+	}
+	if cfg.MaxModuleBytes <= 0 {
+		cfg.MaxModuleBytes = DefaultMaxModuleBytes
+	}
+	if cfg.CompileTimeout <= 0 {
+		cfg.CompileTimeout = DefaultCompileTimeout
+	}
+	limitBytes := uint64(cfg.MemoryLimitPages) * 65536
+	if cfg.MaxTableElements == 0 {
+		cfg.MaxTableElements = uint32(min(DefaultMaxTableElements, limitBytes/8/tableElementBytes))
+	}
+	tablePages := (uint64(cfg.MaxTableElements)*tableElementBytes + 65535) / 65536
+	if tablePages >= uint64(cfg.MemoryLimitPages) {
+		return nil, fmt.Errorf("sandbox: tables of %d elements take the whole memory limit of %d pages", cfg.MaxTableElements, cfg.MemoryLimitPages)
 	}
 	s := &Sandbox{cfg: cfg}
 	s.stdout.w, s.stderr.w = orDiscard(cfg.Stdout), orDiscard(cfg.Stderr)
 	// No WithCloseOnContextDone: instrumented code returns to Go through
 	// the fuel refill at least once a slice, and the refill stops it when
 	// the context is done.
-	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages)
+	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages - uint32(tablePages))
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -143,29 +187,25 @@ type Module struct {
 // Compile validates, instruments (fuel) and compiles a module once. A module
 // that imports anything packd does not provide fails here; a module that
 // lacks the guest ABI exports compiles, and Shape, Describe and Call report
-// ErrMissingExport.
+// ErrMissingExport. A module over Config.MaxModuleBytes, or whose
+// compilation takes longer than Config.CompileTimeout, is refused.
 func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	if len(wasm) > s.cfg.MaxModuleBytes {
+		return nil, fmt.Errorf("compiling module: %d bytes is over the limit of %d", len(wasm), s.cfg.MaxModuleBytes)
+	}
 	if err := instrument.Prescan(wasm); err != nil {
 		return nil, fmt.Errorf("compiling module: %w", err)
 	}
-	metered, ierr := instrument.Instrument(wasm)
-	var compiled wazero.CompiledModule
-	var err error
-	if ierr == nil {
-		compiled, err = s.rt.CompileModule(ctx, metered)
+	// The pass checks every index and section end of the module as written
+	// (nothing invalid may resolve to what it adds); wazero then validates
+	// the result. Its error says what is wrong with the module itself.
+	metered, err := instrument.Instrument(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("compiling module: %w", err)
 	}
-	if ierr != nil || err != nil {
-		// Say what is wrong with the module itself when wazero refuses it;
-		// else the instrumentation is at fault.
-		if orig, oerr := s.rt.CompileModule(ctx, wasm); oerr != nil {
-			return nil, fmt.Errorf("compiling module: %w", oerr)
-		} else {
-			_ = orig.Close(ctx)
-		}
-		if ierr != nil {
-			return nil, fmt.Errorf("compiling module: %w", ierr)
-		}
-		return nil, fmt.Errorf("compiling the instrumented module: %w", err)
+	compiled, err := s.compileBounded(ctx, metered)
+	if err != nil {
+		return nil, fmt.Errorf("compiling module: %w", err)
 	}
 	if err := checkImports(compiled); err != nil {
 		_ = compiled.Close(ctx)
@@ -180,16 +220,52 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	return m, nil
 }
 
+// ErrCompileTimeout: a module's compilation took longer than
+// Config.CompileTimeout.
+var ErrCompileTimeout = errors.New("sandbox: compilation took too long")
+
+// compileBounded gives up on a compilation after CompileTimeout or when
+// ctx is done. wazero compiles with several workers and stops them between
+// functions when its context is cancelled; the pass bounds what one
+// function may cost (instrument.MaxFramesPerFunction), so a compilation
+// given up on ends soon after in the background.
+func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CompileTimeout)
+	defer cancel()
+	type result struct {
+		c   wazero.CompiledModule
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		wctx := experimental.WithCompilationWorkers(cctx, runtime.GOMAXPROCS(0))
+		c, err := s.rt.CompileModule(wctx, wasm)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil || cctx.Err() == nil {
+			return r.c, r.err
+		}
+	case <-cctx.Done():
+		go func() { // close what a late finish compiled
+			if r := <-done; r.err == nil {
+				_ = r.c.Close(context.Background())
+			}
+		}()
+	}
+	if ctx.Err() != nil {
+		return nil, classify(ctx, ctx.Err())
+	}
+	return nil, fmt.Errorf("%w (over %v)", ErrCompileTimeout, s.cfg.CompileTimeout)
+}
+
 func checkImports(c wazero.CompiledModule) error {
 	for _, def := range c.ImportedFunctions() {
 		mod, name, _ := def.Import()
 		if mod != abi.ImportModule && mod != wasiModule {
 			return fmt.Errorf("module imports %s.%s, which packd does not provide", mod, name)
 		}
-	}
-	for _, def := range c.ImportedMemories() {
-		mod, name, _ := def.Import()
-		return fmt.Errorf("module imports memory %s.%s; a pack module must define its own", mod, name)
 	}
 	return nil
 }
@@ -232,14 +308,26 @@ type Description struct {
 	Checks []string `json:"checks"`
 }
 
-// Describe runs the module once to ask which tool and check ids it serves.
+// ErrLoadLimit: guest code run at load (start function, _initialize,
+// kindgi_describe) went past Config.LoadTimeout or Config.LoadFuel.
+var ErrLoadLimit = errors.New("sandbox: load-time guest code over its limit")
+
+// Describe runs the module once to ask which tool and check ids it serves,
+// under Config.LoadTimeout and Config.LoadFuel.
 func (m *Module) Describe(ctx context.Context) (Description, error) {
 	var d Description
 	if m.shape != nil {
 		return d, m.shape
 	}
-	rep, err := m.run(ctx, abi.ExportDescribe, Request{})
-	if err != nil {
+	lctx, cancel := context.WithTimeout(ctx, m.sb.cfg.LoadTimeout)
+	defer cancel()
+	rep, err := m.run(lctx, abi.ExportDescribe, Request{Fuel: m.sb.cfg.LoadFuel})
+	switch {
+	case errors.Is(err, ErrDeadline) && ctx.Err() == nil:
+		return d, fmt.Errorf("%w: describing the module took over %v", ErrLoadLimit, m.sb.cfg.LoadTimeout)
+	case errors.Is(err, ErrOutOfFuel):
+		return d, fmt.Errorf("%w: describing the module took over %d fuel", ErrLoadLimit, m.sb.cfg.LoadFuel)
+	case err != nil:
 		return d, err
 	}
 	if rep.Status != abi.StatusOK {
@@ -297,6 +385,12 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 				rep.FuelUsed -= max(int64(g.Get()), 0)
 			}
 			_ = inst.Close(context.Background())
+		}
+		// Only the pass's code writes the counter, so this cannot happen;
+		// if it ever did, the guest's answer is not to be trusted.
+		if used := rep.FuelUsed; used < 0 || used > budget {
+			rep = Reply{FuelUsed: min(max(used, 0), budget)}
+			err = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}
 		}
 	}()
 	if err := ctx.Err(); err != nil {

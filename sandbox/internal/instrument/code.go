@@ -16,13 +16,22 @@ const (
 	kIf        // if: opens a frame
 )
 
+// Limits per function. wazero's compile time grows with the square of a
+// function's blocks and loops (RATIONALE.md, "Why limits on blocks and
+// loops"); these keep one function's compilation near a second.
+const (
+	MaxLoopsPerFunction  = 2000
+	MaxFramesPerFunction = 20000
+)
+
 type instr struct {
 	start, end int
 	kind       int
 	idx        uint32 // function index of call and ref.func, label of br and br_if
 	region     int    // for kLoop: the region it opens
-	bt         int    // for kLoop: where its block type starts
 	outOfLine  bool   // for kLoop, and the kEnd that closes it: slow path after the loop
+	bt         int    // for kLoop: where its block type starts
+	cost       int64  // for kBulkTable: fuel per element
 }
 
 func (m *module) rewriteCode(body []byte) ([]byte, error) {
@@ -45,17 +54,24 @@ func (m *module) rewriteCode(body []byte) ([]byte, error) {
 		out = appendU32(out, uint32(len(nb)))
 		out = append(out, nb...)
 	}
-	if err := r.wrap("code section"); err != nil {
+	if err := r.end("code section"); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// fnBody is what the decoder checks a function's instructions against.
+type fnBody struct {
+	m      *module
+	locals uint32 // params and declared locals
+	depth  int    // open frames, the function's own included
 }
 
 func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 	r := &reader{b: b}
 	groups := r.u32()
 	groupsEnd := r.off
-	var locals uint64
+	locals := uint64(params)
 	for g := uint32(0); g < groups && r.err == nil; g++ {
 		locals += uint64(r.u32())
 		r.byte()
@@ -64,6 +80,10 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if locals >= 1<<31 {
+		return nil, errorf("too many locals")
+	}
+	fb := fnBody{m: m, locals: uint32(locals)}
 
 	// Pass 1: decode every instruction, and add up each region's cost.
 	var code []instr
@@ -72,17 +92,28 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 	frames := []frame{{0, 0, -1}}
 	cur := 0
 	needTmp := false
+	frameCount := 0
 	for len(frames) > 0 {
 		if r.done() {
 			return nil, errorf("body ends before its last end")
 		}
-		in, err := decode(r)
+		fb.depth = len(frames)
+		in, err := fb.decode(r)
 		if err != nil {
 			return nil, err
 		}
 		regions[cur]++
 		switch in.kind {
+		case kLoop, kBlock, kIf:
+			if frameCount++; frameCount > MaxFramesPerFunction {
+				return nil, errorf("more than %d blocks, loops and ifs", MaxFramesPerFunction)
+			}
+		}
+		switch in.kind {
 		case kLoop:
+			if len(regions) > MaxLoopsPerFunction {
+				return nil, errorf("more than %d loops", MaxLoopsPerFunction)
+			}
 			in.region = len(regions)
 			regions = append(regions, 0)
 			in.outOfLine = m.noParams(b, in.bt)
@@ -108,7 +139,7 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 
 	// Pass 2: emit.
 	out := make([]byte, 0, len(b)+len(b)/3+32)
-	tmp := uint32(uint64(params) + locals)
+	tmp := fb.locals
 	if needTmp {
 		out = appendU32(out, groups+1)
 		out = append(out, b[groupsEnd:localsEnd]...)
@@ -117,17 +148,16 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 		out = append(out, b[:localsEnd]...)
 	}
 	out = m.charge(out, regions[0])
-	// added[i] is how many frames the pass put around open frame i: a label
-	// that crosses them grows by that much.
-	added := []int{0}
+	// added[i] is how many frames the pass put around open frame i, and
+	// sums[i] the total of added[1..i]: a label that crosses frames
+	// grows by what was added around them.
+	sums := []uint32{0}
 	relabel := func(l uint32) uint32 {
-		n := uint32(0)
-		for i := len(added) - 1; i > 0 && uint32(len(added)-1-i) < l; i-- {
-			n += uint32(added[i])
-		}
-		return l + n
+		top := len(sums) - 1 // l < depth == len(sums), checked by decode
+		return l + sums[top] - sums[top-int(l)]
 	}
 	for _, in := range code {
+		top := sums[len(sums)-1]
 		switch in.kind {
 		case kLoop:
 			if in.outOfLine {
@@ -137,24 +167,26 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 				out = append(out, 0x03, 0x40, 0x02, 0x40)
 				out = append(out, b[in.start:in.end]...)
 				out = m.chargeOrLeave(out, regions[in.region])
-				added = append(added, 3)
+				sums = append(sums, top+3)
 			} else {
 				out = append(out, b[in.start:in.end]...)
 				out = m.charge(out, regions[in.region])
-				added = append(added, 0)
+				sums = append(sums, top)
 			}
 		case kBlock, kIf:
 			out = append(out, b[in.start:in.end]...)
-			added = append(added, 0)
+			sums = append(sums, top)
 		case kEnd:
 			out = append(out, b[in.start:in.end]...)
 			if in.outOfLine {
-				// br $exit; end $slow; refill; br $retry; end $retry; end $exit
+				// br $exit; end $slow; refill; br $retry; end $retry;
+				// unreachable (the loop $retry never falls through, and
+				// $exit may have results); end $exit
 				out = append(out, 0x0c, 0x02, 0x0b)
 				out = appendU32(append(out, 0x10), m.refillIndex)
-				out = append(out, 0x0c, 0x00, 0x0b, 0x0b)
+				out = append(out, 0x0c, 0x00, 0x0b, 0x00, 0x0b)
 			}
-			added = added[:len(added)-1]
+			sums = sums[:len(sums)-1]
 		case kBranch:
 			out = append(out, b[in.start])
 			out = appendU32(out, relabel(in.idx))
@@ -173,7 +205,7 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 			out = m.chargeTop(out, tmp, BulkShift, 1)
 			out = append(out, b[in.start:in.end]...)
 		case kBulkTable:
-			out = m.chargeTop(out, tmp, 0, 1)
+			out = m.chargeTop(out, tmp, 0, in.cost)
 			out = append(out, b[in.start:in.end]...)
 		case kGrow:
 			out = m.chargeTop(out, tmp, 0, GrowPageCost)
@@ -186,15 +218,16 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 }
 
 // noParams reports whether the block type at b[at:] takes no parameters: a
-// loop that takes some cannot be re-entered after a refill.
+// loop that takes some cannot be re-entered after a refill. decode has
+// checked the block type.
 func (m *module) noParams(b []byte, at int) bool {
 	c := b[at]
 	if c == 0x40 || c >= 0x6f && c <= 0x7f {
 		return true
 	}
 	r := &reader{b: b, off: at}
-	idx := int64(r.leb())
-	return r.err == nil && idx >= 0 && idx < int64(len(m.types)) && m.types[idx][0] == 0
+	idx := r.leb()
+	return r.err == nil && idx < uint64(len(m.types)) && m.types[idx][0] == 0
 }
 
 // chargeOrLeave subtracts a loop's cost at its header and, when the counter
@@ -246,43 +279,50 @@ func (m *module) check(out []byte) []byte {
 	return append(out, 0x0b)                          // end
 }
 
-// decode reads one instruction and its immediates.
-func decode(r *reader) (instr, error) {
+// decode reads one instruction and its immediates, checking every type,
+// function, global, local and label index against the module as written.
+func (f *fnBody) decode(r *reader) (instr, error) {
+	m := f.m
+	types := uint32(len(m.types))
 	in := instr{start: r.off}
 	op := r.byte()
 	switch {
 	case op == 0x00 || op == 0x01 || op == 0x0f || op == 0x1a || op == 0x1b || op == 0xd1:
 	case op == 0x02:
-		blockType(r)
+		blockType(r, types)
 		in.kind = kBlock
 	case op == 0x04:
-		blockType(r)
+		blockType(r, types)
 		in.kind = kIf
 	case op == 0x03:
 		in.bt = r.off
-		blockType(r)
+		blockType(r, types)
 		in.kind = kLoop
 	case op == 0x05:
 	case op == 0x0b:
 		in.kind = kEnd
 	case op == 0x0c || op == 0x0d:
-		in.kind, in.idx = kBranch, r.u32()
+		in.kind, in.idx = kBranch, f.label(r)
 	case op == 0x0e:
 		in.kind = kBrTable
 		for n := r.u32(); n > 0 && r.err == nil; n-- {
-			r.u32()
+			f.label(r)
 		}
-		r.u32()
+		f.label(r)
 	case op == 0x10:
-		in.kind, in.idx = kCall, r.u32()
-	case op == 0x11:
-		r.u32()
+		in.kind, in.idx = kCall, r.index("function", m.funcs())
+	case op == 0x11: // call_indirect
+		r.index("type", types)
 		r.u32()
 	case op == 0x1c:
 		for n := r.u32(); n > 0 && r.err == nil; n-- {
 			r.byte()
 		}
-	case op >= 0x20 && op <= 0x26:
+	case op >= 0x20 && op <= 0x22:
+		r.index("local", f.locals)
+	case op == 0x23 || op == 0x24:
+		r.index("global", m.globals)
+	case op == 0x25 || op == 0x26:
 		r.u32()
 	case op >= 0x28 && op <= 0x3e:
 		r.u32()
@@ -302,7 +342,7 @@ func decode(r *reader) (instr, error) {
 	case op == 0xd0:
 		r.byte()
 	case op == 0xd2:
-		in.kind, in.idx = kRefFunc, r.u32()
+		in.kind, in.idx = kRefFunc, r.index("function", m.funcs())
 	case op == 0xfc:
 		switch sub := r.u32(); {
 		case sub <= 7:
@@ -322,14 +362,19 @@ func decode(r *reader) (instr, error) {
 		case sub == 12 || sub == 14: // table.init, table.copy
 			r.u32()
 			r.u32()
-			in.kind = kBulkTable
+			in.kind, in.cost = kBulkTable, 1
 		case sub == 13 || sub == 16: // elem.drop, table.size
 			r.u32()
-		case sub == 15 || sub == 17: // table.grow, table.fill
+		case sub == 15: // table.grow
 			r.u32()
-			in.kind = kBulkTable
+			in.kind, in.cost = kBulkTable, TableGrowCost
+		case sub == 17: // table.fill
+			r.u32()
+			in.kind, in.cost = kBulkTable, 1
 		default:
-			return in, errorf("unknown instruction 0xfc %d at offset %d", sub, in.start)
+			if r.err == nil {
+				return in, errorf("unknown instruction 0xfc %d at offset %d", sub, in.start)
+			}
 		}
 	case op == 0xfd:
 		switch sub := r.u32(); {
@@ -346,7 +391,9 @@ func decode(r *reader) (instr, error) {
 			r.byte()
 		case sub <= 255:
 		default:
-			return in, errorf("unknown instruction 0xfd %d at offset %d", sub, in.start)
+			if r.err == nil {
+				return in, errorf("unknown instruction 0xfd %d at offset %d", sub, in.start)
+			}
 		}
 	default:
 		return in, errorf("unknown instruction 0x%02x at offset %d", op, in.start)
@@ -358,16 +405,47 @@ func decode(r *reader) (instr, error) {
 	return in, nil
 }
 
-// blockType skips a block type: empty, a value type, or a type index (s33).
-func blockType(r *reader) {
+// label reads a branch label and checks it names an open frame.
+func (f *fnBody) label(r *reader) uint32 {
+	l := r.u32()
+	if r.err == nil && uint64(l) >= uint64(f.depth) {
+		r.fail("label %d with %d frames open", l, f.depth)
+	}
+	return l
+}
+
+// blockType reads a block type: empty, a value type, or a type index (a
+// non-negative s33) that must name one of the module's own types.
+func blockType(r *reader, types uint32) {
 	if r.done() {
 		r.fail("unexpected end")
 		return
 	}
-	switch c := r.b[r.off]; {
-	case c == 0x40 || c >= 0x6f && c <= 0x7f:
+	c := r.b[r.off]
+	if c == 0x40 || c >= 0x6f && c <= 0x7f {
 		r.off++
-	default:
-		r.leb()
+		return
+	}
+	start := r.off
+	var v uint64
+	for i := 0; ; i++ {
+		b := r.byte()
+		if r.err != nil {
+			return
+		}
+		v |= uint64(b&0x7f) << (7 * i)
+		if b&0x80 == 0 {
+			if b&0x40 != 0 {
+				r.fail("block type at offset %d is neither a value type nor a type index", start)
+			}
+			break
+		}
+		if i == 4 {
+			r.fail("block type at offset %d is too long", start)
+			return
+		}
+	}
+	if r.err == nil && v >= uint64(types) {
+		r.fail("type index %d out of range (%d)", v, types)
 	}
 }

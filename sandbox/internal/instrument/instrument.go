@@ -20,6 +20,14 @@
 // instruction runs at most once per charge: the fuel used is an upper bound
 // of the instructions run, and the same call always burns the same fuel.
 // Sections the pass does not need to change are copied byte for byte.
+//
+// The pass is also a gate: every index it reads (type, function, global,
+// local, label) is checked against its space in the module as written, and
+// every section it reads is read to its exact end, so no module that is
+// invalid or malformed as written becomes valid by what the pass adds, and
+// the fuel global and the refill import are unreachable from guest code.
+// Every defined table's maximum is clamped (Options.MaxTableElements). The
+// pass is linear in the module's size.
 package instrument
 
 import (
@@ -35,9 +43,26 @@ const (
 	GlobalExport = "kindgi_fuel"
 	// BulkShift: bulk memory and table operations cost length >> BulkShift.
 	BulkShift = 3
-	// GrowPageCost is charged per page a memory.grow asks for.
-	GrowPageCost = 1024
+	// GrowPageCost is charged per page a memory.grow asks for; it is
+	// measured against the host's cost of growing (RATIONALE.md, "Why
+	// memory.grow costs what it costs").
+	GrowPageCost = 1 << 18
+	// TableGrowCost is charged per element a table.grow asks for.
+	TableGrowCost = 4
 )
+
+// Options tune the pass. The zero value clamps nothing.
+type Options struct {
+	// MaxTableElements bounds the elements of the tables a module defines,
+	// all of them together: a module whose tables' minimums add up to more
+	// is refused, and each defined table's maximum is lowered to its
+	// minimum plus an equal share of what is left, so table.grow past it
+	// returns -1 as the spec lets it. 0 leaves tables alone.
+	MaxTableElements uint32
+	// FunctionImportsOnly refuses imports of tables, memories, globals and
+	// tags.
+	FunctionImportsOnly bool
+}
 
 // ErrInstrument is wrapped by every error of the pass.
 var ErrInstrument = errors.New("instrument")
@@ -75,6 +100,7 @@ type section struct {
 
 // module is what the pass learns of a module before rewriting it.
 type module struct {
+	opt          Options
 	sections     []section
 	types        [][2]int // param and result counts per type
 	funcTypes    []uint32 // type index per defined function
@@ -88,13 +114,16 @@ type module struct {
 }
 
 // Instrument returns the metered module.
-func Instrument(wasm []byte) ([]byte, error) {
-	m := &module{}
+func Instrument(wasm []byte, opt Options) ([]byte, error) {
+	m := &module{opt: opt}
 	if err := m.parse(wasm); err != nil {
 		return nil, err
 	}
 	return m.emit()
 }
+
+// funcs is the size of the function index space as written.
+func (m *module) funcs() uint32 { return m.funcImports + uint32(len(m.funcTypes)) }
 
 func (m *module) parse(wasm []byte) error {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
@@ -136,10 +165,9 @@ func (m *module) parse(wasm []byte) error {
 		case secGlobal:
 			r := &reader{b: s.body}
 			m.globals += r.u32()
-			err = r.err
+			err = r.wrap("global section")
 		case secExport:
 			m.hasExportSec = true
-			err = m.checkExports(s.body)
 		}
 		if err != nil {
 			return err
@@ -161,7 +189,7 @@ func (m *module) parse(wasm []byte) error {
 func (m *module) parseTypes(b []byte) error {
 	r := &reader{b: b}
 	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		if form := r.byte(); form != 0x60 {
+		if form := r.byte(); r.err == nil && form != 0x60 {
 			return errorf("type section: form 0x%02x is not a function type", form)
 		}
 		params := r.u32()
@@ -170,51 +198,44 @@ func (m *module) parseTypes(b []byte) error {
 		r.bytes(int(results))
 		m.types = append(m.types, [2]int{int(params), int(results)})
 	}
-	return r.wrap("type section")
+	return r.end("type section")
 }
 
 func (m *module) parseImports(b []byte) error {
 	r := &reader{b: b}
 	for n := r.u32(); n > 0 && r.err == nil; n-- {
 		mod, name := r.name(), r.name()
-		if mod == ImportModule && name == ImportRefill {
+		if r.err == nil && mod == ImportModule && name == ImportRefill {
 			return errorf("the module already imports %s.%s", mod, name)
 		}
-		switch kind := r.importDesc(); kind {
-		case 0x00:
+		kind := r.importDesc(uint32(len(m.types)))
+		switch {
+		case r.err != nil:
+		case kind == 0x00:
 			m.funcImports++
-		case 0x03:
+		case m.opt.FunctionImportsOnly:
+			return errorf("import section: %s.%s is a %s; a module may import only functions", mod, name, kindName(kind))
+		case kind == 0x03:
 			m.globals++
 		}
 	}
-	return r.wrap("import section")
+	return r.end("import section")
+}
+
+func kindName(kind byte) string {
+	return [...]string{"function", "table", "memory", "global", "tag"}[kind]
 }
 
 func (m *module) parseFunctions(b []byte) error {
 	r := &reader{b: b}
 	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		t := r.u32()
-		if int(t) >= len(m.types) {
-			return errorf("function section: type index %d out of range", t)
-		}
+		t := r.index("type", uint32(len(m.types)))
 		m.funcTypes = append(m.funcTypes, t)
 	}
-	return r.wrap("function section")
+	return r.end("function section")
 }
 
-func (m *module) checkExports(b []byte) error {
-	r := &reader{b: b}
-	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		if r.name() == GlobalExport {
-			return errorf("the module already exports %q", GlobalExport)
-		}
-		r.byte()
-		r.u32()
-	}
-	return r.wrap("export section")
-}
-
-// fn renumbers a function index for the inserted import.
+// fn renumbers a function index (checked in range) for the inserted import.
 func (m *module) fn(idx uint32) uint32 {
 	if idx >= m.funcImports {
 		return idx + 1
@@ -239,7 +260,21 @@ func (m *module) emit() ([]byte, error) {
 		}
 		return nil
 	}
-	for _, s := range m.sections {
+	// Sections the module lacks go where their order puts them, and the
+	// last ones before any custom sections that end the module (a name
+	// section must follow every known section).
+	lastKnown := -1
+	for i, s := range m.sections {
+		if s.id != secCustom {
+			lastKnown = i
+		}
+	}
+	if lastKnown < 0 {
+		if err := emitMissing(100); err != nil {
+			return nil, err
+		}
+	}
+	for i, s := range m.sections {
 		if s.id != secCustom {
 			if err := emitMissing(order[s.id]); err != nil {
 				return nil, err
@@ -250,13 +285,14 @@ func (m *module) emit() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if body == nil {
-			continue // a malformed name section is dropped
+		if body != nil { // a name section it cannot read is dropped
+			out = appendSection(out, s.id, body)
 		}
-		out = appendSection(out, s.id, body)
-	}
-	if err := emitMissing(100); err != nil {
-		return nil, err
+		if i == lastKnown {
+			if err := emitMissing(100); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }
@@ -282,6 +318,8 @@ func (m *module) rewrite(s section) ([]byte, error) {
 		entry = append(entry, 0x00)
 		entry = appendU32(entry, m.refillType)
 		return m.insertImport(s.body, entry)
+	case secTable:
+		return m.rewriteTables(s.body)
 	case secGlobal:
 		g := []byte{0x7e, 0x01, 0x42, 0x00, 0x0b} // mut i64 = i64.const 0
 		return m.rewriteGlobals(s.body, g)
@@ -289,8 +327,8 @@ func (m *module) rewrite(s section) ([]byte, error) {
 		return m.rewriteExports(s.body)
 	case secStart:
 		r := &reader{b: s.body}
-		idx := r.u32()
-		if err := r.wrap("start section"); err != nil {
+		idx := r.index("start function", m.funcs())
+		if err := r.end("start section"); err != nil {
 			return nil, err
 		}
 		return appendU32(nil, m.fn(idx)), nil
@@ -304,7 +342,8 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	return s.body, nil
 }
 
-// appendToVector adds one entry at the end of a vector section.
+// appendToVector adds one entry at the end of a vector section (read to
+// its end by parse).
 func (m *module) appendToVector(body, entry []byte) ([]byte, error) {
 	r := &reader{b: body}
 	n := r.u32()
@@ -327,20 +366,67 @@ func (m *module) insertImport(body, entry []byte) ([]byte, error) {
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		r.name()
 		r.name()
-		if r.importDesc() == 0x00 {
+		if r.importDesc(uint32(len(m.types))) == 0x00 {
 			funcs++
 			if funcs == m.funcImports {
 				insertAt = r.off
 			}
 		}
 	}
-	if err := r.wrap("import section"); err != nil {
+	if err := r.end("import section"); err != nil {
 		return nil, err
 	}
 	out := appendU32(nil, n+1)
 	out = append(out, body[countEnd:insertAt]...)
 	out = append(out, entry...)
 	return append(out, body[insertAt:]...), nil
+}
+
+// rewriteTables clamps every defined table's maximum (Options.MaxTableElements).
+func (m *module) rewriteTables(body []byte) ([]byte, error) {
+	limit := uint64(m.opt.MaxTableElements)
+	if limit == 0 {
+		return body, nil
+	}
+	type table struct {
+		ref      byte
+		min, max uint64
+		hasMax   bool
+	}
+	r := &reader{b: body}
+	n := r.u32()
+	var tables []table
+	var mins uint64
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		t := table{ref: r.byte()}
+		flags := r.byte()
+		if r.err == nil && flags > 1 {
+			return nil, errorf("table section: limits flags 0x%02x", flags)
+		}
+		t.min = uint64(r.u32())
+		if t.hasMax = flags == 1; t.hasMax {
+			t.max = uint64(r.u32())
+		}
+		mins += t.min
+		tables = append(tables, t)
+	}
+	if err := r.end("table section"); err != nil {
+		return nil, err
+	}
+	if mins > limit {
+		return nil, errorf("table section: tables of %d elements in all are over the limit of %d", mins, limit)
+	}
+	share := (limit - mins) / uint64(max(len(tables), 1))
+	out := appendU32(nil, n)
+	for _, t := range tables {
+		clamp := t.min + share
+		if t.hasMax && t.max < clamp {
+			clamp = t.max // may be below min: invalid as written, and still
+		}
+		out = append(out, t.ref, 0x01)
+		out = appendU32(appendU32(out, uint32(t.min)), uint32(clamp))
+	}
+	return out, nil
 }
 
 func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
@@ -354,7 +440,7 @@ func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := r.wrap("global section"); err != nil {
+	if err := r.end("global section"); err != nil {
 		return nil, err
 	}
 	return append(out, entry...), nil
@@ -365,22 +451,32 @@ func (m *module) rewriteExports(body []byte) ([]byte, error) {
 	n := r.u32()
 	out := appendU32(nil, n+1)
 	for i := uint32(0); i < n && r.err == nil; i++ {
-		out = appendName(out, r.name())
+		name := r.name()
+		if r.err == nil && name == GlobalExport {
+			return nil, errorf("the module already exports %q", GlobalExport)
+		}
+		out = appendName(out, name)
 		kind := r.byte()
-		idx := r.u32()
-		if kind == 0x00 {
-			idx = m.fn(idx)
+		var idx uint32
+		switch kind {
+		case 0x00:
+			idx = m.fn(r.index("exported function", m.funcs()))
+		case 0x03:
+			idx = r.index("exported global", m.globals)
+		default:
+			idx = r.u32()
 		}
 		out = appendU32(append(out, kind), idx)
 	}
-	if err := r.wrap("export section"); err != nil {
+	if err := r.end("export section"); err != nil {
 		return nil, err
 	}
 	out = appendName(out, GlobalExport)
 	return appendU32(append(out, 0x03), m.fuelGlobal), nil
 }
 
-// constExpr copies a constant expression, renumbering ref.func.
+// constExpr copies a constant expression, checking global.get and
+// renumbering ref.func.
 func (m *module) constExpr(r *reader, out []byte) ([]byte, error) {
 	for r.err == nil {
 		start := r.off
@@ -389,7 +485,7 @@ func (m *module) constExpr(r *reader, out []byte) ([]byte, error) {
 		case 0x0b:
 			return append(out, op), nil
 		case 0xd2:
-			out = appendU32(append(out, op), m.fn(r.u32()))
+			out = appendU32(append(out, op), m.fn(r.index("function", m.funcs())))
 			continue
 		case 0x41, 0x42:
 			r.leb()
@@ -398,7 +494,7 @@ func (m *module) constExpr(r *reader, out []byte) ([]byte, error) {
 		case 0x44:
 			r.bytes(8)
 		case 0x23:
-			r.u32()
+			r.index("global", m.globals)
 		case 0xd0:
 			r.byte()
 		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e:
@@ -408,7 +504,9 @@ func (m *module) constExpr(r *reader, out []byte) ([]byte, error) {
 			}
 			r.bytes(16)
 		default:
-			return nil, errorf("unsupported constant instruction 0x%02x", op)
+			if r.err == nil {
+				return nil, errorf("unsupported constant instruction 0x%02x", op)
+			}
 		}
 		out = append(out, r.b[start:r.off]...)
 	}
@@ -441,22 +539,23 @@ func (m *module) rewriteElements(body []byte) ([]byte, error) {
 		out = appendU32(out, count)
 		for j := uint32(0); j < count && r.err == nil; j++ {
 			if flags&4 == 0 {
-				out = appendU32(out, m.fn(r.u32()))
+				out = appendU32(out, m.fn(r.index("function", m.funcs())))
 			} else if out, err = m.constExpr(r, out); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := r.wrap("element section"); err != nil {
+	if err := r.end("element section"); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // rewriteCustom renumbers the name section's function indices; other custom
-// sections are copied. A name section it cannot read is dropped (nil): it
-// only names things, and wazero's reader of a malformed one can run past
-// its end into the sections that follow.
+// sections are copied. A name section it cannot read, or that names a
+// function the module does not have, is dropped (nil): it only names
+// things, and wazero's reader of a malformed one can run past its end into
+// the sections that follow.
 func (m *module) rewriteCustom(body []byte) ([]byte, error) {
 	r := &reader{b: body}
 	if r.name() != "name" || r.err != nil {
@@ -476,7 +575,7 @@ func (m *module) rewriteCustom(body []byte) ([]byte, error) {
 			count := p.u32()
 			np = appendU32(np, count)
 			for i := uint32(0); i < count && p.err == nil; i++ {
-				np = appendU32(np, m.fn(p.u32()))
+				np = appendU32(np, m.fn(p.index("function", m.funcs())))
 				if sub == 1 {
 					np = appendName(np, p.name())
 					continue

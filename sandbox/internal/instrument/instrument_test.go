@@ -50,7 +50,7 @@ func TestInstrumentedModuleBehavesTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metered, err := Instrument(wasm)
+	metered, err := Instrument(wasm, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestInstrumentRefuses(t *testing.T) {
 		"sections out of order": head + "\x03\x02\x01\x00\x01\x04\x01\x60\x00\x00",
 	}
 	for name, bin := range cases {
-		if _, err := Instrument([]byte(bin)); !errors.Is(err, ErrInstrument) {
+		if _, err := Instrument([]byte(bin), Options{}); !errors.Is(err, ErrInstrument) {
 			t.Errorf("%s: got %v", name, err)
 		}
 	}
@@ -141,7 +141,7 @@ func FuzzInstrument(f *testing.F) {
 			return
 		}
 		defer orig.Close(ctx)
-		metered, err := Instrument(wasm)
+		metered, err := Instrument(wasm, Options{})
 		if err != nil {
 			t.Fatalf("wazero accepts the module, the pass does not: %v", err)
 		}

@@ -125,7 +125,7 @@ func (s *scanner) section(id byte) {
 				s.limits(maxTableEntries)
 				continue
 			}
-			s.importDesc()
+			s.importDesc(^uint32(0))
 		}
 	case 3: // function
 		for n := s.count(1); n > 0 && s.err == nil; n-- {

@@ -25,6 +25,25 @@ func (r *reader) wrap(where string) error {
 	return nil
 }
 
+// end is wrap, and also refuses bytes left after the entries: a section
+// is read to its exact end.
+func (r *reader) end(where string) error {
+	if r.err == nil && !r.done() {
+		r.err = fmt.Errorf("%d bytes after its last entry", len(r.b)-r.off)
+	}
+	return r.wrap(where)
+}
+
+// index reads an index and checks it against the size of its space in
+// the module as written, so no index can reach what the pass adds.
+func (r *reader) index(what string, n uint32) uint32 {
+	i := r.u32()
+	if r.err == nil && i >= n {
+		r.fail("%s index %d out of range (%d)", what, i, n)
+	}
+	return i
+}
+
 func (r *reader) byte() byte {
 	if r.off >= len(r.b) {
 		r.fail("unexpected end at offset %d", r.off)
@@ -81,13 +100,14 @@ func (r *reader) limits() {
 	}
 }
 
-// importDesc skips an import's description and returns its kind
-// (0 function, 1 table, 2 memory, 3 global, 4 tag).
-func (r *reader) importDesc() byte {
+// importDesc skips an import's description, checking its type index
+// against the module's types, and returns its kind (0 function, 1 table,
+// 2 memory, 3 global, 4 tag).
+func (r *reader) importDesc(types uint32) byte {
 	kind := r.byte()
 	switch kind {
 	case 0x00:
-		r.u32()
+		r.index("type", types)
 	case 0x01:
 		r.byte()
 		r.limits()
@@ -98,7 +118,7 @@ func (r *reader) importDesc() byte {
 		r.byte()
 	case 0x04:
 		r.byte()
-		r.u32()
+		r.index("type", types)
 	default:
 		r.fail("unknown import kind %d", kind)
 	}
