@@ -22,6 +22,10 @@ var (
 	ErrMissingExport = errors.New("sandbox: missing export")
 	// ErrOutOfFuel: the call spent its whole fuel budget.
 	ErrOutOfFuel = errors.New("sandbox: out of fuel")
+	// ErrInvalidModule: the module is not one packd runs: malformed or
+	// invalid as written, over a limit of the loader or the fuel pass, or
+	// importing what packd does not provide.
+	ErrInvalidModule = errors.New("sandbox: invalid module")
 )
 
 // ExitError: the guest called proc_exit.

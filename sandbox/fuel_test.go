@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/sandbox"
+	"github.com/kindgi/packd/sandbox/internal/instrument"
 )
 
 func callFuel(t *testing.T, m *sandbox.Module, budget int64, timeout time.Duration) (sandbox.Reply, error) {
@@ -27,8 +28,9 @@ func TestSameCallBurnsTheSameFuel(t *testing.T) {
 		}
 		if i == 0 {
 			first = rep.FuelUsed
-			// 100000 iterations of a 12-instruction loop at the least.
-			if first < 1_200_000 || first > 2_000_000 {
+			// 100000 iterations of a 12-instruction loop at the least,
+			// and two pages of memory.grow.
+			if min := int64(1_200_000 + 2*instrument.GrowPageCost); first < min || first > min+800_000 {
 				t.Fatalf("fuel used %d is not what the workload costs", first)
 			}
 		} else if rep.FuelUsed != first {

@@ -191,21 +191,24 @@ type Module struct {
 // compilation takes longer than Config.CompileTimeout, is refused.
 func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if len(wasm) > s.cfg.MaxModuleBytes {
-		return nil, fmt.Errorf("compiling module: %d bytes is over the limit of %d", len(wasm), s.cfg.MaxModuleBytes)
+		return nil, fmt.Errorf("compiling module: %w: %d bytes is over the limit of %d", ErrInvalidModule, len(wasm), s.cfg.MaxModuleBytes)
 	}
 	if err := instrument.Prescan(wasm); err != nil {
-		return nil, fmt.Errorf("compiling module: %w", err)
+		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
 	// The pass checks every index and section end of the module as written
 	// (nothing invalid may resolve to what it adds); wazero then validates
 	// the result. Its error says what is wrong with the module itself.
 	metered, err := instrument.Instrument(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("compiling module: %w", err)
+		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
 	compiled, err := s.compileBounded(ctx, metered)
-	if err != nil {
+	if errors.Is(err, ErrCompileTimeout) || errors.Is(err, ErrDeadline) || errors.Is(err, ErrCancelled) {
 		return nil, fmt.Errorf("compiling module: %w", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
 	if err := checkImports(compiled); err != nil {
 		_ = compiled.Close(ctx)
@@ -264,7 +267,7 @@ func checkImports(c wazero.CompiledModule) error {
 	for _, def := range c.ImportedFunctions() {
 		mod, name, _ := def.Import()
 		if mod != abi.ImportModule && mod != wasiModule {
-			return fmt.Errorf("module imports %s.%s, which packd does not provide", mod, name)
+			return fmt.Errorf("%w: module imports %s.%s, which packd does not provide", ErrInvalidModule, mod, name)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/internal/ojson"
@@ -18,8 +19,9 @@ import (
 // loadFlags are the flags every command that loads a pack takes.
 type loadFlags struct {
 	index, moduleRoot, cacheDir string
-	memoryMiB                   uint
-	fuel                        int64
+	memoryMiB, maxModuleMiB     uint
+	fuel, loadFuel              int64
+	compileTimeout, loadTimeout time.Duration
 }
 
 func (l *loadFlags) register(fs *flag.FlagSet) {
@@ -28,6 +30,10 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.cacheDir, "cache-dir", defaultCacheDir(), `wazero's compilation cache ("" keeps it in memory)`)
 	fs.UintVar(&l.memoryMiB, "memory-limit-mib", sandbox.DefaultMemoryLimitPages/16, "linear memory limit of every instance, MiB")
 	fs.Int64Var(&l.fuel, "fuel", envInt("PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
+	fs.UintVar(&l.maxModuleMiB, "max-module-mib", sandbox.DefaultMaxModuleBytes>>20, "largest module packd loads, MiB")
+	fs.DurationVar(&l.compileTimeout, "compile-timeout", sandbox.DefaultCompileTimeout, "longest a module's compilation may take")
+	fs.DurationVar(&l.loadTimeout, "load-timeout", sandbox.DefaultLoadTimeout, "longest a module's load-time code (start, _initialize, kindgi_describe) may run")
+	fs.Int64Var(&l.loadFuel, "load-fuel", sandbox.DefaultLoadFuel, "fuel budget of a module's load-time code")
 }
 
 // envInt reads an integer environment variable; unset gives def, and a bad
@@ -52,6 +58,18 @@ func (l *loadFlags) check() []string {
 	}
 	if l.fuel <= 0 || l.fuel > sandbox.MaxFuel {
 		problems = append(problems, fmt.Sprintf("--fuel (or PACKD_FUEL) must be a positive integer up to %d", int64(sandbox.MaxFuel)))
+	}
+	if l.loadFuel <= 0 || l.loadFuel > sandbox.MaxFuel {
+		problems = append(problems, fmt.Sprintf("--load-fuel must be a positive integer up to %d", int64(sandbox.MaxFuel)))
+	}
+	if l.maxModuleMiB == 0 || l.maxModuleMiB > 1024 {
+		problems = append(problems, "--max-module-mib must be between 1 and 1024")
+	}
+	if l.compileTimeout <= 0 {
+		problems = append(problems, "--compile-timeout must be positive")
+	}
+	if l.loadTimeout <= 0 {
+		problems = append(problems, "--load-timeout must be positive")
 	}
 	return problems
 }
@@ -83,6 +101,10 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 			Stdout:           guestOut,
 			Stderr:           guestOut,
 			DefaultFuel:      l.fuel,
+			MaxModuleBytes:   int(l.maxModuleMiB) << 20,
+			CompileTimeout:   l.compileTimeout,
+			LoadTimeout:      l.loadTimeout,
+			LoadFuel:         l.loadFuel,
 		},
 	}, nil
 }

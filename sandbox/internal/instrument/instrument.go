@@ -46,7 +46,7 @@ const (
 	// GrowPageCost is charged per page a memory.grow asks for; it is
 	// measured against the host's cost of growing (RATIONALE.md, "Why
 	// memory.grow costs what it costs").
-	GrowPageCost = 1 << 18
+	GrowPageCost = 1 << 20
 	// TableGrowCost is charged per element a table.grow asks for.
 	TableGrowCost = 4
 )

@@ -1,0 +1,47 @@
+package sandbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/sandbox"
+)
+
+// What a unit of fuel costs in wall time, by what the guest spends it on,
+// side by side in one run (part of make bench):
+//
+//	go test -run '^$' -bench FuelPace -benchtime 5x ./sandbox
+//
+// work is a loop of plain instructions, grow one-page memory.grow calls up
+// to the memory limit, fill a whole-memory memory.fill, tablegrow table.grow
+// by 65536 elements up to the table limit. Each reports ns/fuel: the
+// prices of memory.grow and table.grow are set so that these stay close.
+func BenchmarkFuelPace(b *testing.B) {
+	sb := newSandbox(b, sandbox.Config{})
+	for _, name := range []string{"work", "grow", "fill", "tablegrow"} {
+		m := compile(b, sb, hostile(name))
+		b.Run(name, func(b *testing.B) {
+			var fuel int64
+			var wall time.Duration
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				start := time.Now()
+				budget := int64(sandbox.MaxFuel)
+				if name == "fill" {
+					budget = 2_000_000_000 // it fills for ever
+				}
+				rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: budget})
+				wall += time.Since(start)
+				cancel()
+				// grow writes past its memory at the end, fill runs out of fuel
+				if err != nil && name != "grow" && name != "fill" {
+					b.Fatal(err)
+				}
+				fuel += rep.FuelUsed
+			}
+			b.ReportMetric(float64(wall.Nanoseconds())/float64(fuel), "ns/fuel")
+			b.ReportMetric(float64(fuel)/float64(b.N), "fuel/op")
+		})
+	}
+}

@@ -1,0 +1,20 @@
+(module
+  ;; fixture: a loop with a result (valid); answers {"ok":true}
+  (import "kindgi" "response_write" (func $response_write (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"tools\":[\"hostile.loopresult\"],\"checks\":[]}")
+  (data (i32.const 1024) "{\"ok\":true}")
+  (func (export "kindgi_abi_version") (result i32) (i32.const 1))
+  (func (export "kindgi_describe") (result i32)
+    (call $response_write (i32.const 0) (i32.const 43))
+    (i32.const 0))
+  (func (export "kindgi_call") (result i32)
+    (local $i i32)
+    (drop
+      (loop $l (result i32)
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br_if $l (i32.lt_u (local.get $i) (i32.const 10)))
+        (local.get $i)))
+    (call $response_write (i32.const 1024) (i32.const 11))
+    (i32.const 0))
+)
