@@ -146,8 +146,8 @@ func uleb(v int) []byte {
 func TestCompileIsBounded(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{CacheDir: t.TempDir()})
 	for name, wasm := range map[string][]byte{
-		"8,000 loops":          loopsModule(8000, 0x03, false),
-		"8,000 nested loops":   loopsModule(8000, 0x03, true),
+		"8,000 loops":           loopsModule(8000, 0x03, false),
+		"8,000 nested loops":    loopsModule(8000, 0x03, true),
 		"100,000 nested blocks": loopsModule(100_000, 0x02, true),
 	} {
 		start := time.Now()
