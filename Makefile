@@ -7,7 +7,7 @@ WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build wasm fixtures run test e2e vet bench loadtest ajv-golden clean
+.PHONY: all build wasm fixtures run test spectest e2e vet bench loadtest ajv-golden clean
 
 all: build wasm
 
@@ -48,12 +48,23 @@ run: build wasm
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags spectest ./sandbox/internal/instrument
 	$(WASM_ENV) $(GO) vet ./abi/guest ./wasm-examples/...
 
 test: build wasm fixtures vet
 	$(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory spectest
 	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then $(MAKE) --no-print-directory e2e; \
 	else echo "promtool and prometheus are not installed (Debian: apt-get install prometheus): make e2e not run"; fi
+
+# The official WebAssembly spec testsuite (wazero's converted copy) through
+# the fuel pass: every module, assertion and refusal (see
+# sandbox/internal/instrument/spec_test.go). Uses wasm-validate when wabt
+# is installed.
+spectest:
+	$(GO) mod download github.com/tetratelabs/wazero
+	@mkdir -p build; $(GO) test -tags spectest -count=1 -v -run TestSpecSuite ./sandbox/internal/instrument >build/spectest.log 2>&1; \
+	rc=$$?; grep -v -e '^=== RUN' -e '^    --- PASS' -e '^--- PASS' build/spectest.log; exit $$rc
 
 # promtool on a real scrape of a running packd, and a real Prometheus server
 # scraping it (needs Debian's prometheus package).

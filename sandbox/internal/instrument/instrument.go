@@ -106,6 +106,7 @@ type module struct {
 	funcTypes    []uint32 // type index per defined function
 	funcImports  uint32
 	globals      uint32 // imported + defined
+	importedMut  []bool // per imported global: whether it is mutable
 	refillType   uint32 // type index of () -> (), maybe appended
 	addType      bool
 	refillIndex  uint32 // the refill import's function index == funcImports
@@ -168,6 +169,8 @@ func (m *module) parse(wasm []byte) error {
 			err = r.wrap("global section")
 		case secExport:
 			m.hasExportSec = true
+		case secData:
+			err = m.checkData(s.body)
 		}
 		if err != nil {
 			return err
@@ -217,6 +220,7 @@ func (m *module) parseImports(b []byte) error {
 			return errorf("import section: %s.%s is a %s; a module may import only functions", mod, name, kindName(kind))
 		case kind == 0x03:
 			m.globals++
+			m.importedMut = append(m.importedMut, r.b[r.off-1] != 0)
 		}
 	}
 	return r.end("import section")
@@ -233,6 +237,29 @@ func (m *module) parseFunctions(b []byte) error {
 		m.funcTypes = append(m.funcTypes, t)
 	}
 	return r.end("function section")
+}
+
+// checkData reads the data section for its offset expressions, which the
+// pass does not change but which must be constant as written.
+func (m *module) checkData(b []byte) error {
+	r := &reader{b: b}
+	for n := r.u32(); n > 0 && r.err == nil; n-- {
+		switch flags := r.u32(); {
+		case r.err != nil:
+		case flags == 1:
+		case flags == 0 || flags == 2:
+			if flags == 2 {
+				r.u32()
+			}
+			if _, err := m.constExpr(r, nil); err != nil {
+				return err
+			}
+		default:
+			return errorf("data section: unknown segment kind %d", flags)
+		}
+		r.bytes(int(r.u32()))
+	}
+	return r.end("data section")
 }
 
 // fn renumbers a function index (checked in range) for the inserted import.
@@ -494,7 +521,10 @@ func (m *module) constExpr(r *reader, out []byte) ([]byte, error) {
 		case 0x44:
 			r.bytes(8)
 		case 0x23:
-			r.index("global", m.globals)
+			// only an imported immutable global is constant
+			if i := r.index("imported global", uint32(len(m.importedMut))); r.err == nil && m.importedMut[i] {
+				return nil, errorf("constant expression reads mutable global %d", i)
+			}
 		case 0xd0:
 			r.byte()
 		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e:
