@@ -1,5 +1,10 @@
 package instrument
 
+import (
+	"errors"
+	"fmt"
+)
+
 // What an instruction means to the pass.
 const (
 	kPlain = iota
@@ -48,6 +53,9 @@ func (m *module) rewriteCode(body []byte) ([]byte, error) {
 		}
 		params := m.types[m.funcTypes[i]][0]
 		nb, err := m.instrumentBody(fb, params)
+		if errors.Is(err, ErrInstrument) {
+			return nil, fmt.Errorf("%w (function %d)", err, int(m.funcImports)+i)
+		}
 		if err != nil {
 			return nil, errorf("function %d: %v", int(m.funcImports)+i, err)
 		}
@@ -106,13 +114,13 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 		switch in.kind {
 		case kLoop, kBlock, kIf:
 			if frameCount++; frameCount > MaxFramesPerFunction {
-				return nil, errorf("more than %d blocks, loops and ifs", MaxFramesPerFunction)
+				return nil, limitf("more than %d blocks, loops and ifs", MaxFramesPerFunction)
 			}
 		}
 		switch in.kind {
 		case kLoop:
 			if len(regions) > MaxLoopsPerFunction {
-				return nil, errorf("more than %d loops", MaxLoopsPerFunction)
+				return nil, limitf("more than %d loops", MaxLoopsPerFunction)
 			}
 			in.region = len(regions)
 			regions = append(regions, 0)

@@ -64,11 +64,23 @@ type Options struct {
 	FunctionImportsOnly bool
 }
 
-// ErrInstrument is wrapped by every error of the pass.
-var ErrInstrument = errors.New("instrument")
+var (
+	// ErrInstrument is wrapped by every error of the pass.
+	ErrInstrument = errors.New("instrument")
+	// ErrLimit is wrapped by the errors of modules that are valid but over
+	// a limit of the pass (blocks and loops per function, table elements).
+	ErrLimit = errors.New("over a limit")
+	// errConstGlobal: a constant expression reads a global that is not an
+	// imported immutable one, which the spec forbids and wazero allows.
+	errConstGlobal = errors.New("constant expression reads a global that is not imported and immutable")
+)
 
 func errorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInstrument, fmt.Sprintf(format, args...))
+}
+
+func limitf(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: %s", ErrInstrument, ErrLimit, fmt.Sprintf(format, args...))
 }
 
 // Section ids.
@@ -441,7 +453,7 @@ func (m *module) rewriteTables(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	if mins > limit {
-		return nil, errorf("table section: tables of %d elements in all are over the limit of %d", mins, limit)
+		return nil, limitf("table section: tables of %d elements in all are over the limit of %d", mins, limit)
 	}
 	share := (limit - mins) / uint64(max(len(tables), 1))
 	out := appendU32(nil, n)
@@ -523,7 +535,7 @@ func (m *module) constExpr(r *reader, out []byte) ([]byte, error) {
 		case 0x23:
 			// only an imported immutable global is constant
 			if i := r.index("imported global", uint32(len(m.importedMut))); r.err == nil && m.importedMut[i] {
-				return nil, errorf("constant expression reads mutable global %d", i)
+				return nil, fmt.Errorf("%w: %w (global %d)", ErrInstrument, errConstGlobal, i)
 			}
 		case 0xd0:
 			r.byte()

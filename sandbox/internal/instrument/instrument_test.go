@@ -3,7 +3,9 @@ package instrument
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -105,11 +107,15 @@ func TestInstrumentedModuleBehavesTheSame(t *testing.T) {
 func TestInstrumentRefuses(t *testing.T) {
 	head := "\x00asm\x01\x00\x00\x00"
 	cases := map[string]string{
-		"not wasm":              "hello",
-		"unknown opcode":        head + "\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x0a\x05\x01\x03\x00\xff\x0b",
-		"truncated body":        head + "\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x0a\x04\x01\x05\x00\x01",
-		"already has fuel":      head + "\x07\x0f\x01\x0bkindgi_fuel\x03\x00",
-		"sections out of order": head + "\x03\x02\x01\x00\x01\x04\x01\x60\x00\x00",
+		"not wasm":                           "hello",
+		"unknown opcode":                     head + "\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x0a\x05\x01\x03\x00\xff\x0b",
+		"truncated body":                     head + "\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x0a\x04\x01\x05\x00\x01",
+		"already has fuel":                   head + "\x07\x0f\x01\x0bkindgi_fuel\x03\x00",
+		"export of global 0 without globals": head + "\x07\x05\x01\x01g\x03\x00",
+		"function index 0xffffffff":          head + "\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x07\x09\x01\x01f\x00\xff\xff\xff\xff\x0f\x0a\x04\x01\x02\x00\x0b",
+		"block type past the types":          head + "\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x0a\x08\x01\x06\x00\x02\x01\x0b\x0b\x0b",
+		"label past the frames":              head + "\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x0a\x06\x01\x04\x00\x0c\x01\x0b",
+		"sections out of order":              head + "\x03\x02\x01\x00\x01\x04\x01\x60\x00\x00",
 	}
 	for name, bin := range cases {
 		if _, err := Instrument([]byte(bin), Options{}); !errors.Is(err, ErrInstrument) {
@@ -118,16 +124,28 @@ func TestInstrumentRefuses(t *testing.T) {
 	}
 }
 
-// FuzzInstrument: for any module wazero accepts, the instrumented module is
-// accepted too, and its exported functions without parameters give the same
-// results (or both fail).
+// FuzzInstrument is differential both ways. If the pass's output compiles,
+// the input compiles too: nothing invalid as written becomes valid by what
+// the pass adds. For any module wazero accepts, the pass accepts it (unless
+// it is over a limit of the pass) and the instrumented module compiles and
+// gives the same results for its exported functions without parameters.
+// With -fuzz it is also seeded with the spec testsuite's modules.
 func FuzzInstrument(f *testing.F) {
-	for _, glob := range []string{"hostile/*.wasm", "bench/*.wasm", "instrument/*.wasm"} {
+	globs := []string{"hostile/*.wasm", "bench/*.wasm", "instrument/*.wasm"}
+	var seeds []string
+	for _, glob := range globs {
 		paths, _ := filepath.Glob(filepath.Join("..", "..", "..", "testdata", glob))
-		for _, p := range paths {
-			if b, err := os.ReadFile(p); err == nil {
-				f.Add(b)
-			}
+		seeds = append(seeds, paths...)
+	}
+	if fl := flag.Lookup("test.fuzz"); fl != nil && fl.Value.String() != "" {
+		if out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/tetratelabs/wazero").Output(); err == nil {
+			spec, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "internal", "integration_test", "spectest", "v2", "testdata", "*.wasm"))
+			seeds = append(seeds, spec...)
+		}
+	}
+	for _, p := range seeds {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
 		}
 	}
 	refills := 0
@@ -136,14 +154,23 @@ func FuzzInstrument(f *testing.F) {
 		if len(wasm) > 1<<16 || Prescan(wasm) != nil {
 			return
 		}
+		metered, ierr := Instrument(wasm, Options{MaxTableElements: 1 << 16})
 		orig, err := rt.CompileModule(ctx, wasm)
 		if err != nil {
+			if ierr == nil {
+				if inst, err := rt.CompileModule(ctx, metered); err == nil {
+					_ = inst.Close(ctx)
+					t.Fatal("wazero refuses the module, and accepts what the pass made of it")
+				}
+			}
 			return
 		}
 		defer orig.Close(ctx)
-		metered, err := Instrument(wasm, Options{})
-		if err != nil {
-			t.Fatalf("wazero accepts the module, the pass does not: %v", err)
+		if errors.Is(ierr, ErrLimit) || errors.Is(ierr, errConstGlobal) {
+			return
+		}
+		if ierr != nil {
+			t.Fatalf("wazero accepts the module, the pass does not: %v", ierr)
 		}
 		inst, err := rt.CompileModule(ctx, metered)
 		if err != nil {
@@ -165,6 +192,159 @@ func FuzzInstrument(f *testing.F) {
 			}
 		}
 	})
+}
+
+// withSection returns wasm with the body of its first section of that id
+// changed by edit.
+func withSection(t *testing.T, wasm []byte, id byte, edit func([]byte) []byte) []byte {
+	t.Helper()
+	r := &reader{b: wasm, off: 8}
+	out := append([]byte(nil), wasm[:8]...)
+	found := false
+	for !r.done() {
+		sid := r.byte()
+		body := r.bytes(int(r.u32()))
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if sid == id && !found {
+			body, found = edit(append([]byte(nil), body...)), true
+		}
+		out = appendSection(out, sid, body)
+	}
+	if !found {
+		t.Fatalf("no section %d", id)
+	}
+	return out
+}
+
+func readFixture(t *testing.T, dir, name string) []byte {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", dir, name+".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wasm
+}
+
+// TestTrailingBytesAreRefused: a section the pass rewrites is read to its
+// exact end; on main the rewrite dropped what followed the last entry, so
+// a malformed module came out well-formed.
+func TestTrailingBytesAreRefused(t *testing.T) {
+	wasm := readFixture(t, "instrument", "renum")
+	if _, err := Instrument(wasm, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []byte{secType, secImport, secFunction, secGlobal, secExport, secStart, secElement, secCode, secData} {
+		from := wasm
+		if id == secData {
+			from = readFixture(t, "hostile", "loop")
+		}
+		bad := withSection(t, from, id, func(b []byte) []byte { return append(b, 0x00) })
+		if _, err := Instrument(bad, Options{}); !errors.Is(err, ErrInstrument) {
+			t.Errorf("section %d with a trailing byte: %v", id, err)
+		}
+	}
+	// A function body with a byte after its last end.
+	bad := withSection(t, readFixture(t, "hostile", "loop"), secCode, func(b []byte) []byte {
+		r := &reader{b: b}
+		n := r.u32()
+		out := appendU32(nil, n)
+		for i := uint32(0); i < n; i++ {
+			fb := append(r.bytes(int(r.u32())), 0x01)
+			out = append(appendU32(out, uint32(len(fb))), fb...)
+		}
+		return out
+	})
+	if _, err := Instrument(bad, Options{}); !errors.Is(err, ErrInstrument) {
+		t.Errorf("a body with a trailing nop: %v", err)
+	}
+}
+
+// sectionIDs lists a module's section ids in order, custom ones as 0.
+func sectionIDs(t *testing.T, wasm []byte) []byte {
+	t.Helper()
+	r := &reader{b: wasm, off: 8}
+	var ids []byte
+	for !r.done() {
+		ids = append(ids, r.byte())
+		r.bytes(int(r.u32()))
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return ids
+}
+
+// TestAddedSectionsPrecedeATrailingNameSection: on main the sections the
+// pass adds were appended after the name section, which wasm-validate
+// refuses.
+func TestAddedSectionsPrecedeATrailingNameSection(t *testing.T) {
+	out, err := Instrument(readFixture(t, "hostile", "namelast"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := sectionIDs(t, out)
+	if ids[len(ids)-1] != secCustom {
+		t.Fatalf("sections %v: the name section is not last", ids)
+	}
+	if validate, err := exec.LookPath("wasm-validate"); err == nil {
+		f := filepath.Join(t.TempDir(), "out.wasm")
+		if err := os.WriteFile(f, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if msg, err := exec.Command(validate, f).CombinedOutput(); err != nil {
+			t.Fatalf("wasm-validate: %s", msg)
+		}
+	}
+}
+
+// TestTablesAreClamped: every defined table gets a maximum within the
+// limit, shared between tables; tables whose minimums exceed it are refused.
+func TestTablesAreClamped(t *testing.T) {
+	head := "\x00asm\x01\x00\x00\x00"
+	tables := func(entries ...string) []byte {
+		body := appendU32(nil, uint32(len(entries)))
+		for _, e := range entries {
+			body = append(body, e...)
+		}
+		return appendSection([]byte(head), secTable, body)
+	}
+	limits := func(wasm []byte) [][2]uint32 {
+		var got [][2]uint32
+		for _, s := range func() []section { m := &module{}; _ = m.parse(wasm); return m.sections }() {
+			if s.id == secTable {
+				r := &reader{b: s.body}
+				for n := r.u32(); n > 0; n-- {
+					r.byte()
+					if r.byte() != 1 {
+						t.Fatal("a table without a maximum")
+					}
+					got = append(got, [2]uint32{r.u32(), r.u32()})
+				}
+			}
+		}
+		return got
+	}
+	// funcref, no max, min 10; externref, max 20, min 0
+	out, err := Instrument(tables("\x70\x00\x0a", "\x6f\x01\x00\x14"), Options{MaxTableElements: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := limits(out); got[0] != [2]uint32{10, 505} || got[1] != [2]uint32{0, 20} {
+		t.Errorf("clamped to %v", got)
+	}
+	// A declared max of 0xffffffff.
+	out, err = Instrument(tables("\x70\x01\x01\xff\xff\xff\xff\x0f"), Options{MaxTableElements: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := limits(out); got[0] != [2]uint32{1, 1000} {
+		t.Errorf("clamped to %v", got)
+	}
+	if _, err := Instrument(tables("\x70\x00\xe9\x07"), Options{MaxTableElements: 1000}); !errors.Is(err, ErrLimit) {
+		t.Errorf("a table of 1001 elements under a limit of 1000: %v", err)
+	}
 }
 
 // runExports calls every exported function without parameters, in name
