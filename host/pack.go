@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -162,36 +163,44 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 		}
 	}
 	var problems []string
-	var stats []ModuleStat
 	modules := map[string]*module{}
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("Cannot open the module root: %v", err))
 	}
+	// Modules load concurrently, up to one per CPU; their problems and
+	// stats are reported in index order.
+	type loaded struct {
+		problem string
+		stat    *ModuleStat
+	}
+	results := make([]loaded, len(paths))
 	for _, p := range paths {
-		m := &module{path: p}
-		modules[p] = m
+		modules[p] = &module{path: p}
+	}
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		m := modules[p]
 		if r == nil {
 			m.err = errors.New("the module root cannot be opened")
 			continue
 		}
-		wasm, err := readModule(r, p)
-		if err != nil {
-			m.err = err
-			problems = append(problems, err.Error())
-			continue
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i].problem, results[i].stat = loadModule(ctx, sb, r, m)
+		}()
+	}
+	wg.Wait()
+	var stats []ModuleStat
+	for _, res := range results {
+		if res.stat != nil {
+			stats = append(stats, *res.stat)
 		}
-		start := time.Now()
-		m.mod, err = sb.Compile(ctx, wasm)
-		stats = append(stats, ModuleStat{Path: p, CompileSeconds: time.Since(start).Seconds()})
-		if err != nil {
-			m.err = err
-			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
-			continue
-		}
-		if m.desc, err = m.mod.Describe(ctx); err != nil {
-			m.err = err
-			problems = append(problems, fmt.Sprintf("%s: describing module: %v", p, err))
+		if res.problem != "" {
+			problems = append(problems, res.problem)
 		}
 	}
 	if r != nil {
@@ -200,9 +209,32 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 	return modules, stats, problems
 }
 
+// loadModule reads, compiles and describes one module, and says what went
+// wrong, if anything.
+func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module) (string, *ModuleStat) {
+	wasm, err := readModule(r, m.path, sb.MaxModuleBytes())
+	if err != nil {
+		m.err = err
+		return err.Error(), nil
+	}
+	start := time.Now()
+	m.mod, err = sb.Compile(ctx, wasm)
+	stat := &ModuleStat{Path: m.path, CompileSeconds: time.Since(start).Seconds()}
+	if err != nil {
+		m.err = err
+		return fmt.Sprintf("%s: %v", m.path, err), stat
+	}
+	if m.desc, err = m.mod.Describe(ctx); err != nil {
+		m.err = err
+		return fmt.Sprintf("%s: describing module: %v", m.path, err), stat
+	}
+	return "", stat
+}
+
 // readModule reads a module path inside root: relative, forward slashes,
-// never leaving the root (os.Root refuses ".." and symlinks that escape).
-func readModule(r *os.Root, p string) ([]byte, error) {
+// never leaving the root (os.Root refuses ".." and symlinks that escape),
+// at most limit bytes.
+func readModule(r *os.Root, p string, limit int) ([]byte, error) {
 	if p == "" || path.IsAbs(p) || filepath.IsAbs(p) || strings.Contains(p, `\`) {
 		return nil, fmt.Errorf("%s: a module path must be relative to the module root, with forward slashes", p)
 	}
@@ -221,7 +253,17 @@ func readModule(r *os.Root, p string) ([]byte, error) {
 	if err != nil || !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", p)
 	}
-	return io.ReadAll(f)
+	if st.Size() > int64(limit) {
+		return nil, fmt.Errorf("%s: %d bytes is over the module size limit of %d", p, st.Size(), limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err == nil && len(b) > limit {
+		err = fmt.Errorf("grew past the module size limit of %d while read", limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading module: %v", p, err)
+	}
+	return b, nil
 }
 
 func (p *Pack) register(modules map[string]*module) []string {

@@ -176,6 +176,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	return s.closeErr
 }
 
+// MaxModuleBytes is the largest module Compile accepts.
+func (s *Sandbox) MaxModuleBytes() int { return s.cfg.MaxModuleBytes }
+
 // Module is a compiled pack module. Calls on it may run concurrently.
 type Module struct {
 	sb       *Sandbox
@@ -313,7 +316,7 @@ type Description struct {
 
 // ErrLoadLimit: guest code run at load (start function, _initialize,
 // kindgi_describe) went past Config.LoadTimeout or Config.LoadFuel.
-var ErrLoadLimit = errors.New("sandbox: load-time guest code over its limit")
+var ErrLoadLimit = errors.New("sandbox: load-time code over its limit")
 
 // Describe runs the module once to ask which tool and check ids it serves,
 // under Config.LoadTimeout and Config.LoadFuel.
@@ -327,9 +330,9 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 	rep, err := m.run(lctx, abi.ExportDescribe, Request{Fuel: m.sb.cfg.LoadFuel})
 	switch {
 	case errors.Is(err, ErrDeadline) && ctx.Err() == nil:
-		return d, fmt.Errorf("%w: describing the module took over %v", ErrLoadLimit, m.sb.cfg.LoadTimeout)
+		return d, fmt.Errorf("%w: its start function, _initialize and kindgi_describe ran over the load timeout of %v", ErrLoadLimit, m.sb.cfg.LoadTimeout)
 	case errors.Is(err, ErrOutOfFuel):
-		return d, fmt.Errorf("%w: describing the module took over %d fuel", ErrLoadLimit, m.sb.cfg.LoadFuel)
+		return d, fmt.Errorf("%w: its start function, _initialize and kindgi_describe ran over the load fuel of %d", ErrLoadLimit, m.sb.cfg.LoadFuel)
 	case err != nil:
 		return d, err
 	}

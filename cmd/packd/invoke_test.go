@@ -13,11 +13,13 @@ import (
 )
 
 var (
-	cacheDir        = filepath.Join(os.TempDir(), "packd-test-wazero-cache")
-	conformance     = filepath.Join("..", "..", "wasm-examples", "conformance", "index.json")
-	hostileIndex    = filepath.Join("..", "..", "testdata", "hostile", "index.json")
-	conformanceCtx  = `{"tenantId":"t-conformance","runId":"run-conformance"}`
-	conformanceWasm = filepath.Join("..", "..", "wasm-examples", "conformance", "conformance.wasm")
+	cacheDir     = filepath.Join(os.TempDir(), "packd-test-wazero-cache")
+	conformance  = filepath.Join("..", "..", "wasm-examples", "conformance", "index.json")
+	hostileIndex = filepath.Join("..", "..", "testdata", "hostile", "index.json")
+	// hostileLoadIndex names modules that must not load
+	hostileLoadIndex = filepath.Join("..", "..", "testdata", "hostile", "load.json")
+	conformanceCtx   = `{"tenantId":"t-conformance","runId":"run-conformance"}`
+	conformanceWasm  = filepath.Join("..", "..", "wasm-examples", "conformance", "conformance.wasm")
 )
 
 type runResult struct {
@@ -196,6 +198,9 @@ func TestHostileGuests(t *testing.T) {
 		"noexport": `"code":"handler-shape-invalid","message":"Module noexport.wasm has no handler for tool \"hostile.noexport\"`,
 		"counter":  `"kind":"result","output":{"global":1,"memory":1}`,
 		"fill":     `"code":"deadline-exceeded","message":"hostile.fill passed its deadline: it ran out of fuel after using 20000000 units"`,
+		// a table.grow by 0xfffffff0 costs more than the default budget
+		"tablegrow":  `"code":"deadline-exceeded","message":"hostile.tablegrow passed its deadline: it ran out of fuel after using 10000000000 units"`,
+		"loopresult": `"kind":"result","output":{"ok":true}`,
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -208,7 +213,7 @@ func TestHostileGuests(t *testing.T) {
 			if !strings.Contains(r.stdout, want) {
 				t.Fatalf("exit %d stdout %s\nwant it to contain %s", r.code, r.stdout, want)
 			}
-			if wantCode := map[bool]int{true: 0, false: 1}[name == "counter"]; r.code != wantCode {
+			if wantCode := map[bool]int{true: 0, false: 1}[name == "counter" || name == "loopresult"]; r.code != wantCode {
 				t.Errorf("exit %d, want %d", r.code, wantCode)
 			}
 			if timeout == "300" && time.Since(start) > 20*time.Second {
@@ -226,6 +231,26 @@ func TestCheckCommand(t *testing.T) {
 	r = packd(t, "check", "--index", hostileIndex)
 	if r.code != 1 || !strings.Contains(r.stdout, `noexport.wasm: describing module: sandbox: missing export: module does not export "kindgi_call"`) {
 		t.Fatalf("hostile: %d %q", r.code, r.stdout)
+	}
+	// Modules that are invalid as written, and load-time code that sleeps
+	// or spins, are load problems, all of them, in bounded time.
+	start := time.Now()
+	r = packd(t, "check", "--index", hostileLoadIndex, "--load-timeout", "300ms", "--load-fuel", "100000000")
+	for _, want := range []string{
+		"fuelwrite.wasm: compiling module: sandbox: invalid module: instrument: function 3: global index 0 out of range (0)",
+		"fuelexport.wasm: compiling module: sandbox: invalid module: instrument: export section: exported global index 0 out of range (0)",
+		"fuelunreachable.wasm: compiling module: sandbox: invalid module: ",
+		"localtmp.wasm: compiling module: sandbox: invalid module: instrument: function 3: local index 0 out of range (0)",
+		"describesleep.wasm: describing module: sandbox: load-time code over its limit: its start function, _initialize and kindgi_describe ran over the load timeout of 300ms",
+		"describespin.wasm: describing module: sandbox: load-time code over its limit: its start function, _initialize and kindgi_describe ran over the load fuel of 100000000",
+		"startspin.wasm: describing module: sandbox: load-time code over its limit: ",
+	} {
+		if r.code != 1 || !strings.Contains(r.stdout, want) {
+			t.Errorf("load problems: exit %d, stdout %s\nwant a line starting %s", r.code, r.stdout, want)
+		}
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("load problems took %v", d)
 	}
 	r = packd(t, "check", "--index", filepath.Join(t.TempDir(), "none.json"))
 	if r.code != 1 || !strings.Contains(r.stdout, "Cannot read the pack index: ") {

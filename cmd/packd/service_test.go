@@ -704,3 +704,36 @@ func TestServicePolicyAndAudit(t *testing.T) {
 		t.Fatalf("audit log:\n%s", data)
 	}
 }
+
+// TestServiceSurvivesHostileModules: a guest growing its table by 32 GiB
+// in a loop is answered and the process serves on (on main the first such
+// grow ended the process); modules that are invalid as written, or whose
+// load-time code sleeps or spins, fail the boot in bounded time.
+func TestServiceSurvivesHostileModules(t *testing.T) {
+	t.Run("table.grow", func(t *testing.T) {
+		idx := filepath.Join(t.TempDir(), "index.json")
+		body := `{"v":1,"packId":"grow","packVersion":"1.0.0","artifactVersion":"grow-1","publishedAt":"2026-11-30T00:00:00.000Z",
+			"tools":[{"id":"hostile.tablegrow","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"tablegrow.wasm"},
+			{"id":"hostile.counter","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"counter.wasm"}],
+			"guardrails":[],"agents":[],"flows":[]}`
+		if err := os.WriteFile(idx, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// fuel enough for 1,000 grows by 0xfffffff0 (each is refused)
+		s := start(t, idx, nil, "--module-root", filepath.Dir(hostileIndex), "--fuel", "100000000000000")
+		for i := 0; i < 3; i++ {
+			expect(t, s.invoke(t, invokeBody("hostile.tablegrow", "", `{}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":{}}`)
+		}
+		expect(t, s.invoke(t, invokeBody("hostile.counter", "", `{}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":{"global":1,"memory":1}}`)
+	})
+	t.Run("load problems fail the boot", func(t *testing.T) {
+		s := launch(t, hostileLoadIndex, nil, "--load-timeout", "300ms", "--load-fuel", "100000000")
+		if code := s.wait(t, 60*time.Second); code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		rec := record(t, s.stderr.waitFor(t, time.Second, kindIs("boot-failed")))
+		if n := len(rec["problems"].([]any)); n != 7 {
+			t.Fatalf("%d problems: %v", n, rec["problems"])
+		}
+	})
+}

@@ -6,7 +6,7 @@
   (data (i32.const 1024) "{\"ok\":true}")
   (func (export "kindgi_abi_version") (result i32) (i32.const 1))
   (func (export "kindgi_describe") (result i32)
-    (call $response_write (i32.const 0) (i32.const 43))
+    (call $response_write (i32.const 0) (i32.const 44))
     (i32.const 0))
   (func (export "kindgi_call") (result i32)
     (local $i i32)

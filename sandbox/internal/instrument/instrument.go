@@ -324,9 +324,7 @@ func (m *module) emit() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if body != nil { // a name section it cannot read is dropped
-			out = appendSection(out, s.id, body)
-		}
+		out = appendSection(out, s.id, body)
 		if i == lastKnown {
 			if err := emitMissing(100); err != nil {
 				return nil, err
@@ -595,9 +593,9 @@ func (m *module) rewriteElements(body []byte) ([]byte, error) {
 
 // rewriteCustom renumbers the name section's function indices; other custom
 // sections are copied. A name section it cannot read, or that names a
-// function the module does not have, is dropped (nil): it only names
-// things, and wazero's reader of a malformed one can run past its end into
-// the sections that follow.
+// function the module does not have, is copied as it is: wazero then
+// accepts or refuses it exactly as it would the module as written (its
+// names may be one off: they only name things).
 func (m *module) rewriteCustom(body []byte) ([]byte, error) {
 	r := &reader{b: body}
 	if r.name() != "name" || r.err != nil {
@@ -630,14 +628,14 @@ func (m *module) rewriteCustom(body []byte) ([]byte, error) {
 				}
 			}
 			if p.err != nil || !p.done() {
-				return nil, nil
+				return body, nil
 			}
 			payload = np
 		}
 		out = appendSection(out, sub, payload)
 	}
 	if r.err != nil {
-		return nil, nil
+		return body, nil
 	}
 	return out, nil
 }
