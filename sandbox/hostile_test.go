@@ -173,3 +173,20 @@ func TestCompileIsBounded(t *testing.T) {
 		t.Errorf("a compilation over its timeout: %v", err)
 	}
 }
+
+// TestMemoryGrowPaysItsHostCost: growing memory costs the host about a
+// fuel slice's worth of time per page (RATIONALE.md, measured by
+// BenchmarkFuelPace), so a page costs at least a slice; on main it cost
+// 1024 units, and a slice of one-page grows took ~300 times its time.
+func TestMemoryGrowPaysItsHostCost(t *testing.T) {
+	m := compile(t, newSandbox(t, sandbox.Config{MemoryLimitPages: 64}), hostile("grow"))
+	rep, err := callFuel(t, m, 0, time.Minute)
+	var trap *sandbox.TrapError
+	if !errors.As(err, &trap) { // it writes past its memory at the end
+		t.Fatalf("%v", err)
+	}
+	// 64 pages less 8 for tables (an eighth of the limit), less the first
+	if pages := int64(64 - 8 - 1); rep.FuelUsed < pages*sandbox.DefaultFuelSlice {
+		t.Fatalf("growing %d pages cost %d fuel", pages, rep.FuelUsed)
+	}
+}

@@ -244,6 +244,7 @@ func TestCheckCommand(t *testing.T) {
 		"describesleep.wasm: describing module: sandbox: load-time code over its limit: its start function, _initialize and kindgi_describe ran over the load timeout of 300ms",
 		"describespin.wasm: describing module: sandbox: load-time code over its limit: its start function, _initialize and kindgi_describe ran over the load fuel of 100000000",
 		"startspin.wasm: describing module: sandbox: load-time code over its limit: ",
+		"manyloops.wasm: compiling module: sandbox: invalid module: instrument: over a limit: more than 2000 loops (function 2)",
 	} {
 		if r.code != 1 || !strings.Contains(r.stdout, want) {
 			t.Errorf("load problems: exit %d, stdout %s\nwant a line starting %s", r.code, r.stdout, want)
