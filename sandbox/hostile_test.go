@@ -40,6 +40,16 @@ func TestInvalidModulesAreRefused(t *testing.T) {
 	}
 }
 
+// TestModulesThatPanicWazeroAreRefused: wazero's validator panics on a call
+// to a function whose declared type is out of range (found by
+// FuzzInstrument); compiled in packd's goroutine that would end the process.
+func TestModulesThatPanicWazeroAreRefused(t *testing.T) {
+	wasm := []byte("\x00asm\x01\x00\x00\x00\x01\t\x02`\x00\x00`\x01\x7f\x01\x7f\x03\x03\x02\x000\n\x12\x02\v\x00A0A0\x10\x01000\v\x04\x0000\v")
+	if err := compileErr(t, newSandbox(t, sandbox.Config{}), wasm); !errors.Is(err, sandbox.ErrInvalidModule) {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestLoopWithResultRuns(t *testing.T) {
 	m := compile(t, newSandbox(t, sandbox.Config{}), hostile("loopresult"))
 	rep, err, _ := call(t, m, 10*time.Second)

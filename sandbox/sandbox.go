@@ -244,9 +244,17 @@ func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte) (wazero.Compi
 	}
 	done := make(chan result, 1)
 	go func() {
+		// A panic in wazero's compiler must not end the process (the pass
+		// refuses every module known to cause one, see FuzzInstrument).
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r = result{err: fmt.Errorf("wazero panicked compiling the module: %v", p)}
+			}
+			done <- r
+		}()
 		wctx := experimental.WithCompilationWorkers(cctx, runtime.GOMAXPROCS(0))
-		c, err := s.rt.CompileModule(wctx, wasm)
-		done <- result{c, err}
+		r.c, r.err = s.rt.CompileModule(wctx, wasm)
 	}()
 	select {
 	case r := <-done:
