@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,8 +80,13 @@ type Sandbox struct {
 	cache          wazero.CompilationCache
 	modCfg         wazero.ModuleConfig
 	stdout, stderr lineSink
-	closeOnce      sync.Once
-	closeErr       error
+	// compiling holds a mutex per module content (sha256): wazero makes a
+	// module loaded from its file cache visible to other compilations of
+	// the same bytes before it has finished preparing it (a data race
+	// found by the race detector when a pack names one module twice).
+	compiling sync.Map
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New starts a runtime with the guest ABI host module and the minimal WASI.
@@ -253,6 +259,9 @@ func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte) (wazero.Compi
 			}
 			done <- r
 		}()
+		mu, _ := s.compiling.LoadOrStore(sha256.Sum256(wasm), &sync.Mutex{})
+		mu.(*sync.Mutex).Lock()
+		defer mu.(*sync.Mutex).Unlock()
 		wctx := experimental.WithCompilationWorkers(cctx, runtime.GOMAXPROCS(0))
 		r.c, r.err = s.rt.CompileModule(wctx, wasm)
 	}()
