@@ -91,42 +91,22 @@ type Sandbox struct {
 
 // New starts a runtime with the guest ABI host module and the minimal WASI.
 func New(ctx context.Context, cfg Config) (*Sandbox, error) {
-	if cfg.MemoryLimitPages == 0 {
-		cfg.MemoryLimitPages = DefaultMemoryLimitPages
-	}
-	if cfg.MemoryLimitPages > 65536 {
-		return nil, fmt.Errorf("sandbox: memory limit of %d pages is over the 4 GiB of wasm32", cfg.MemoryLimitPages)
-	}
-	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if cfg.MaxLineBytes <= 0 {
-		cfg.MaxLineBytes = DefaultMaxLineBytes
-	}
-	if cfg.MaxOutputBytes <= 0 {
-		cfg.MaxOutputBytes = DefaultMaxOutputBytes
-	}
-	if cfg.DefaultFuel <= 0 {
-		cfg.DefaultFuel = DefaultFuel
-	}
-	if cfg.FuelSlice <= 0 {
-		cfg.FuelSlice = DefaultFuelSlice
-	}
 	if cfg.DefaultFuel > MaxFuel || cfg.LoadFuel > MaxFuel {
 		return nil, fmt.Errorf("sandbox: a fuel budget is over the limit of %d", int64(MaxFuel))
 	}
-	if cfg.LoadFuel <= 0 {
-		cfg.LoadFuel = DefaultLoadFuel
+	orDefault(&cfg.MemoryLimitPages, DefaultMemoryLimitPages)
+	if cfg.MemoryLimitPages > 65536 {
+		return nil, fmt.Errorf("sandbox: memory limit of %d pages is over the 4 GiB of wasm32", cfg.MemoryLimitPages)
 	}
-	if cfg.LoadTimeout <= 0 {
-		cfg.LoadTimeout = DefaultLoadTimeout
-	}
-	if cfg.MaxModuleBytes <= 0 {
-		cfg.MaxModuleBytes = DefaultMaxModuleBytes
-	}
-	if cfg.CompileTimeout <= 0 {
-		cfg.CompileTimeout = DefaultCompileTimeout
-	}
+	orDefault(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	orDefault(&cfg.MaxLineBytes, DefaultMaxLineBytes)
+	orDefault(&cfg.MaxOutputBytes, DefaultMaxOutputBytes)
+	orDefault(&cfg.DefaultFuel, DefaultFuel)
+	orDefault(&cfg.FuelSlice, DefaultFuelSlice)
+	orDefault(&cfg.LoadFuel, DefaultLoadFuel)
+	orDefault(&cfg.LoadTimeout, DefaultLoadTimeout)
+	orDefault(&cfg.MaxModuleBytes, DefaultMaxModuleBytes)
+	orDefault(&cfg.CompileTimeout, DefaultCompileTimeout)
 	limitBytes := uint64(cfg.MemoryLimitPages) * 65536
 	if cfg.MaxTableElements == 0 {
 		cfg.MaxTableElements = uint32(min(DefaultMaxTableElements, limitBytes/8/tableElementBytes))
@@ -160,6 +140,13 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	}
 	s.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader)
 	return s, nil
+}
+
+// orDefault sets *v to def when *v is zero (or negative).
+func orDefault[T uint32 | int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 func orDiscard(w io.Writer) io.Writer {
