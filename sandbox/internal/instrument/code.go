@@ -57,7 +57,7 @@ func (m *module) rewriteCode(body []byte) ([]byte, error) {
 			return nil, fmt.Errorf("%w (function %d)", err, int(m.funcImports)+i)
 		}
 		if err != nil {
-			return nil, errorf("function %d: %v", int(m.funcImports)+i, err)
+			return nil, fmt.Errorf("%w: function %d: %w", ErrInstrument, int(m.funcImports)+i, err)
 		}
 		out = appendU32(out, uint32(len(nb)))
 		out = append(out, nb...)
@@ -443,8 +443,9 @@ func blockType(r *reader, types uint32) {
 		}
 		v |= uint64(b&0x7f) << (7 * i)
 		if b&0x80 == 0 {
-			if b&0x40 != 0 {
-				r.fail("block type at offset %d is neither a value type nor a type index", start)
+			if b&0x40 != 0 && r.err == nil {
+				r.err = fmt.Errorf("%w: block type at offset %d is neither a value type nor a type index", errStrict, start)
+				r.off = len(r.b)
 			}
 			break
 		}

@@ -70,9 +70,9 @@ var (
 	// ErrLimit is wrapped by the errors of modules that are valid but over
 	// a limit of the pass (blocks and loops per function, table elements).
 	ErrLimit = errors.New("over a limit")
-	// errConstGlobal: a constant expression reads a global that is not an
-	// imported immutable one, which the spec forbids and wazero allows.
-	errConstGlobal = errors.New("constant expression reads a global that is not imported and immutable")
+	// errStrict: what the spec forbids and wazero allows (a constant
+	// expression reading a mutable global, an overlong block type).
+	errStrict = errors.New("invalid WebAssembly")
 )
 
 func errorf(format string, args ...any) error {
@@ -533,7 +533,7 @@ func (m *module) constExpr(r *reader, out []byte) ([]byte, error) {
 		case 0x23:
 			// only an imported immutable global is constant
 			if i := r.index("imported global", uint32(len(m.importedMut))); r.err == nil && m.importedMut[i] {
-				return nil, fmt.Errorf("%w: %w (global %d)", ErrInstrument, errConstGlobal, i)
+				return nil, fmt.Errorf("%w: %w: a constant expression reads mutable global %d", ErrInstrument, errStrict, i)
 			}
 		case 0xd0:
 			r.byte()

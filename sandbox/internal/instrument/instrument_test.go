@@ -167,7 +167,7 @@ func FuzzInstrument(f *testing.F) {
 			return
 		}
 		defer orig.Close(ctx)
-		if errors.Is(ierr, ErrLimit) || errors.Is(ierr, errConstGlobal) {
+		if errors.Is(ierr, ErrLimit) || errors.Is(ierr, errStrict) {
 			return
 		}
 		if ierr != nil {
