@@ -26,6 +26,12 @@ var (
 	// invalid as written, over a limit of the loader or the fuel pass, or
 	// importing what packd does not provide.
 	ErrInvalidModule = errors.New("sandbox: invalid module")
+	// ErrCompileTimeout: a module's compilation took longer than
+	// Config.CompileTimeout.
+	ErrCompileTimeout = errors.New("sandbox: compilation took too long")
+	// ErrLoadLimit: guest code run at load (start function, _initialize,
+	// kindgi_describe) went past Config.LoadTimeout or Config.LoadFuel.
+	ErrLoadLimit = errors.New("sandbox: load-time code over its limit")
 )
 
 // ExitError: the guest called proc_exit.

@@ -219,10 +219,6 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	return m, nil
 }
 
-// ErrCompileTimeout: a module's compilation took longer than
-// Config.CompileTimeout.
-var ErrCompileTimeout = errors.New("sandbox: compilation took too long")
-
 // compileBounded gives up on a compilation after CompileTimeout or when
 // ctx is done. wazero compiles with several workers and stops them between
 // functions when its context is cancelled; the pass bounds what one
@@ -317,10 +313,6 @@ type Description struct {
 	Tools  []string `json:"tools"`
 	Checks []string `json:"checks"`
 }
-
-// ErrLoadLimit: guest code run at load (start function, _initialize,
-// kindgi_describe) went past Config.LoadTimeout or Config.LoadFuel.
-var ErrLoadLimit = errors.New("sandbox: load-time code over its limit")
 
 // Describe runs the module once to ask which tool and check ids it serves,
 // under Config.LoadTimeout and Config.LoadFuel.
