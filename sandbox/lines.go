@@ -36,8 +36,9 @@ const (
 	droppedMark = "[packd: output limit reached, further lines dropped]\n"
 )
 
+// Write forwards p; once the call's budget is spent, p is not even read.
 func (w *lineWriter) Write(p []byte) {
-	for len(p) > 0 {
+	for len(p) > 0 && !w.exceeded {
 		i := bytes.IndexByte(p, '\n')
 		chunk := p
 		if i >= 0 {

@@ -15,11 +15,12 @@ import (
 //
 // work is a loop of plain instructions, grow one-page memory.grow calls up
 // to the memory limit, fill a whole-memory memory.fill, tablegrow table.grow
-// by 65536 elements up to the table limit. Each reports ns/fuel: the
-// prices of memory.grow and table.grow are set so that these stay close.
+// by 65536 elements up to the table limit, and the floods of host work
+// (fd_write, random_get, log). Each reports ns/fuel: the prices of
+// memory.grow, table.grow and host work are set so that these stay close.
 func BenchmarkFuelPace(b *testing.B) {
 	sb := newSandbox(b, sandbox.Config{})
-	for _, name := range []string{"work", "grow", "fill", "tablegrow"} {
+	for _, name := range []string{"work", "grow", "fill", "tablegrow", "fdflood", "randomflood", "logflood"} {
 		m := compile(b, sb, hostile(name))
 		b.Run(name, func(b *testing.B) {
 			var fuel int64
@@ -28,14 +29,16 @@ func BenchmarkFuelPace(b *testing.B) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				start := time.Now()
 				budget := int64(sandbox.MaxFuel)
-				if name == "fill" {
-					budget = 2_000_000_000 // it fills for ever
+				switch name {
+				case "fill", "fdflood", "randomflood", "logflood":
+					budget = 2_000_000_000 // they run for ever
 				}
 				rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: budget})
 				wall += time.Since(start)
 				cancel()
-				// grow writes past its memory at the end, fill runs out of fuel
-				if err != nil && name != "grow" && name != "fill" {
+				// grow writes past its memory at the end, the others run
+				// out of fuel
+				if err != nil && budget == sandbox.MaxFuel && name != "grow" {
 					b.Fatal(err)
 				}
 				fuel += rep.FuelUsed

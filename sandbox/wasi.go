@@ -35,7 +35,7 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
 	ret := []api.ValueType{i32}
 	fn := func(name string, f api.GoModuleFunc, params ...api.ValueType) {
-		b.NewFunctionBuilder().WithGoModuleFunction(f, params, ret).Export(name)
+		b.NewFunctionBuilder().WithGoModuleFunction(charged(f), params, ret).Export(name)
 	}
 	fn("args_get", noArgs, i32, i32)
 	fn("args_sizes_get", zeroSizes, i32, i32)
@@ -196,8 +196,13 @@ func fdWrite(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = errnoBadf
 		return
 	}
-	vecs, ok := mod.Memory().Read(iovs, n*8)
-	if !ok || n > 1<<20 {
+	if n > maxIovecs {
+		stack[0] = errnoInval
+		return
+	}
+	charge(ctx, mod, int64(n)*iovecBytes>>copyShift)
+	vecs, ok := mod.Memory().Read(iovs, n*iovecBytes)
+	if !ok {
 		stack[0] = errnoFault
 		return
 	}
@@ -205,12 +210,10 @@ func fdWrite(ctx context.Context, mod api.Module, stack []uint64) {
 	for i := uint32(0); i < n; i++ {
 		ptr := binary.LittleEndian.Uint32(vecs[i*8:])
 		l := binary.LittleEndian.Uint32(vecs[i*8+4:])
-		b, ok := mod.Memory().Read(ptr, l)
-		if !ok {
+		if !writeLines(ctx, mod, w, ptr, l) {
 			stack[0] = errnoFault
 			return
 		}
-		w.Write(b)
 		total += l
 	}
 	if !put32(mod, nwritten, total) {
@@ -249,13 +252,20 @@ func fdFdstatGet(_ context.Context, mod api.Module, stack []uint64) {
 	stack[0] = errnoSuccess
 }
 
-func randomGet(_ context.Context, mod api.Module, stack []uint64) {
+// randomGet fills guest memory with random bytes, a chunk at a time, each
+// paid for before it is filled.
+func randomGet(ctx context.Context, mod api.Module, stack []uint64) {
 	b, ok := mod.Memory().Read(uint32(stack[0]), uint32(stack[1]))
 	if !ok {
 		stack[0] = errnoFault
 		return
 	}
-	_, _ = rand.Read(b)
+	for len(b) > 0 {
+		c := min(len(b), hostChunk)
+		charge(ctx, mod, int64(c)*randomCost)
+		_, _ = rand.Read(b[:c])
+		b = b[c:]
+	}
 	stack[0] = errnoSuccess
 }
 
@@ -263,12 +273,13 @@ func randomGet(_ context.Context, mod api.Module, stack []uint64) {
 // A sleep ends early when the call's context is done, and then the guest stops.
 func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 	in, out, nsub, neventsPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
+	charge(ctx, mod, int64(nsub)*(pollSubBytes+pollEventSize)>>copyShift)
 	if nsub == 0 || nsub > 1024 {
 		stack[0] = errnoInval
 		return
 	}
-	subs, ok1 := mod.Memory().Read(in, nsub*48)
-	events, ok2 := mod.Memory().Read(out, nsub*32)
+	subs, ok1 := mod.Memory().Read(in, nsub*pollSubBytes)
+	events, ok2 := mod.Memory().Read(out, nsub*pollEventSize)
 	if !ok1 || !ok2 {
 		stack[0] = errnoFault
 		return

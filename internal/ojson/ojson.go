@@ -13,36 +13,67 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // Object is a JSON object with its keys in document order. A key that appears
 // twice keeps its first position and its last value, as JSON.parse does.
+// Keys and Vals may be set directly when building an object; Set and Get
+// keep an index of the keys once there are more than a few, so building and
+// reading an object of n keys is linear.
 type Object struct {
-	Keys []string
-	Vals []any
+	Keys  []string
+	Vals  []any
+	index map[string]int // key -> position, for objects of indexFrom keys or more
+}
+
+// indexFrom is the size from which an object indexes its keys.
+const indexFrom = 16
+
+// find returns the position of key, or -1.
+func (o *Object) find(key string) int {
+	if len(o.Keys) < indexFrom {
+		for i, k := range o.Keys {
+			if k == key {
+				return i
+			}
+		}
+		return -1
+	}
+	if len(o.index) != len(o.Keys) { // built here, or Keys grew without Set
+		o.index = make(map[string]int, len(o.Keys))
+		for i, k := range o.Keys {
+			if _, dup := o.index[k]; !dup {
+				o.index[k] = i
+			}
+		}
+	}
+	if i, ok := o.index[key]; ok {
+		return i
+	}
+	return -1
 }
 
 // Get returns the value under key and whether it is present.
 func (o *Object) Get(key string) (any, bool) {
-	for i, k := range o.Keys {
-		if k == key {
-			return o.Vals[i], true
-		}
+	if i := o.find(key); i >= 0 {
+		return o.Vals[i], true
 	}
 	return nil, false
 }
 
 // Set replaces the value under key, or appends the key at the end.
 func (o *Object) Set(key string, v any) {
-	for i, k := range o.Keys {
-		if k == key {
-			o.Vals[i] = v
-			return
-		}
+	if i := o.find(key); i >= 0 {
+		o.Vals[i] = v
+		return
 	}
 	o.Keys = append(o.Keys, key)
 	o.Vals = append(o.Vals, v)
+	if o.index != nil {
+		o.index[key] = len(o.Keys) - 1
+	}
 }
 
 // Len is the number of keys.
@@ -54,85 +85,306 @@ var ErrSyntax = errors.New("ojson: invalid JSON")
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
 const maxDepth = 10000
 
-// Decode parses exactly one JSON value from data (surrounding whitespace allowed).
+// Decode parses exactly one JSON value from data (surrounding whitespace
+// allowed) as JSON.parse does: the last of duplicate keys wins, numbers out
+// of range are infinite, invalid UTF-8 becomes U+FFFD, and a lone surrogate
+// escape ("\ud800") is kept (as WTF-8, which Append writes back as the same
+// escape). It takes time linear in len(data).
 func Decode(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
+	d := &decoder{data: data}
+	d.space()
+	v, err := d.value(0)
+	if err == nil {
+		d.space()
+		if d.off < len(d.data) {
+			err = errors.New("unexpected data after the value")
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: unexpected data after the value", ErrSyntax)
+	if err != nil {
+		line, col := d.position()
+		return nil, fmt.Errorf("%w: %v at line %d, column %d", ErrSyntax, err, line, col)
 	}
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder, depth int) (any, error) {
+type decoder struct {
+	data []byte
+	off  int
+}
+
+// position is the 1-based line and column (in bytes) of the offset.
+func (d *decoder) position() (int, int) {
+	before := d.data[:min(d.off, len(d.data))]
+	line := bytes.Count(before, []byte{'\n'}) + 1
+	return line, len(before) - bytes.LastIndexByte(before, '\n')
+}
+
+func (d *decoder) space() {
+	for d.off < len(d.data) {
+		switch d.data[d.off] {
+		case ' ', '\t', '\n', '\r':
+			d.off++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) unexpected() error {
+	if d.off >= len(d.data) {
+		return io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("unexpected %q", d.data[d.off])
+}
+
+// expect consumes c, after whitespace.
+func (d *decoder) expect(c byte) error {
+	d.space()
+	if d.off < len(d.data) && d.data[d.off] == c {
+		d.off++
+		return nil
+	}
+	return d.unexpected()
+}
+
+func (d *decoder) value(depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, errors.New("nesting too deep")
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return nil, io.ErrUnexpectedEOF
-		}
-		return nil, err
+	if d.off >= len(d.data) {
+		return nil, io.ErrUnexpectedEOF
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := &Object{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, errors.New("object key is not a string")
-				}
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				obj.Set(key, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
+	switch c := d.data[d.off]; {
+	case c == '{':
+		d.off++
+		obj := &Object{}
+		d.space()
+		if d.off < len(d.data) && d.data[d.off] == '}' {
+			d.off++
 			return obj, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
+		}
+		for {
+			d.space()
+			if d.off >= len(d.data) || d.data[d.off] != '"' {
+				return nil, d.unexpected()
 			}
-			if _, err := dec.Token(); err != nil {
+			key, err := d.str()
+			if err != nil {
 				return nil, err
 			}
+			if err := d.expect(':'); err != nil {
+				return nil, err
+			}
+			d.space()
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			obj.Set(key, v)
+			if d.space(); d.off < len(d.data) && d.data[d.off] == ',' {
+				d.off++
+				continue
+			}
+			return obj, d.expect('}')
+		}
+	case c == '[':
+		d.off++
+		arr := []any{}
+		d.space()
+		if d.off < len(d.data) && d.data[d.off] == ']' {
+			d.off++
 			return arr, nil
 		}
-		return nil, fmt.Errorf("unexpected %q", t)
-	case json.Number:
-		f, err := strconv.ParseFloat(string(t), 64)
-		if err != nil {
-			// Out of float64 range: JSON.parse gives ±Infinity, which
-			// JSON.stringify writes as null. Keep the sign information.
-			var ne *strconv.NumError
-			if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
-				return f, nil
+		for {
+			d.space()
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return nil, err
 			}
-			return nil, err
+			arr = append(arr, v)
+			if d.space(); d.off < len(d.data) && d.data[d.off] == ',' {
+				d.off++
+				continue
+			}
+			return arr, d.expect(']')
 		}
-		return f, nil
-	default:
-		return t, nil // nil, bool, string
+	case c == '"':
+		return d.str()
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
 	}
+	for _, lit := range [...]struct {
+		text string
+		v    any
+	}{{"true", true}, {"false", false}, {"null", nil}} {
+		if bytes.HasPrefix(d.data[d.off:], []byte(lit.text)) {
+			d.off += len(lit.text)
+			return lit.v, nil
+		}
+	}
+	return nil, d.unexpected()
+}
+
+// number reads a number of JSON's grammar.
+func (d *decoder) number() (any, error) {
+	start := d.off
+	digits := func() int {
+		n := 0
+		for d.off < len(d.data) && d.data[d.off] >= '0' && d.data[d.off] <= '9' {
+			d.off++
+			n++
+		}
+		return n
+	}
+	if d.data[d.off] == '-' {
+		d.off++
+	}
+	if d.off < len(d.data) && d.data[d.off] == '0' {
+		d.off++
+	} else if digits() == 0 {
+		return nil, d.unexpected()
+	}
+	if d.off < len(d.data) && d.data[d.off] == '.' {
+		d.off++
+		if digits() == 0 {
+			return nil, d.unexpected()
+		}
+	}
+	if d.off < len(d.data) && (d.data[d.off] == 'e' || d.data[d.off] == 'E') {
+		d.off++
+		if d.off < len(d.data) && (d.data[d.off] == '+' || d.data[d.off] == '-') {
+			d.off++
+		}
+		if digits() == 0 {
+			return nil, d.unexpected()
+		}
+	}
+	f, err := strconv.ParseFloat(string(d.data[start:d.off]), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return nil, err
+	}
+	// Out of float64 range: JSON.parse gives ±Infinity (written as null).
+	return f, nil
+}
+
+// str reads a string at d.off (its opening quote).
+func (d *decoder) str() (string, error) {
+	d.off++
+	start := d.off
+	// The common case: no escape, valid UTF-8.
+	for d.off < len(d.data) {
+		c := d.data[d.off]
+		if c == '"' {
+			s := d.data[start:d.off]
+			d.off++
+			return string(s), nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		d.off++
+	}
+	d.off = start
+	var b []byte
+	for d.off < len(d.data) {
+		c := d.data[d.off]
+		switch {
+		case c == '"':
+			d.off++
+			return string(b), nil
+		case c < 0x20:
+			return "", fmt.Errorf("control character %q in a string", c)
+		case c == '\\':
+			d.off++
+			if d.off >= len(d.data) {
+				return "", io.ErrUnexpectedEOF
+			}
+			e := d.data[d.off]
+			d.off++
+			switch e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, ok := d.hex4()
+				if !ok {
+					return "", errors.New("invalid \\u escape")
+				}
+				if utf16.IsSurrogate(r) && r < 0xdc00 && bytes.HasPrefix(d.data[d.off:], []byte(`\u`)) {
+					save := d.off
+					d.off += 2
+					if lo, ok := d.hex4(); ok && lo >= 0xdc00 && lo <= 0xdfff {
+						b = utf8.AppendRune(b, utf16.DecodeRune(r, lo))
+						continue
+					}
+					d.off = save
+				}
+				b = appendWTF8(b, r)
+			default:
+				d.off--
+				return "", fmt.Errorf("invalid escape \\%c", e)
+			}
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			d.off++
+		default:
+			r, size := utf8.DecodeRune(d.data[d.off:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, "\ufffd"...)
+			} else {
+				b = append(b, d.data[d.off:d.off+size]...)
+			}
+			d.off += size
+		}
+	}
+	return "", io.ErrUnexpectedEOF
+}
+
+func (d *decoder) hex4() (rune, bool) {
+	if d.off+4 > len(d.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d.data[d.off : d.off+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	d.off += 4
+	return r, true
+}
+
+// appendWTF8 appends r as UTF-8, or, for a lone surrogate (which UTF-8
+// cannot hold), as the three bytes UTF-8 would give it (WTF-8).
+func appendWTF8(b []byte, r rune) []byte {
+	if !utf16.IsSurrogate(r) {
+		return utf8.AppendRune(b, r)
+	}
+	return append(b, 0xe0|byte(r>>12), 0x80|byte(r>>6)&0x3f, 0x80|byte(r)&0x3f)
+}
+
+// surrogateAt reports the lone surrogate WTF-8 holds at s[i:], if any.
+func surrogateAt(s string, i int) (rune, bool) {
+	if i+2 < len(s) && s[i] == 0xed && s[i+1] >= 0xa0 && s[i+1] <= 0xbf && s[i+2]&0xc0 == 0x80 {
+		return 0xd000 | rune(s[i+1]&0x3f)<<6 | rune(s[i+2]&0x3f), true
+	}
+	return 0, false
 }
 
 // Encode writes v as JSON.stringify(v) would (no whitespace).
@@ -215,7 +467,8 @@ func FormatNumber(f float64) string {
 const hexDigits = "0123456789abcdef"
 
 // AppendString appends s as a JSON string the way JSON.stringify escapes it:
-// only '"', '\\' and control characters; invalid UTF-8 becomes U+FFFD.
+// only '"', '\\' and control characters; a lone surrogate (WTF-8, as Decode
+// keeps it) is written as its \\u escape, other invalid UTF-8 as U+FFFD.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -252,8 +505,13 @@ func AppendString(b []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i++
+			if sur, ok := surrogateAt(s, i); ok {
+				b = append(b, '\\', 'u', hexDigits[sur>>12], hexDigits[sur>>8&0xf], hexDigits[sur>>4&0xf], hexDigits[sur&0xf])
+				i += 3
+			} else {
+				b = append(b, "\ufffd"...)
+				i++
+			}
 			start = i
 			continue
 		}

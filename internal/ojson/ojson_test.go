@@ -1,8 +1,11 @@
 package ojson
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -76,13 +79,17 @@ func TestEqualIgnoresKeyOrder(t *testing.T) {
 }
 
 // FuzzDecode: any bytes either fail with ErrSyntax or decode to a value whose
-// encoding decodes again to an equal value.
+// encoding decodes again to an equal value; Decode accepts exactly what
+// encoding/json accepts (within the nesting bound).
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2,{"b":null}]}`, `"x\u0000"`, `1e-7`, `[[[]]]`, `{"a":1,"a":2}`} {
+	for _, s := range []string{`{"a":[1,2,{"b":null}]}`, `"x\u0000"`, `1e-7`, `[[[]]]`, `{"a":1,"a":2}`, `"\ud800\udc00\udc00"`, "\"\xff\""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Decode(data)
+		if valid := json.Valid(data); (err == nil) != valid && !strings.Contains(fmt.Sprint(err), "nesting too deep") {
+			t.Fatalf("Decode: %v, but json.Valid says %v", err, valid)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrSyntax) {
 				t.Fatalf("error does not wrap ErrSyntax: %v", err)
@@ -98,4 +105,80 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("encoding is not stable: %s vs %s", enc, Encode(w))
 		}
 	})
+}
+
+// TestLoneSurrogatesAreKept: JSON.parse keeps a lone surrogate escape and
+// JSON.stringify writes it back escaped; on main it became U+FFFD.
+func TestLoneSurrogatesAreKept(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`"\ud800"`, `"\ud800"`},
+		{`"\uDC00x\ud83d\ude00"`, `"\udc00x` + "\U0001F600" + `"`},
+		{`"\ud800\u0041"`, `"\ud800A"`},
+		{`"\ud800\ud800"`, `"\ud800\ud800"`},
+		{`{"\udfff":1}`, `{"\udfff":1}`},
+		{"\"\xed\xa0\x80\"", "\"\ufffd\ufffd\ufffd\""}, // raw bytes are not an escape
+	}
+	for _, c := range cases {
+		v, err := Decode([]byte(c.in))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", c.in, err)
+		}
+		if got := string(Encode(v)); got != c.want {
+			t.Errorf("Encode(Decode(%s)) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// TestManyKeys: an object of 100,000 keys decodes with JSON.parse's
+// semantics (first position, last value); on main it took 27 s.
+func TestManyKeys(t *testing.T) {
+	var b []byte
+	b = append(b, '{')
+	for i := 0; i < 100_000; i++ {
+		b = append(b, fmt.Sprintf(`"k%d":%d,`, i, i)...)
+	}
+	b = append(b, `"k5":"last"}`...)
+	v, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := v.(*Object)
+	if o.Len() != 100_000 || o.Keys[5] != "k5" || o.Vals[5] != "last" {
+		t.Fatalf("len %d, key 5 %q = %v", o.Len(), o.Keys[5], o.Vals[5])
+	}
+	if x, ok := o.Get("k99999"); !ok || x != float64(99999) {
+		t.Fatalf("Get k99999 = %v %v", x, ok)
+	}
+}
+
+// Decoding an object of n keys takes time linear in n:
+//
+//	go test -run '^$' -bench DecodeKeys ./internal/ojson
+func BenchmarkDecodeKeys(b *testing.B) {
+	for _, n := range []int{1000, 10_000, 100_000} {
+		var doc []byte
+		doc = append(doc, '{')
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				doc = append(doc, ',')
+			}
+			doc = append(doc, fmt.Sprintf(`"key%d":%d`, i, i)...)
+		}
+		doc = append(doc, '}')
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				if _, err := Decode(doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorsSayWhere(t *testing.T) {
+	_, err := Decode([]byte("{\n  \"a\": tru\n}"))
+	if err == nil || !strings.Contains(err.Error(), "at line 2, column 8") {
+		t.Fatalf("got %v", err)
+	}
 }

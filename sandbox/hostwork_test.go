@@ -1,0 +1,82 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/sandbox"
+)
+
+// floods are guests that make the host work for them in a loop: fd_write
+// of 1,000 iovecs over 32 MiB, random_get of 64 MiB, log of 32 MiB. On main
+// the host did that work unmetered: one fd_write flood answered 4.3 s after
+// a 300 ms deadline.
+var floods = []string{"fdflood", "randomflood", "logflood"}
+
+// TestHostWorkIsMetered: the host's work for a guest is paid in fuel before
+// it is done, so a flood runs out of its budget (deterministically: on main
+// these ran until their deadline whatever the budget).
+func TestHostWorkIsMetered(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{})
+	for _, name := range floods {
+		t.Run(name, func(t *testing.T) {
+			m := compile(t, sb, hostile(name))
+			var fuel int64
+			for i := 0; i < 2; i++ {
+				rep, err := callFuel(t, m, 200_000_000, time.Minute)
+				if !errors.Is(err, sandbox.ErrOutOfFuel) {
+					t.Fatalf("got %v, want out of fuel", err)
+				}
+				if i == 1 && rep.FuelUsed != fuel {
+					t.Errorf("fuel used %d, then %d", fuel, rep.FuelUsed)
+				}
+				fuel = rep.FuelUsed
+			}
+		})
+	}
+}
+
+// TestHostWorkStopsAtTheDeadline: with fuel to spare, a flood still ends at
+// its deadline. The bound here is loose for a noisy machine;
+// BenchmarkDeadlineOvershoot measures how far past the deadline it ends.
+func TestHostWorkStopsAtTheDeadline(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{})
+	for _, name := range floods {
+		t.Run(name, func(t *testing.T) {
+			m := compile(t, sb, hostile(name))
+			start := time.Now()
+			_, err := callFuel(t, m, sandbox.MaxFuel, 300*time.Millisecond)
+			if !errors.Is(err, sandbox.ErrDeadline) {
+				t.Fatalf("got %v, want the deadline", err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("ended %v after the call began, deadline 300ms", d)
+			}
+		})
+	}
+}
+
+// How far past a 300 ms deadline each flood ends (make bench):
+//
+//	go test -run '^$' -bench DeadlineOvershoot -benchtime 10x ./sandbox
+func BenchmarkDeadlineOvershoot(b *testing.B) {
+	sb := newSandbox(b, sandbox.Config{})
+	for _, name := range append([]string{"loop"}, floods...) {
+		m := compile(b, sb, hostile(name))
+		b.Run(name, func(b *testing.B) {
+			var worst, sum time.Duration
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				deadline, _ := ctx.Deadline()
+				_, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: sandbox.MaxFuel})
+				over := time.Since(deadline)
+				cancel()
+				worst, sum = max(worst, over), sum+over
+			}
+			b.ReportMetric(float64(worst.Microseconds())/1000, "ms-worst")
+			b.ReportMetric(float64(sum.Microseconds())/1000/float64(b.N), "ms-mean")
+		})
+	}
+}
