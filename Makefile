@@ -73,7 +73,8 @@ e2e: build wasm
 
 bench: build wasm fixtures
 	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./sandbox
-	$(GO) test -run '^$$' -bench FuelPace -benchtime 5x ./sandbox
+	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./sandbox
+	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
 	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch' -benchmem -count 5 ./sandbox ./host
 
 # Throughput and latency of /v1/invoke with the echo pack next to a plain

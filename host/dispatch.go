@@ -74,11 +74,15 @@ func (p *Pack) Dispatch(ctx context.Context, body []byte, timeout time.Duration)
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	// The deadline covers everything from here: the gate, validation, the
+	// guest, decoding and validating what it answered.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	switch kind {
 	case abi.KindInvoke:
-		return p.invoke(ctx, msg, timeout, o)
+		return p.invoke(ctx, msg, o)
 	case abi.KindCheckInvoke:
-		return p.checkInvoke(ctx, msg, timeout, o)
+		return p.checkInvoke(ctx, msg, o)
 	}
 	return o.fail(&abi.Error{Code: abi.CodeUnexpectedMessageKind, Message: "Unknown request kind " + jsText(kind, hasKind)})
 }
@@ -118,7 +122,7 @@ func malformed(msg string) *abi.Error {
 	return &abi.Error{Code: abi.CodeMalformedMessage, Message: msg}
 }
 
-func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Duration, o *Outcome) *Outcome {
+func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outcome {
 	toolObj, id := named(msg, "tool")
 	if id == "" {
 		return o.fail(malformed("`tool.id` is required"))
@@ -157,7 +161,11 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Durat
 
 	input, _ := msg.Get("input")
 	entry.in.FillDefaults(input)
-	if issues := entry.in.Validate(input); issues != nil {
+	issues := entry.in.Validate(input)
+	if e := t.late(ctx); e != nil {
+		return o.fail(e)
+	}
+	if issues != nil {
 		e := t.errorFor(abi.CodeInputValidationFailed, fmt.Sprintf("Tool %q input failed validation", id))
 		e.Issues = issues
 		return o.fail(e)
@@ -166,18 +174,25 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, timeout time.Durat
 	if entry.spec.Version != "" {
 		toolField.Set("version", entry.spec.Version)
 	}
-	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Fuel, timeout, &ojson.Object{
+	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Fuel, &ojson.Object{
 		Keys: []string{"kind", "tool", "input", "ctx"},
 		Vals: []any{abi.KindInvoke, toolField, input, callCtx},
 	})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
-	out, err := ojson.Decode(body)
+	out, err := ojson.DecodeContext(ctx, body)
+	if e := t.late(ctx); e != nil {
+		return o.fail(e)
+	}
 	if err != nil {
 		return o.fail(t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that is not JSON: %v", id, strings.TrimPrefix(err.Error(), ojson.ErrSyntax.Error()+": "))))
 	}
-	if issues := entry.out.Validate(out); issues != nil {
+	issues = entry.out.Validate(out)
+	if e := t.late(ctx); e != nil {
+		return o.fail(e)
+	}
+	if issues != nil {
 		e := t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that failed validation", id))
 		e.Issues = issues
 		return o.fail(e)
@@ -219,7 +234,7 @@ func versionList(entries []*tool) string {
 	return strings.Join(vs, ", ")
 }
 
-func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.Duration, o *Outcome) *Outcome {
+func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outcome {
 	_, id := named(msg, "check")
 	if id == "" {
 		return o.fail(malformed("`check.id` is required"))
@@ -241,7 +256,11 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.
 		return o
 	}
 	if c.config != nil {
-		if issues := c.config.Validate(config); issues != nil {
+		issues := c.config.Validate(config)
+		if e := t.late(ctx); e != nil {
+			return o.fail(e)
+		}
+		if issues != nil {
 			at := ""
 			if issues[0].InstancePath != "" {
 				at = " at " + issues[0].InstancePath
@@ -251,14 +270,17 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Fuel, timeout, &ojson.Object{
+	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Fuel, &ojson.Object{
 		Keys: []string{"kind", "check", "config", "trace"},
 		Vals: []any{abi.KindCheckInvoke, &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}, config, trace},
 	})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
-	res, err := ojson.Decode(body)
+	res, err := ojson.DecodeContext(ctx, body)
+	if e := t.late(ctx); e != nil {
+		return o.fail(e)
+	}
 	resObj, isObj := res.(*ojson.Object)
 	if err != nil || !isObj {
 		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q returned a result that is not an object", id)))
@@ -270,16 +292,17 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, timeout time.
 	return o
 }
 
-// run hands the request message to the module under the call's deadline and
-// fuel, and returns what the guest answered with StatusOK, or the error
-// message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, fuel int64, timeout time.Duration, req *ojson.Object) ([]byte, *abi.Error) {
+// run hands the request message to the module under the call's deadline
+// (ctx's) and fuel, and returns what the guest answered with StatusOK, or
+// the error message for everything else.
+func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, fuel int64, req *ojson.Object) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	rep, err := mod.mod.Call(runCtx, sandbox.Request{Body: ojson.Encode(req), Env: p.env, Fuel: fuel})
+	if e := t.late(ctx); e != nil {
+		return nil, e
+	}
+	rep, err := mod.mod.Call(ctx, sandbox.Request{Body: ojson.Encode(req), Env: p.env, Fuel: fuel})
 	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
 	if err != nil {
 		return nil, t.guestError(mod.path, err, rep.FuelUsed)

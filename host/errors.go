@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,19 @@ func (t target) thrown(c abi.Cause) *abi.Error {
 	e := t.errorFor(abi.CodeHandlerThrow, fmt.Sprintf("Handler for %s %q threw: %s: %s", t.kind(), t.id, c.Name, c.Message))
 	e.Cause = &c
 	return e
+}
+
+// late is the deadline or cancellation error once the call's context is
+// done, else nil: the deadline covers validation and decoding too.
+func (t target) late(ctx context.Context) *abi.Error {
+	switch err := ctx.Err(); {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return t.guestError("", sandbox.ErrDeadline, 0)
+	default:
+		return t.guestError("", sandbox.ErrCancelled, 0)
+	}
 }
 
 // guestError maps everything the sandbox can return, and a module that could

@@ -7,6 +7,7 @@ package ojson
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +92,13 @@ const maxDepth = 10000
 // escape ("\ud800") is kept (as WTF-8, which Append writes back as the same
 // escape). It takes time linear in len(data).
 func Decode(data []byte) (any, error) {
-	d := &decoder{data: data}
+	return DecodeContext(context.Background(), data)
+}
+
+// DecodeContext is Decode that gives up, with ctx's error, once ctx is done
+// (it looks every checkEvery values).
+func DecodeContext(ctx context.Context, data []byte) (any, error) {
+	d := &decoder{data: data, ctx: ctx}
 	d.space()
 	v, err := d.value(0)
 	if err == nil {
@@ -99,6 +106,9 @@ func Decode(data []byte) (any, error) {
 		if d.off < len(d.data) {
 			err = errors.New("unexpected data after the value")
 		}
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, fmt.Errorf("ojson: decoding: %w", err)
 	}
 	if err != nil {
 		line, col := d.position()
@@ -108,9 +118,15 @@ func Decode(data []byte) (any, error) {
 }
 
 type decoder struct {
-	data []byte
-	off  int
+	data   []byte
+	off    int
+	ctx    context.Context
+	values int
 }
+
+// checkEvery is how many values DecodeContext decodes between two looks at
+// its context.
+const checkEvery = 4096
 
 // position is the 1-based line and column (in bytes) of the offset.
 func (d *decoder) position() (int, int) {
@@ -153,6 +169,9 @@ func (d *decoder) value(depth int) (any, error) {
 	}
 	if d.off >= len(d.data) {
 		return nil, io.ErrUnexpectedEOF
+	}
+	if d.values++; d.values%checkEvery == 0 && d.ctx.Err() != nil {
+		return nil, d.ctx.Err()
 	}
 	switch c := d.data[d.off]; {
 	case c == '{':
