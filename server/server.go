@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,8 +61,10 @@ type Config struct {
 	// DrainTimeout bounds how long Drain waits for in-flight calls (default 8 s).
 	DrainTimeout time.Duration
 	// ReadHeaderTimeout bounds how long a client may take to send its
-	// headers (default 10 s), against slow clients.
-	ReadHeaderTimeout time.Duration
+	// headers (default 10 s), and BodyTimeout its invoke body (default
+	// 10 s), against slow clients. A body is read before the call takes a
+	// slot of the concurrency cap, so slow bodies cannot hold the cap.
+	ReadHeaderTimeout, BodyTimeout time.Duration
 }
 
 // Server is a pack service. Create it with New, run it with Serve, stop it
@@ -98,6 +101,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 10 * time.Second
 	}
 	if cfg.Records == nil {
 		cfg.Records = NewRecorder(io.Discard)
@@ -363,13 +369,24 @@ func (s *Server) invoke(c echo.Context) error {
 	if answered, err := s.unavailable(c); answered {
 		return err
 	}
+	// The checks keep the protocol's order (the cap before the content
+	// type and the body), but the slot is taken only once the body is in.
+	if len(s.sem) == cap(s.sem) {
+		return s.overloaded(c)
+	}
+	req := c.Request()
+	if !strings.Contains(strings.ToLower(req.Header.Get(echo.HeaderContentType)), "application/json") {
+		s.cfg.Metrics.refused(http.StatusUnsupportedMediaType, "content-type")
+		return sendError(c, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	body, status, msg := s.readBody(c)
+	if status != 0 {
+		return sendError(c, status, msg)
+	}
 	select {
 	case s.sem <- struct{}{}:
 	default:
-		if s.draining.Load() {
-			return s.send503(c, "draining")
-		}
-		return s.send503(c, "overloaded")
+		return s.overloaded(c)
 	}
 	var event *Event
 	defer func() {
@@ -383,24 +400,6 @@ func (s *Server) invoke(c echo.Context) error {
 		defer m.inFlight.Dec()
 	}
 	admitted := time.Now()
-	req := c.Request()
-	if !strings.Contains(strings.ToLower(req.Header.Get(echo.HeaderContentType)), "application/json") {
-		s.cfg.Metrics.refused(http.StatusUnsupportedMediaType, "content-type")
-		return sendError(c, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
-	}
-	limit := s.cfg.MaxBodyBytes
-	if req.ContentLength > limit {
-		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
-		return sendError(c, http.StatusRequestEntityTooLarge, "Request body too large")
-	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
-	if err != nil {
-		return sendError(c, http.StatusBadRequest, "Cannot read the request body")
-	}
-	if int64(len(body)) > limit {
-		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
-		return sendError(c, http.StatusRequestEntityTooLarge, "Request body too large")
-	}
 
 	out := s.cfg.Pack.Dispatch(req.Context(), body, timeoutFrom(req.Header.Get("kindgi-timeout-ms")))
 	elapsed := time.Since(admitted)
@@ -439,6 +438,41 @@ func (s *Server) invoke(c echo.Context) error {
 	h.Set("kindgi-duration-ms", strconv.FormatInt(elapsed.Milliseconds(), 10))
 	h.Set("kindgi-artifact-version", s.cfg.Pack.Index.ArtifactVersion)
 	return send(c, http.StatusOK, out.Response)
+}
+
+func (s *Server) overloaded(c echo.Context) error {
+	if s.draining.Load() {
+		return s.send503(c, "draining")
+	}
+	return s.send503(c, "overloaded")
+}
+
+// readBody reads an invoke body, bounded in size (MaxBodyBytes, refused on
+// Content-Length alone when it says more) and in time (BodyTimeout). It
+// returns the status and message of a refusal, or status 0.
+func (s *Server) readBody(c echo.Context) ([]byte, int, string) {
+	req := c.Request()
+	limit := s.cfg.MaxBodyBytes
+	if req.ContentLength > limit {
+		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
+		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
+	}
+	// Without a real connection (tests through the handler) there is no
+	// deadline to set; the reader then bounds only the size.
+	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.cfg.Metrics.refused(http.StatusRequestTimeout, "body-too-slow")
+			return nil, http.StatusRequestTimeout, "Request body too slow"
+		}
+		return nil, http.StatusBadRequest, "Cannot read the request body"
+	}
+	if int64(len(body)) > limit {
+		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
+		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
+	}
+	return body, 0, ""
 }
 
 var traceparent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}`)

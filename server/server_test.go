@@ -199,3 +199,44 @@ func TestDrainWaitsForInFlightThenCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSlowBodiesDoNotHoldTheCap: eight clients trickling their bodies do not
+// take the eight slots of the cap (on main they did, and every other call
+// got 503), and a body slower than BodyTimeout is refused with 408.
+func TestSlowBodiesDoNotHoldTheCap(t *testing.T) {
+	s := newServer(t, Config{MaxConcurrency: 8, BodyTimeout: 2 * time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	var slow []net.Conn
+	for i := 0; i < 8; i++ {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_, _ = conn.Write([]byte("POST /v1/invoke HTTP/1.1\r\nHost: x\r\nkindgi-pack-token: tok\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"))
+		slow = append(slow, conn)
+	}
+	time.Sleep(100 * time.Millisecond) // let the server read their headers
+	body := `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`
+	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/invoke", strings.NewReader(body))
+	req.Header.Set("kindgi-pack-token", "tok")
+	req.Header.Set("content-type", "application/json")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a ninth call beside eight slow bodies: %d %s", resp.StatusCode, got)
+	}
+	_ = slow[0].SetReadDeadline(time.Now().Add(20 * time.Second))
+	answer, _ := io.ReadAll(slow[0])
+	if !bytes.Contains(answer, []byte("408 Request Timeout")) || !bytes.Contains(answer, []byte(`{"error":"Request body too slow"}`)) {
+		t.Fatalf("a body slower than its timeout: %q", answer)
+	}
+}
