@@ -71,7 +71,7 @@ func BenchmarkBaselineInstantiate(b *testing.B) {
 
 func BenchmarkBaselineInitialize(b *testing.B) {
 	sb, m := benchModule(b, echoWasm)
-	st := &callState{stdout: lineWriter{sink: &sb.stdout}, stderr: lineWriter{sink: &sb.stderr}, fuelLeft: MaxFuel, fuelSlice: DefaultFuelSlice}
+	st := &callState{stdout: lineWriter{sink: sinkFor(nil, "stdout", sb.stdout)}, stderr: lineWriter{sink: sinkFor(nil, "stderr", sb.stderr)}, fuelLeft: MaxFuel, fuelSlice: DefaultFuelSlice}
 	ctx := context.WithValue(context.Background(), stateKey{}, st)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,5 +79,41 @@ func BenchmarkDeadlineOvershoot(b *testing.B) {
 			b.ReportMetric(float64(worst.Microseconds())/1000, "ms-worst")
 			b.ReportMetric(float64(sum.Microseconds())/1000/float64(b.N), "ms-mean")
 		})
+	}
+}
+
+// stalled is a reader-less pipe: every Write waits until the test ends.
+type stalled struct{ done chan struct{} }
+
+func (s stalled) Write(p []byte) (int, error) {
+	<-s.done
+	return len(p), nil
+}
+
+// TestAStalledReaderNeverHoldsAGuest: with nobody reading the guests'
+// output, a guest that writes lines still ends at its deadline (on main it
+// waited on the writer for as long as the writer did), and the lines that
+// did not fit are counted.
+func TestAStalledReaderNeverHoldsAGuest(t *testing.T) {
+	out := stalled{make(chan struct{})}
+	defer close(out.done)
+	var dropped atomic.Int64
+	sb := newSandbox(t, sandbox.Config{Stdout: out, Stderr: out, DroppedLines: func(string) { dropped.Add(1) }})
+	m := compile(t, sb, hostile("lines")) // 10,000 lines, then a loop
+	done := make(chan error, 1)
+	go func() {
+		_, err := callFuel(t, m, sandbox.MaxFuel, 300*time.Millisecond)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, sandbox.ErrDeadline) {
+			t.Fatalf("got %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the guest waited for a reader that never came")
+	}
+	if dropped.Load() == 0 {
+		t.Error("no dropped line was counted")
 	}
 }

@@ -2,28 +2,13 @@ package sandbox
 
 import (
 	"bytes"
-	"io"
-	"sync"
 )
-
-// lineSink is a service-wide destination (the process's stdout or stderr)
-// shared by every call; each write is one whole line.
-type lineSink struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *lineSink) writeLine(line []byte) {
-	s.mu.Lock()
-	_, _ = s.w.Write(line)
-	s.mu.Unlock()
-}
 
 // lineWriter collects one call's output on one stream and forwards it to its
 // sink as whole lines. A line longer than maxLine is cut and marked; once the
 // call has forwarded maxTotal bytes, the rest is dropped with one marker line.
 type lineWriter struct {
-	sink     *lineSink
+	sink     func(line []byte) // must not block
 	maxLine  int
 	budget   int // bytes the call may still forward
 	buf      []byte
@@ -83,9 +68,9 @@ func (w *lineWriter) emit(line []byte) {
 	}
 	if len(line) > w.budget {
 		w.exceeded = true
-		w.sink.writeLine([]byte(droppedMark))
+		w.sink([]byte(droppedMark))
 		return
 	}
 	w.budget -= len(line)
-	w.sink.writeLine(line)
+	w.sink(line)
 }

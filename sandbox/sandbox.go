@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/sandbox/internal/instrument"
 )
 
@@ -48,8 +49,13 @@ type Config struct {
 	MemoryLimitPages uint32
 	// MaxResponseBytes bounds what one call may write with response_write.
 	MaxResponseBytes int
-	// Stdout and Stderr receive the guests' stdout and stderr lines.
+	// Stdout and Stderr receive the guests' stdout and stderr lines (of
+	// calls whose Request has no Output, and of load-time code), through a
+	// bounded queue each: a guest never waits for a slow reader; lines that
+	// do not fit are dropped, counted by DroppedLines (if set) and reported
+	// in the stream.
 	Stdout, Stderr io.Writer
+	DroppedLines   func(stream string)
 	// MaxLineBytes cuts longer guest lines; MaxOutputBytes bounds what one
 	// call forwards on each stream.
 	MaxLineBytes, MaxOutputBytes int
@@ -79,7 +85,7 @@ type Sandbox struct {
 	rt             wazero.Runtime
 	cache          wazero.CompilationCache
 	modCfg         wazero.ModuleConfig
-	stdout, stderr lineSink
+	stdout, stderr *lineq.Queue
 	// compiling holds a mutex per module content (sha256): wazero makes a
 	// module loaded from its file cache visible to other compilations of
 	// the same bytes before it has finished preparing it (a data race
@@ -116,7 +122,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: tables of %d elements take the whole memory limit of %d pages", cfg.MaxTableElements, cfg.MemoryLimitPages)
 	}
 	s := &Sandbox{cfg: cfg}
-	s.stdout.w, s.stderr.w = orDiscard(cfg.Stdout), orDiscard(cfg.Stderr)
+	s.stdout, s.stderr = newQueue(cfg.Stdout, "stdout", cfg.DroppedLines), newQueue(cfg.Stderr, "stderr", cfg.DroppedLines)
 	// No WithCloseOnContextDone: instrumented code returns to Go through
 	// the fuel refill at least once a slice, and the refill stops it when
 	// the context is done.
@@ -149,16 +155,23 @@ func orDefault[T uint32 | int | int64 | time.Duration](v *T, def T) {
 	}
 }
 
-func orDiscard(w io.Writer) io.Writer {
+// newQueue puts a line queue in front of w (nil: discard).
+func newQueue(w io.Writer, stream string, dropped func(string)) *lineq.Queue {
 	if w == nil {
-		return io.Discard
+		w = io.Discard
 	}
-	return w
+	var onDrop func()
+	if dropped != nil {
+		onDrop = func() { dropped(stream) }
+	}
+	return lineq.New(w, 0, nil, onDrop)
 }
 
 // Close releases the runtime and every module compiled in it. Safe twice.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.stdout.Close(time.Second)
+		s.stderr.Close(time.Second)
 		if s.rt != nil {
 			s.closeErr = s.rt.Close(ctx)
 		}
@@ -343,10 +356,22 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 
 // Request is one call: the request message the guest reads, the whole
 // environment it sees (KEY=VALUE), and its fuel budget (0: the default).
+// Output, when set, receives the call's whole lines (stream "stdout" or
+// "stderr", each line ending in a newline) instead of Config.Stdout and
+// Config.Stderr; it is called on the guest's goroutine and must not block.
 type Request struct {
-	Body []byte
-	Env  []string
-	Fuel int64
+	Body   []byte
+	Env    []string
+	Fuel   int64
+	Output func(stream string, line []byte)
+}
+
+// sinkFor is where a call's lines on a stream go.
+func sinkFor(output func(string, []byte), stream string, q *lineq.Queue) func([]byte) {
+	if output != nil {
+		return func(line []byte) { output(stream, line) }
+	}
+	return func(line []byte) { _, _ = q.Write(line) }
 }
 
 // Call runs kindgi_call in a fresh instance. Reply.FuelUsed is set whatever
@@ -369,8 +394,8 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 		request:   req.Body,
 		maxResp:   s.cfg.MaxResponseBytes,
 		env:       req.Env,
-		stdout:    lineWriter{sink: &s.stdout, maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
-		stderr:    lineWriter{sink: &s.stderr, maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+		stdout:    lineWriter{sink: sinkFor(req.Output, "stdout", s.stdout), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+		stderr:    lineWriter{sink: sinkFor(req.Output, "stderr", s.stderr), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
 		fuelLeft:  budget,
 		fuelSlice: s.cfg.FuelSlice,
 	}

@@ -203,6 +203,7 @@ func TestGoGuestEnvOutputAndConcurrency(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	_ = sb.Close(ctx) // the lines are written from a queue: Close waits for them
 	want := `{"v":2,"kind":"result","output":{"leaked":true}}` + "\n"
 	if got := stdout.String(); got != strings.Repeat(want, 4) {
 		t.Errorf("stdout lines = %q", got)

@@ -1,0 +1,21 @@
+(module
+  ;; hostile fixture: writes 10,000 short lines to stdout, then loops for ever
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "kindgi" "response_write" (func $response_write (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"tools\":[\"hostile.lines\"],\"checks\":[]}")
+  (data (i32.const 100) "line\n")
+  (func (export "kindgi_abi_version") (result i32) (i32.const 1))
+  (func (export "kindgi_describe") (result i32)
+    (call $response_write (i32.const 0) (i32.const 39))
+    (i32.const 0))
+  (func (export "kindgi_call") (result i32)
+    (local $i i32)
+    (i32.store (i32.const 200) (i32.const 100))
+    (i32.store (i32.const 204) (i32.const 5))
+    (loop $lines
+      (drop (call $fd_write (i32.const 1) (i32.const 200) (i32.const 1) (i32.const 208)))
+      (br_if $lines (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (i32.const 10000))))
+    (loop $forever (br $forever))
+    (i32.const 0))
+)
