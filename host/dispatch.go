@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -302,7 +303,16 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, fuel 
 	if e := t.late(ctx); e != nil {
 		return nil, e
 	}
-	rep, err := mod.mod.Call(ctx, sandbox.Request{Body: ojson.Encode(req), Env: p.env, Fuel: fuel})
+	call := sandbox.Request{Body: ojson.Encode(req), Env: p.env, Fuel: fuel}
+	if p.output != nil {
+		who := GuestLine{Target: o.Target, ID: t.id, TenantID: o.CtxString("tenantId")}
+		call.Output = func(stream string, line []byte) {
+			l := who
+			l.Stream, l.Line = stream, bytes.TrimSuffix(line, []byte{'\n'})
+			p.output(l)
+		}
+	}
+	rep, err := mod.mod.Call(ctx, call)
 	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
 	if err != nil {
 		return nil, t.guestError(mod.path, err, rep.FuelUsed)

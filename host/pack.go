@@ -35,6 +35,19 @@ type Config struct {
 	LookupEnv func(string) (string, bool)
 	// Gate is consulted before every dispatch; nil allows every call.
 	Gate Gate
+	// GuestOutput, when set, receives every line a call's pack code writes,
+	// with who wrote it, instead of Sandbox.Stdout and Sandbox.Stderr. It is
+	// called on the guest's goroutine and must not block.
+	GuestOutput func(GuestLine)
+}
+
+// GuestLine is one whole line of a call's pack code output.
+type GuestLine struct {
+	Target   string // "tool" or "check"
+	ID       string // the tool or check id
+	TenantID string // the call's ctx.tenantId ("" for a check)
+	Stream   string // "stdout" or "stderr"
+	Line     []byte // without its newline
 }
 
 // LoadError lists every problem found while loading a pack.
@@ -51,6 +64,7 @@ type Pack struct {
 
 	sb       *sandbox.Sandbox
 	gate     Gate
+	output   func(GuestLine)
 	env      []string
 	tools    map[string][]*tool // by id, in index order
 	checks   map[string]*check
@@ -100,7 +114,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pack{Index: idx, sb: sb, gate: cfg.Gate, tools: map[string][]*tool{}, checks: map[string]*check{}}
+	p := &Pack{Index: idx, sb: sb, gate: cfg.Gate, output: cfg.GuestOutput, tools: map[string][]*tool{}, checks: map[string]*check{}}
 	lookup := cfg.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv

@@ -24,6 +24,7 @@ type Metrics struct {
 	inFlight   prometheus.Gauge
 	refusals   *prometheus.CounterVec
 	hookPanics prometheus.Counter
+	guestLines *prometheus.CounterVec
 	// AuditErrors counts audit lines that could not be written (write
 	// error) and AuditDropped those dropped because the writer fell behind.
 	AuditErrors, AuditDropped prometheus.Counter
@@ -39,6 +40,13 @@ type MetricsConfig struct {
 	TenantLabel bool
 	// GoCollectors adds the Go runtime and process collectors.
 	GoCollectors bool
+}
+
+// GuestLineDropped counts a line of pack code output that was dropped.
+func (m *Metrics) GuestLineDropped(stream string) {
+	if m != nil {
+		m.guestLines.WithLabelValues(stream).Inc()
+	}
 }
 
 // NewMetrics registers packd's metrics on reg.
@@ -72,6 +80,9 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	m.hookPanics = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "packd_hook_panics_total", Help: "Dispatch hooks that panicked (recovered).",
 	})
+	m.guestLines = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_guest_lines_dropped_total", Help: "Lines of pack code output dropped because their reader fell behind, by stream (stdout, stderr, records).",
+	}, []string{"stream"})
 	m.AuditErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "packd_audit_write_errors_total", Help: "Audit lines lost to a write error (a full disk, say).",
 	})
@@ -88,7 +99,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_pack_info", Help: "The pack being served: always 1.",
 	}, []string{"pack_id", "pack_version", "artifact_version"})
 	cs := []prometheus.Collector{m.calls, m.duration, m.fuel, m.memory, m.inFlight, m.refusals,
-		m.hookPanics, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
+		m.hookPanics, m.guestLines, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
 	if cfg.GoCollectors {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -2,9 +2,12 @@ package server
 
 import (
 	"io"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/internal/ojson"
 )
 
@@ -35,6 +38,14 @@ var severities = map[string]string{"info": "INFO", "warn": "WARNING", "error": "
 // Record writes one record. Correlation fields (see correlationKeys) move to
 // their place after message, and are left out when empty.
 func (r *Recorder) Record(level, message string, fields ...Field) {
+	line := r.format(level, message, fields...)
+	r.mu.Lock()
+	_, _ = r.w.Write(line)
+	r.mu.Unlock()
+}
+
+// format is one record's line.
+func (r *Recorder) format(level, message string, fields ...Field) []byte {
 	o := &ojson.Object{
 		Keys: []string{"time", "level", "severity", "subsystem", "message"},
 		Vals: []any{r.now().UTC().Format("2006-01-02T15:04:05.000Z"), level, severities[level], "pack", message},
@@ -53,10 +64,7 @@ func (r *Recorder) Record(level, message string, fields ...Field) {
 			o.Set(f.Key, f.Value)
 		}
 	}
-	line := append(ojson.Encode(o), '\n')
-	r.mu.Lock()
-	_, _ = r.w.Write(line)
-	r.mu.Unlock()
+	return append(ojson.Encode(o), '\n')
 }
 
 func isCorrelation(k string) bool {
@@ -84,3 +92,60 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.r.mu.Unlock()
 	return l.r.w.Write(p)
 }
+
+// GuestRecords carries pack code output inside records of their own (event
+// and kind "guest-output", the stream, the tool or check id and the tenant
+// when known, the line as message), so that no line a guest writes can be
+// read as one of packd's records. Lines are queued: a guest never waits
+// for the record stream; what does not fit is dropped, counted by onDrop
+// and reported in a "guest-output-dropped" record.
+type GuestRecords struct {
+	r *Recorder
+	q *lineq.Queue
+}
+
+// GuestRecords starts the queue of guest-output records.
+func (r *Recorder) GuestRecords(onDrop func()) *GuestRecords {
+	marker := func(n int64) []byte {
+		return r.format("warn", "Pack code output was dropped: the record stream was not read fast enough",
+			Field{"event", "guest-output-dropped"}, Field{"kind", "guest-output-dropped"}, Field{"lines", float64(n)})
+	}
+	return &GuestRecords{r: r, q: lineq.New(lockedWriter{r}, 0, marker, onDrop)}
+}
+
+// Line takes one line of a call's pack code output.
+func (g *GuestRecords) Line(l host.GuestLine) {
+	idKey := "toolId"
+	if l.Target == "check" {
+		idKey = "checkId"
+	}
+	g.put(l.Stream, string(l.Line), Field{"tenantId", l.TenantID}, Field{idKey, l.ID})
+}
+
+func (g *GuestRecords) put(stream, line string, fields ...Field) {
+	level := "info"
+	if stream == "stderr" {
+		level = "warn"
+	}
+	fields = append(fields, Field{"event", "guest-output"}, Field{"kind", "guest-output"}, Field{"stream", stream})
+	_, _ = g.q.Write(g.r.format(level, line, fields...))
+}
+
+// Stream is a writer of whole lines for output that belongs to no call
+// (a module's load-time code): each line becomes a guest-output record.
+func (g *GuestRecords) Stream(stream string) io.Writer { return guestStream{g, stream} }
+
+type guestStream struct {
+	g      *GuestRecords
+	stream string
+}
+
+func (s guestStream) Write(p []byte) (int, error) {
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(string(p), "\n"), "\n") {
+		s.g.put(s.stream, strings.TrimSuffix(line, "\n"))
+	}
+	return len(p), nil
+}
+
+// Close writes what is queued (waiting up to wait) and stops.
+func (g *GuestRecords) Close(wait time.Duration) { g.q.Close(wait) }

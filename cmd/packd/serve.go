@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -40,6 +41,7 @@ type serviceConfig struct {
 	strictEnv      bool
 	envCheck       string
 	tenantID       string
+	guestOutput    string
 }
 
 // readServiceConfig collects every problem with the configuration.
@@ -54,6 +56,7 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
+	fs.StringVar(&c.guestOutput, "guest-output", envOr(getenv, "PACKD_GUEST_OUTPUT", "records"), `pack code output: "records" (each line in a guest-output record on stderr) or "plain" (as written, on stdout and stderr, like the other pack services; default $PACKD_GUEST_OUTPUT, else records)`)
 	if err := fs.Parse(args); err != nil {
 		return c, []string{err.Error()}
 	}
@@ -66,6 +69,9 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 		}
 	})
 	problems = append(problems, c.load.check()...)
+	if c.guestOutput != "records" && c.guestOutput != "plain" {
+		problems = append(problems, fmt.Sprintf(`--guest-output (or PACKD_GUEST_OUTPUT) must be "records" or "plain", got %q`, c.guestOutput))
+	}
 
 	c.token = strings.TrimSpace(getenv(tokenEnv))
 	switch {
@@ -136,7 +142,23 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: []string{err.Error()}})
 		return exitError
 	}
-	hc.Sandbox.Stderr = rec.Writer()
+	// Pack code output never waits for its reader (the sandbox queues it)
+	// and, by default, never reaches the record stream as it is written.
+	var metricsOnce atomic.Pointer[server.Metrics]
+	dropped := func(stream string) {
+		if m := metricsOnce.Load(); m != nil {
+			m.GuestLineDropped(stream)
+		}
+	}
+	hc.Sandbox.DroppedLines = dropped
+	if cfg.guestOutput == "records" {
+		guest := rec.GuestRecords(func() { dropped("records") })
+		defer guest.Close(time.Second) // after the pack's close has flushed into it
+		hc.Sandbox.Stdout, hc.Sandbox.Stderr = guest.Stream("stdout"), guest.Stream("stderr")
+		hc.GuestOutput = guest.Line
+	} else {
+		hc.Sandbox.Stderr = rec.Writer()
+	}
 	bootFailed := func(problems ...string) int {
 		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: problems})
 		return exitError
@@ -178,6 +200,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bootFailed(err.Error())
 	}
+	metricsOnce.Store(metrics)
 	hooks := []server.Hook{server.CallRecords(rec), metrics}
 	if cfg.auditLog != "" {
 		audit, err := server.OpenAuditLog(cfg.auditLog, pack.Index.ArtifactVersion, metrics, rec)

@@ -110,8 +110,19 @@ func record(t *testing.T, line string) map[string]any {
 	return m
 }
 
+// guestLine matches the guest-output record of a line of pack code output.
+func guestLine(stream, text string) func(string) bool {
+	return func(l string) bool {
+		var r map[string]any
+		return json.Unmarshal([]byte(l), &r) == nil && r["kind"] == "guest-output" && r["stream"] == stream && r["message"] == text
+	}
+}
+
 func kindIs(kind string) func(string) bool {
-	return func(line string) bool { return strings.Contains(line, `"kind":"`+kind+`"`) }
+	return func(line string) bool {
+		var r map[string]any
+		return json.Unmarshal([]byte(line), &r) == nil && r["kind"] == kind
+	}
 }
 
 type service struct {
@@ -374,11 +385,20 @@ func TestServiceConformancePack(t *testing.T) {
 		expect(t, s.invoke(t, invokeBody("conformance.sleep", "", `{"ms":5}`, conformanceCtx), "kindgi-timeout-ms", "12abc"),
 			200, `{"v":2,"kind":"result","output":{"slept":5}}`)
 	})
-	t.Run("guest output goes to the service's stdout and stderr only", func(t *testing.T) {
+	t.Run("guest output goes into records of its own", func(t *testing.T) {
 		r := s.invoke(t, invokeBody("conformance.noisy", "", `{}`, conformanceCtx))
 		expect(t, r, 200, `{"v":2,"kind":"result","output":{"ok":true}}`)
-		s.stdout.waitFor(t, 10*time.Second, func(l string) bool { return l == `{"v":2,"kind":"result","output":{"leaked":true}}` })
-		s.stderr.waitFor(t, 10*time.Second, func(l string) bool { return l == "conformance.noisy: a line on stderr" })
+		rec := record(t, s.stderr.waitFor(t, 10*time.Second, guestLine("stdout", `{"v":2,"kind":"result","output":{"leaked":true}}`)))
+		if rec["toolId"] != "conformance.noisy" || rec["tenantId"] != "t-conformance" || rec["level"] != "info" {
+			t.Errorf("record %v", rec)
+		}
+		rec = record(t, s.stderr.waitFor(t, 10*time.Second, guestLine("stderr", "conformance.noisy: a line on stderr")))
+		if rec["toolId"] != "conformance.noisy" || rec["level"] != "warn" {
+			t.Errorf("record %v", rec)
+		}
+		for _, l := range s.stdout.snapshot() {
+			t.Errorf("a line on stdout: %s", l)
+		}
 	})
 	t.Run("call records", func(t *testing.T) {
 		ctx := `{"tenantId":"t-rec","runId":"run-rec","projectId":"p-rec","orgId":"o-rec","requestId":"req-rec","secrets":{"apiKey":"TOPSECRETVALUE"},"env":{"REGION":"ENVVALUE"}}`
@@ -457,7 +477,7 @@ func holdInFlight(t *testing.T, s *service, release string, ms int) <-chan reply
 		resp.Body.Close()
 		done <- reply{resp.StatusCode, resp.Header, string(b)}
 	}()
-	s.stdout.waitFor(t, 30*time.Second, func(l string) bool { return l == "hold: "+release })
+	s.stderr.waitFor(t, 30*time.Second, guestLine("stdout", "hold: "+release))
 	return done
 }
 
@@ -503,10 +523,10 @@ func TestServiceCancelsTheGuestWhenTheCallerLeaves(t *testing.T) {
 	}
 	body := invokeBody("conformance.hold", "", `{"release":"leave","ms":60000}`, `{"tenantId":"t-leave","runId":"r"}`)
 	fmt.Fprintf(conn, "POST /v1/invoke HTTP/1.1\r\nHost: x\r\nkindgi-pack-token: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", s.token, len(body), body)
-	s.stdout.waitFor(t, 30*time.Second, func(l string) bool { return l == "hold: leave" })
+	s.stderr.waitFor(t, 30*time.Second, guestLine("stdout", "hold: leave"))
 	start := time.Now()
 	conn.Close()
-	rec := record(t, s.stderr.waitFor(t, 20*time.Second, func(l string) bool { return strings.Contains(l, `"tenantId":"t-leave"`) }))
+	rec := record(t, s.stderr.waitFor(t, 20*time.Second, func(l string) bool { return kindIs("call")(l) && strings.Contains(l, `"tenantId":"t-leave"`) }))
 	if rec["outcome"] != "cancelled" || rec["message"] != fmt.Sprintf("tool conformance.hold cancelled %vms", rec["durationMs"]) {
 		t.Fatalf("record %v", rec)
 	}
@@ -736,4 +756,59 @@ func TestServiceSurvivesHostileModules(t *testing.T) {
 			t.Fatalf("%d problems: %v", n, rec["problems"])
 		}
 	})
+}
+
+// TestServiceGuestOutputCannotForgeRecords: a guest that writes lines shaped
+// like packd's records (a listening record at boot, another tenant's call
+// record in a call) cannot be read as them: each line is the message of a
+// guest-output record (on main they went into the record stream as they
+// were). With --guest-output plain the lines go out as written, as the
+// other pack services do.
+func TestServiceGuestOutputCannotForgeRecords(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "index.json")
+	body := `{"v":1,"packId":"forge","packVersion":"1.0.0","artifactVersion":"forge-1","publishedAt":"2026-11-30T00:00:00.000Z",
+		"tools":[{"id":"hostile.forge","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"forge.wasm"}],
+		"guardrails":[],"agents":[],"flows":[]}`
+	if err := os.WriteFile(idx, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(hostileIndex)
+	s := start(t, idx, nil, "--module-root", root)
+	expect(t, s.invoke(t, invokeBody("hostile.forge", "", `{}`, `{"tenantId":"attacker","runId":"r"}`)), 200, `{"v":2,"kind":"result","output":{}}`)
+	// the forged call record, escaped inside a message
+	forged := s.stderr.waitFor(t, 10*time.Second, func(l string) bool { return strings.Contains(l, `tenantId\":\"victim`) })
+	if rec := record(t, forged); rec["kind"] != "guest-output" || rec["tenantId"] != "attacker" {
+		t.Fatalf("the forged call record came out as %s", forged)
+	}
+	s.stderr.waitFor(t, 10*time.Second, func(l string) bool { return kindIs("call")(l) && strings.Contains(l, `"tenantId":"attacker"`) })
+	listening := 0
+	for _, l := range append(s.stderr.snapshot(), s.stdout.snapshot()...) {
+		rec := map[string]any{}
+		if json.Unmarshal([]byte(l), &rec) != nil {
+			t.Errorf("a line that is not a record: %s", l)
+			continue
+		}
+		if rec["kind"] == "listening" {
+			listening++
+			if fmt.Sprint(rec["port"]) == "1" {
+				t.Errorf("a forged listening record: %s", l)
+			}
+		}
+		if rec["kind"] == "call" && rec["tenantId"] == "victim" {
+			t.Errorf("a forged call record: %s", l)
+		}
+	}
+	if listening != 1 {
+		t.Errorf("%d listening records", listening)
+	}
+
+	// In plain mode the describe's forged listening record comes first, raw:
+	// the compatibility the flag is for, and why it is not the default.
+	plain := launch(t, idx, nil, "--module-root", root, "--guest-output", "plain")
+	port := func(l string) string { return fmt.Sprint(record(t, l)["port"]) }
+	plain.stderr.waitFor(t, 60*time.Second, func(l string) bool { return kindIs("listening")(l) && port(l) == "1" })
+	real := record(t, plain.stderr.waitFor(t, 60*time.Second, func(l string) bool { return kindIs("listening")(l) && port(l) != "1" }))
+	plain.base = fmt.Sprintf("http://127.0.0.1:%d", int(real["port"].(float64)))
+	expect(t, plain.invoke(t, invokeBody("hostile.forge", "", `{}`, `{"tenantId":"attacker","runId":"r"}`)), 200, `{"v":2,"kind":"result","output":{}}`)
+	plain.stdout.waitFor(t, 10*time.Second, func(l string) bool { return kindIs("listening")(l) && port(l) == "1" })
 }
