@@ -24,6 +24,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "packd check: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	stderr = &syncWriter{w: stderr} // guest lines arrive from a queue's goroutine
 	hc, err := lf.config(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "packd check:", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"time"
 
 	"github.com/kindgi/packd/abi"
@@ -78,6 +79,9 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			Vals: []any{float64(abi.ProtocolVersion), abi.KindCheckInvoke,
 				&ojson.Object{Keys: []string{"id"}, Vals: []any{checkID}}, cfg, tr}}
 	}
+	// Guest lines reach stderr from the sandbox's queue, on a goroutine of
+	// their own: every write to stderr takes the same lock.
+	stderr = &syncWriter{w: stderr}
 	hc, err := lf.config(stderr)
 	if err != nil {
 		return usageErr(err)
@@ -101,6 +105,7 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer pack.Close(context.Background())
 
 	out := pack.Dispatch(ctx, ojson.Encode(msg), time.Duration(timeoutMs)*time.Millisecond)
+	_ = pack.Close(context.Background()) // writes out the guest's last lines first
 	fmt.Fprintf(stderr, "packd invoke: fuel used: %d\n", out.FuelUsed)
 	if out.Refusal != nil {
 		fmt.Fprintln(stderr, "packd invoke: refused:", out.Refusal.Reason)
@@ -111,4 +116,16 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
