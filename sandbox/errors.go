@@ -29,6 +29,9 @@ var (
 	// ErrCompileTimeout: a module's compilation took longer than
 	// Config.CompileTimeout.
 	ErrCompileTimeout = errors.New("sandbox: compilation took too long")
+	// ErrMemoryBudget: the call's initial memory does not fit in what is
+	// left of Config.MemoryBudget; the call did not start.
+	ErrMemoryBudget = errors.New("sandbox: memory budget spent")
 	// ErrLoadLimit: guest code run at load (start function, _initialize,
 	// kindgi_describe) went past Config.LoadTimeout or Config.LoadFuel.
 	ErrLoadLimit = errors.New("sandbox: load-time code over its limit")

@@ -117,3 +117,23 @@ func TestAStalledReaderNeverHoldsAGuest(t *testing.T) {
 		t.Error("no dropped line was counted")
 	}
 }
+
+// TestMemoryBudgetBoundsInstances: a call whose module's initial memory
+// does not fit in what is left of the budget does not start; a guest's
+// memory.grow past the budget returns -1; what calls took comes back.
+func TestMemoryBudgetBoundsInstances(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{MemoryBudget: 4 << 20})
+	fill := compile(t, sb, hostile("fill")) // 16 MiB of initial memory
+	if _, err := callFuel(t, fill, 0, time.Minute); !errors.Is(err, sandbox.ErrMemoryBudget) {
+		t.Fatalf("a 16 MiB module under a 4 MiB budget: %v", err)
+	}
+	grow := compile(t, sb, hostile("grow")) // grows until refused, then writes past its end
+	rep, err := callFuel(t, grow, 0, time.Minute)
+	var trap *sandbox.TrapError
+	if !errors.As(err, &trap) || rep.MemoryBytes > 4<<20 || rep.MemoryBytes < 3<<20 {
+		t.Fatalf("grow under a 4 MiB budget: %d bytes, %v", rep.MemoryBytes, err)
+	}
+	if n := sb.MemoryInUse(); n != 0 {
+		t.Fatalf("%d bytes still counted after the calls", n)
+	}
+}

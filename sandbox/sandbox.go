@@ -77,6 +77,12 @@ type Config struct {
 	// (start function, _initialize, kindgi_abi_version, kindgi_describe).
 	LoadTimeout time.Duration
 	LoadFuel    int64
+	// MemoryBudget bounds the linear memory of all instances together, in
+	// bytes (0: no bound). A call whose module's initial memory does not
+	// fit fails with ErrMemoryBudget before it starts; a memory.grow past
+	// it returns -1. On Linux instance memory is mapped outside the Go
+	// heap and returned to the system when the call ends.
+	MemoryBudget int64
 }
 
 // Sandbox owns a wazero runtime. It is safe for concurrent use.
@@ -86,6 +92,8 @@ type Sandbox struct {
 	cache          wazero.CompilationCache
 	modCfg         wazero.ModuleConfig
 	stdout, stderr *lineq.Queue
+	mem            memBudget
+	maps           *mappings
 	// compiling holds a mutex per module content (sha256): wazero makes a
 	// module loaded from its file cache visible to other compilations of
 	// the same bytes before it has finished preparing it (a data race
@@ -122,6 +130,8 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: tables of %d elements take the whole memory limit of %d pages", cfg.MaxTableElements, cfg.MemoryLimitPages)
 	}
 	s := &Sandbox{cfg: cfg}
+	s.mem.limit = max(cfg.MemoryBudget, 0)
+	s.maps = newMappings()
 	s.stdout, s.stderr = newQueue(cfg.Stdout, "stdout", cfg.DroppedLines), newQueue(cfg.Stderr, "stderr", cfg.DroppedLines)
 	// No WithCloseOnContextDone: instrumented code returns to Go through
 	// the fuel refill at least once a slice, and the refill stops it when
@@ -175,12 +185,16 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		if s.rt != nil {
 			s.closeErr = s.rt.Close(ctx)
 		}
+		s.maps.close()
 		if s.cache != nil {
 			s.closeErr = errors.Join(s.closeErr, s.cache.Close(ctx))
 		}
 	})
 	return s.closeErr
 }
+
+// MemoryInUse is the linear memory instances hold now, in bytes.
+func (s *Sandbox) MemoryInUse() int64 { return s.mem.used.Load() }
 
 // MaxModuleBytes is the largest module Compile accepts.
 func (s *Sandbox) MaxModuleBytes() int { return s.cfg.MaxModuleBytes }
@@ -189,6 +203,7 @@ func (s *Sandbox) MaxModuleBytes() int { return s.cfg.MaxModuleBytes }
 type Module struct {
 	sb       *Sandbox
 	compiled wazero.CompiledModule
+	minBytes int64 // its memory's initial size
 	hasInit  bool
 	shape    error // why the module does not implement the guest ABI, or nil
 }
@@ -224,6 +239,9 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		return nil, err
 	}
 	m := &Module{sb: s, compiled: compiled}
+	for _, def := range compiled.ExportedMemories() {
+		m.minBytes = int64(def.Min()) * 65536
+	}
 	exports := compiled.ExportedFunctions()
 	if def, ok := exports[abi.ExportInitialize]; ok && len(def.ParamTypes()) == 0 && len(def.ResultTypes()) == 0 {
 		m.hasInit = true
@@ -422,6 +440,16 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	}()
 	if err := ctx.Err(); err != nil {
 		return rep, classify(ctx, err)
+	}
+	// The module's initial memory is reserved before it is instantiated.
+	mem := &callMemory{budget: &s.mem, maps: s.maps}
+	if !mem.take(m.minBytes) {
+		return rep, ErrMemoryBudget
+	}
+	mem.prepaid = m.minBytes
+	defer mem.release()
+	if mmapAvailable {
+		ctx = experimental.WithMemoryAllocator(ctx, mem)
 	}
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	inst, err = s.rt.InstantiateModule(ctx, m.compiled, s.modCfg)

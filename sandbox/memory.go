@@ -1,0 +1,50 @@
+package sandbox
+
+import "sync/atomic"
+
+// memBudget is the bytes of linear memory every instance of a sandbox may
+// hold together (Config.MemoryBudget). Instances take from it when their
+// memory is allocated and grown, and give it back when they close.
+type memBudget struct {
+	limit int64 // 0: no limit (used is still counted)
+	used  atomic.Int64
+}
+
+func (b *memBudget) take(n int64) bool {
+	for {
+		used := b.used.Load()
+		if b.limit > 0 && used+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+func (b *memBudget) give(n int64) { b.used.Add(-n) }
+
+// callMemory is one call's share of the budget: what it reserved before
+// instantiating (its module's initial memory), then what its memory grew by.
+// An instance's memory that cannot get more from the budget does not grow
+// (memory.grow returns -1).
+type callMemory struct {
+	budget  *memBudget
+	maps    *mappings
+	prepaid int64 // reserved, not yet allocated
+}
+
+func (c *callMemory) take(n int64) bool {
+	from := min(n, c.prepaid)
+	if !c.budget.take(n - from) {
+		return false
+	}
+	c.prepaid -= from
+	return true
+}
+
+// release gives back what was reserved and never allocated.
+func (c *callMemory) release() {
+	c.budget.give(c.prepaid)
+	c.prepaid = 0
+}

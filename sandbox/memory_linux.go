@@ -1,0 +1,178 @@
+package sandbox
+
+import (
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// mmapAvailable: on Linux, instance memory is mapped outside the Go heap
+// (RATIONALE.md, "Why mmap for instance memory?"): growing it never copies,
+// and what a call used goes back to the system soon after it ends.
+const mmapAvailable = true
+
+// Allocate takes a mapping of max bytes from the pool; the slice handed to
+// wazero never reaches past what the budget granted.
+func (c *callMemory) Allocate(_, max uint64) experimental.LinearMemory {
+	m := &mmapMemory{call: c}
+	if max > 0 && max <= 1<<32 {
+		m.buf = c.maps.get(int(max))
+	}
+	return m
+}
+
+type mmapMemory struct {
+	call *callMemory
+	buf  []byte // the whole mapping, nil when mapping failed
+	size uint64 // bytes taken from the budget, and all the guest could touch
+}
+
+// Reallocate grows the memory to size bytes, or returns nil (the grow fails)
+// when the mapping or the budget cannot hold it.
+func (m *mmapMemory) Reallocate(size uint64) []byte {
+	if size > uint64(len(m.buf)) {
+		return nil
+	}
+	if size > m.size {
+		if !m.call.take(int64(size - m.size)) {
+			return nil
+		}
+		m.size = size
+	}
+	return m.buf[:size:size]
+}
+
+// Free gives the mapping back to the pool, and its bytes to the budget.
+func (m *mmapMemory) Free() {
+	if m.buf != nil {
+		m.call.maps.put(m.buf, int(m.size))
+		m.buf = nil
+	}
+	m.call.budget.give(int64(m.size))
+	m.size = 0
+}
+
+// Pool limits: how many mappings wait for reuse, how much of each stays
+// committed (zeroed) while it waits, and how long one may wait.
+const (
+	poolMax  = 64
+	keepWarm = 8 << 20
+	idleFor  = 10 * time.Second
+)
+
+// mappings pools instance memory mappings: a fresh mapping costs a page
+// fault on every page the guest touches, which on some machines is most of
+// a small call's cost. A mapping comes back zeroed: its first keepWarm bytes
+// cleared, the rest returned to the system (MADV_DONTNEED reads as zeros).
+type mappings struct {
+	mu     sync.Mutex
+	free   map[int][]pooled // by length
+	n      int
+	stop   chan struct{}
+	closed bool
+}
+
+type pooled struct {
+	buf   []byte
+	since time.Time
+}
+
+func newMappings() *mappings {
+	p := &mappings{free: map[int][]pooled{}, stop: make(chan struct{})}
+	go p.janitor()
+	return p
+}
+
+func (p *mappings) get(length int) []byte {
+	p.mu.Lock()
+	if list := p.free[length]; len(list) > 0 {
+		b := list[len(list)-1].buf
+		p.free[length] = list[:len(list)-1]
+		p.n--
+		p.mu.Unlock()
+		return b
+	}
+	p.mu.Unlock()
+	b, err := syscall.Mmap(-1, 0, length, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// put zeroes what the guest could have written ([0, used)) and pools the
+// mapping, or unmaps it when the pool is full or closed.
+func (p *mappings) put(b []byte, used int) {
+	p.mu.Lock()
+	full := p.closed || p.n >= poolMax
+	p.mu.Unlock()
+	if !full && used > keepWarm && syscall.Madvise(b[keepWarm:used], syscall.MADV_DONTNEED) != nil {
+		full = true
+	}
+	if full {
+		_ = syscall.Munmap(b)
+		return
+	}
+	clear(b[:min(used, keepWarm)])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.n >= poolMax {
+		_ = syscall.Munmap(b)
+		return
+	}
+	p.free[len(b)] = append(p.free[len(b)], pooled{b, time.Now()})
+	p.n++
+}
+
+// janitor unmaps mappings that waited longer than idleFor, so that memory
+// a burst took goes back to the system once the burst is over.
+func (p *mappings) janitor() {
+	t := time.NewTicker(idleFor / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-t.C:
+			p.trim(now.Add(-idleFor))
+		}
+	}
+}
+
+// trim unmaps the mappings pooled before cutoff (all of them for a zero
+// cutoff far in the future).
+func (p *mappings) trim(cutoff time.Time) {
+	p.mu.Lock()
+	var old [][]byte
+	for length, list := range p.free {
+		keep := list[:0]
+		for _, e := range list {
+			if e.since.Before(cutoff) {
+				old = append(old, e.buf)
+			} else {
+				keep = append(keep, e)
+			}
+		}
+		p.free[length] = keep
+		p.n -= len(list) - len(keep)
+	}
+	p.mu.Unlock()
+	for _, b := range old {
+		_ = syscall.Munmap(b)
+	}
+}
+
+// close unmaps every pooled mapping and stops the janitor. Safe twice.
+func (p *mappings) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.stop)
+	p.mu.Unlock()
+	p.trim(time.Now().Add(time.Hour))
+}
