@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -51,6 +52,9 @@ func (o *Outcome) CtxString(key string) string {
 }
 
 func (o *Outcome) fail(e *abi.Error) *Outcome {
+	if o.Refusal != nil { // refused on the way: no response message
+		return o
+	}
 	o.Code = e.Code
 	o.Response = e.Encode()
 	return o
@@ -314,6 +318,10 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, fuel 
 	}
 	rep, err := mod.mod.Call(ctx, call)
 	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
+	if errors.Is(err, sandbox.ErrMemoryBudget) {
+		o.Refusal = &Refusal{Code: RefusalOverloaded, Reason: "overloaded", Err: err}
+		return nil, &abi.Error{} // fail keeps the refusal
+	}
 	if err != nil {
 		return nil, t.guestError(mod.path, err, rep.FuelUsed)
 	}

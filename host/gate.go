@@ -29,6 +29,9 @@ const (
 	RefusalTenantMismatch = "pack-tenant-mismatch"
 	RefusalGateDenied     = "pack-gate-denied"
 	RefusalGateFailed     = "pack-gate-failed"
+	// RefusalOverloaded: the call's memory did not fit in the service's
+	// memory budget (sandbox.ErrMemoryBudget); try again later.
+	RefusalOverloaded = "overloaded"
 )
 
 // Deny is a gate's refusal. Code is one of the refusal codes (empty means

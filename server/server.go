@@ -423,6 +423,9 @@ func (s *Server) invoke(c echo.Context) error {
 			e.Status = http.StatusMisdirectedRequest
 			s.cfg.Metrics.refused(e.Status, r.Code)
 			return sendError(c, e.Status, r.Reason, "code", r.Code)
+		case host.RefusalOverloaded:
+			e.Status = http.StatusServiceUnavailable
+			return s.send503(c, "overloaded")
 		case host.RefusalGateFailed:
 			e.Status = http.StatusServiceUnavailable
 			s.cfg.Records.Record("error", "The gate failed; the call was refused", Field{"event", "gate-failed"},

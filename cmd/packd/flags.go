@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 type loadFlags struct {
 	index, moduleRoot, cacheDir string
 	memoryMiB, maxModuleMiB     uint
+	memoryBudgetMiB             int64
 	fuel, loadFuel              int64
 	compileTimeout, loadTimeout time.Duration
 }
@@ -30,6 +32,8 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.cacheDir, "cache-dir", defaultCacheDir(), `wazero's compilation cache ("" keeps it in memory)`)
 	fs.UintVar(&l.memoryMiB, "memory-limit-mib", sandbox.DefaultMemoryLimitPages/16, "linear memory limit of every instance, MiB")
 	fs.Int64Var(&l.fuel, "fuel", envInt("PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
+	fs.Int64Var(&l.memoryBudgetMiB, "memory-budget-mib", envInt("PACKD_MEMORY_BUDGET_MIB", defaultMemoryBudget(nil)>>20),
+		"memory the process may use, MiB: half for instances' linear memory (a call that does not fit answers 503 overloaded), half the Go heap's soft limit (default $PACKD_MEMORY_BUDGET_MIB, else 3/4 of the cgroup's or the machine's memory)")
 	fs.UintVar(&l.maxModuleMiB, "max-module-mib", sandbox.DefaultMaxModuleBytes>>20, "largest module packd loads, MiB")
 	fs.DurationVar(&l.compileTimeout, "compile-timeout", sandbox.DefaultCompileTimeout, "longest a module's compilation may take")
 	fs.DurationVar(&l.loadTimeout, "load-timeout", sandbox.DefaultLoadTimeout, "longest a module's load-time code (start, _initialize, kindgi_describe) may run")
@@ -50,6 +54,12 @@ func envInt(name string, def int64) int64 {
 	return n
 }
 
+// setGoMemoryLimit gives the Go heap its half of the memory budget as a
+// soft limit: the garbage collector works harder as the heap nears it.
+func (l *loadFlags) setGoMemoryLimit() {
+	debug.SetMemoryLimit(l.memoryBudgetMiB << 20 / 2)
+}
+
 // check lists what is wrong with the flags.
 func (l *loadFlags) check() []string {
 	var problems []string
@@ -61,6 +71,11 @@ func (l *loadFlags) check() []string {
 	}
 	if l.loadFuel <= 0 || l.loadFuel > sandbox.MaxFuel {
 		problems = append(problems, fmt.Sprintf("--load-fuel must be a positive integer up to %d", int64(sandbox.MaxFuel)))
+	}
+	if l.memoryBudgetMiB <= 0 {
+		problems = append(problems, "--memory-budget-mib (or PACKD_MEMORY_BUDGET_MIB) must be a positive integer")
+	} else if l.memoryBudgetMiB/2 < int64(l.memoryMiB) {
+		problems = append(problems, fmt.Sprintf("--memory-budget-mib %d leaves less than one instance's --memory-limit-mib (%d) for instances (half the budget)", l.memoryBudgetMiB, l.memoryMiB))
 	}
 	if l.maxModuleMiB == 0 || l.maxModuleMiB > 1024 {
 		problems = append(problems, "--max-module-mib must be between 1 and 1024")
@@ -105,6 +120,7 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 			CompileTimeout:   l.compileTimeout,
 			LoadTimeout:      l.loadTimeout,
 			LoadFuel:         l.loadFuel,
+			MemoryBudget:     l.memoryBudgetMiB << 20 / 2,
 		},
 	}, nil
 }

@@ -142,6 +142,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: []string{err.Error()}})
 		return exitError
 	}
+	cfg.load.setGoMemoryLimit()
 	// Pack code output never waits for its reader (the sandbox queues it)
 	// and, by default, never reaches the record stream as it is written.
 	var metricsOnce atomic.Pointer[server.Metrics]

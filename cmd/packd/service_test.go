@@ -812,3 +812,35 @@ func TestServiceGuestOutputCannotForgeRecords(t *testing.T) {
 	expect(t, plain.invoke(t, invokeBody("hostile.forge", "", `{}`, `{"tenantId":"attacker","runId":"r"}`)), 200, `{"v":2,"kind":"result","output":{}}`)
 	plain.stdout.waitFor(t, 10*time.Second, func(l string) bool { return kindIs("listening")(l) && port(l) == "1" })
 }
+
+// TestServiceMemoryBudget: a call whose instance memory does not fit in
+// what the budget has left answers 503 overloaded with Retry-After, while
+// a call that fits is served.
+func TestServiceMemoryBudget(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "index.json")
+	body := `{"v":1,"packId":"mem","packVersion":"1.0.0","artifactVersion":"mem-1","publishedAt":"2026-11-30T00:00:00.000Z",
+		"tools":[{"id":"hostile.fill","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"fill.wasm"},
+		{"id":"hostile.counter","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"counter.wasm"}],
+		"guardrails":[],"agents":[],"flows":[]}`
+	if err := os.WriteFile(idx, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 24 MiB for instances: one fill (16 MiB of initial memory) at a time.
+	s := start(t, idx, nil, "--module-root", filepath.Dir(hostileIndex), "--memory-limit-mib", "24", "--memory-budget-mib", "48")
+	first := make(chan reply, 1)
+	go func() {
+		first <- s.invoke(t, invokeBody("hostile.fill", "", `{}`, conformanceCtx), "kindgi-timeout-ms", "4000")
+	}()
+	var refused reply
+	for i := 0; i < 300 && refused.status != 503; i++ {
+		time.Sleep(10 * time.Millisecond)
+		refused = s.invoke(t, invokeBody("hostile.fill", "", `{}`, conformanceCtx), "kindgi-timeout-ms", "50")
+	}
+	if refused.status != 503 || refused.body != `{"error":"overloaded"}` || refused.header.Get("Retry-After") != "1" {
+		t.Fatalf("a second fill beside the first: %d %s", refused.status, refused.body)
+	}
+	expect(t, s.invoke(t, invokeBody("hostile.counter", "", `{}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":{"global":1,"memory":1}}`)
+	if r := <-first; r.status != 200 || !strings.Contains(r.body, `"code":"deadline-exceeded"`) {
+		t.Fatalf("the first fill: %d %s", r.status, r.body)
+	}
+}
