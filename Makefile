@@ -7,7 +7,7 @@ WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build wasm fixtures run test spectest e2e vet bench loadtest ajv-golden clean
+.PHONY: all build wasm fixtures run test spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -87,6 +87,11 @@ loadtest: build wasm
 	  wrk -t $$([ $$c = 1 ] && echo 1 || echo 2) -c $$c -d 10s --latency -s internal/loadtest/post.lua http://127.0.0.1:8090$$path \
 	    | grep -E 'Requests/sec|50%|99%|Non-2xx'; \
 	done; done; kill $$pid
+
+# RSS of packd serve at its defaults under a burst of 64 memory-hungry calls
+# (192 MiB each), and how soon it returns to idle (about a minute; Linux).
+memtest: build fixtures
+	$(GO) run ./internal/memtest -packd $(BIN)
 
 # Regenerate testdata/ajv/golden.json with real Ajv (needs node and npm).
 ajv-golden:

@@ -225,7 +225,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	listening := []server.Field{{Key: "port", Value: port}, {Key: "packId", Value: pack.Index.PackID},
-		{Key: "artifactVersion", Value: pack.Index.ArtifactVersion}}
+		{Key: "artifactVersion", Value: pack.Index.ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.load.memoryBudgetMiB)}}
 	if cfg.metricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.metricsAddr)
 		if err != nil {
