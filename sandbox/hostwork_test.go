@@ -137,3 +137,21 @@ func TestMemoryBudgetBoundsInstances(t *testing.T) {
 		t.Fatalf("%d bytes still counted after the calls", n)
 	}
 }
+
+// TestStackIsBounded: the wasm stack of a call is bounded by an estimate
+// of its frames (Config.MaxStackBytes), below wazero's own ceiling of
+// 50 MB doubled: work recurses 15 deep (fib), fine at the default, a
+// stack overflow under 512 bytes.
+func TestStackIsBounded(t *testing.T) {
+	for _, c := range []struct {
+		limit uint32
+		ok    bool
+	}{{0, true}, {512, false}} {
+		m := compile(t, newSandbox(t, sandbox.Config{MaxStackBytes: c.limit}), hostile("work"))
+		_, err := callFuel(t, m, 0, time.Minute)
+		var trap *sandbox.TrapError
+		if c.ok && err != nil || !c.ok && (!errors.As(err, &trap) || trap.Message != "stack overflow") {
+			t.Errorf("limit %d: %v", c.limit, err)
+		}
+	}
+}

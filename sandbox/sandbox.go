@@ -83,6 +83,10 @@ type Config struct {
 	// it returns -1. On Linux instance memory is mapped outside the Go
 	// heap and returned to the system when the call ends.
 	MemoryBudget int64
+	// MaxStackBytes bounds a call's wasm stack, estimated from the frames
+	// of the functions open (8 bytes per param, local and result, plus 64);
+	// a call past it traps with "stack overflow". 0: 8 MiB.
+	MaxStackBytes uint32
 }
 
 // Sandbox owns a wazero runtime. It is safe for concurrent use.
@@ -121,6 +125,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	orDefault(&cfg.LoadTimeout, DefaultLoadTimeout)
 	orDefault(&cfg.MaxModuleBytes, DefaultMaxModuleBytes)
 	orDefault(&cfg.CompileTimeout, DefaultCompileTimeout)
+	orDefault(&cfg.MaxStackBytes, instrument.DefaultMaxStackBytes)
 	limitBytes := uint64(cfg.MemoryLimitPages) * 65536
 	if cfg.MaxTableElements == 0 {
 		cfg.MaxTableElements = uint32(min(DefaultMaxTableElements, limitBytes/8/tableElementBytes))
@@ -223,7 +228,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	// The pass checks every index and section end of the module as written
 	// (nothing invalid may resolve to what it adds); wazero then validates
 	// the result. Its error says what is wrong with the module itself.
-	metered, err := instrument.Instrument(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true})
+	metered, err := instrument.Instrument(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true, MaxStackBytes: s.cfg.MaxStackBytes})
 	if err != nil {
 		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
@@ -428,6 +433,11 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 			}
 			if g := inst.ExportedGlobal(instrument.GlobalExport); g != nil {
 				rep.FuelUsed -= max(int64(g.Get()), 0)
+			}
+			// The pass's stack check traps with unreachable; say what it is.
+			var trap *TrapError
+			if g := inst.ExportedGlobal(instrument.StackExport); g != nil && uint32(g.Get()) > s.cfg.MaxStackBytes && errors.As(err, &trap) {
+				err = &TrapError{Message: "stack overflow", Stack: trap.Stack}
 			}
 			_ = inst.Close(context.Background())
 		}

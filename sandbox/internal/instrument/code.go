@@ -19,6 +19,7 @@ const (
 	kBranch    // br, br_if: relabelled when frames are added
 	kBrTable   // br_table: relabelled when frames are added
 	kIf        // if: opens a frame
+	kCallIndirect
 )
 
 // Limits per function. wazero's compile time grows with the square of a
@@ -51,8 +52,8 @@ func (m *module) rewriteCode(body []byte) ([]byte, error) {
 		if r.err != nil {
 			break
 		}
-		params := m.types[m.funcTypes[i]][0]
-		nb, err := m.instrumentBody(fb, params)
+		typ := m.types[m.funcTypes[i]]
+		nb, err := m.instrumentBody(fb, typ[0], typ[1])
 		if errors.Is(err, ErrInstrument) {
 			return nil, fmt.Errorf("%w (function %d)", err, int(m.funcImports)+i)
 		}
@@ -75,7 +76,7 @@ type fnBody struct {
 	depth  int    // open frames, the function's own included
 }
 
-func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
+func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 	r := &reader{b: b}
 	groups := r.u32()
 	groupsEnd := r.off
@@ -100,6 +101,7 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 	frames := []frame{{0, 0, -1}}
 	cur := 0
 	needTmp := false
+	calls := false // a leaf (no calls) adds its frame without a check
 	frameCount := 0
 	for len(frames) > 0 {
 		if r.done() {
@@ -138,6 +140,8 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 			frames = frames[:len(frames)-1]
 		case kBulkMem, kBulkTable, kGrow:
 			needTmp = true
+		case kCall, kCallIndirect:
+			calls = true
 		}
 		code = append(code, in)
 	}
@@ -145,15 +149,17 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 		return nil, errorf("code after the body's last end")
 	}
 
-	// Pass 2: emit.
-	out := make([]byte, 0, len(b)+len(b)/3+32)
-	tmp := fb.locals
-	if needTmp {
-		out = appendU32(out, groups+1)
-		out = append(out, b[groupsEnd:localsEnd]...)
-		out = append(out, 1, 0x7f) // one i32 for bulk lengths
-	} else {
-		out = append(out, b[:localsEnd]...)
+	// Pass 2: emit. Two i32 locals are added: tmp for bulk lengths, my for
+	// the stack counter with this function's frame.
+	_ = needTmp
+	out := make([]byte, 0, len(b)+len(b)/3+64)
+	tmp, my := fb.locals, fb.locals+1
+	out = appendU32(out, groups+1)
+	out = append(out, b[groupsEnd:localsEnd]...)
+	out = append(out, 2, 0x7f)
+	frameBytes := int64(frameBase) + slotBytes*(int64(fb.locals)+int64(results))
+	if calls {
+		out = m.enterFrame(out, my, frameBytes)
 	}
 	out = m.charge(out, regions[0])
 	// added[i] is how many frames the pass put around open frame i, and
@@ -207,6 +213,10 @@ func (m *module) instrumentBody(b []byte, params int) ([]byte, error) {
 			}
 		case kCall:
 			out = appendU32(append(out, 0x10), m.fn(in.idx))
+			out = m.restoreFrame(out, my)
+		case kCallIndirect:
+			out = append(out, b[in.start:in.end]...)
+			out = m.restoreFrame(out, my)
 		case kRefFunc:
 			out = appendU32(append(out, 0xd2), m.fn(in.idx))
 		case kBulkMem:
@@ -236,6 +246,27 @@ func (m *module) noParams(b []byte, at int) bool {
 	r := &reader{b: b, off: at}
 	idx := r.leb()
 	return r.err == nil && idx < uint64(len(m.types)) && m.types[idx][0] == 0
+}
+
+// enterFrame adds a function's frame to the stack counter, keeps the sum in
+// the local my, and traps when it is over the limit. Callers put their own
+// sum back after every call (restoreFrame), so a callee's way out (return,
+// a branch, the end) needs no code.
+func (m *module) enterFrame(out []byte, my uint32, frameBytes int64) []byte {
+	out = appendU32(append(out, 0x23), m.stackGlobal)              // global.get
+	out = appendS64(append(out, 0x41), frameBytes)                 // i32.const
+	out = append(out, 0x6a)                                        // i32.add
+	out = appendU32(append(out, 0x22), my)                         // local.tee
+	out = appendU32(append(out, 0x24), m.stackGlobal)              // global.set
+	out = appendU32(append(out, 0x20), my)                         // local.get
+	out = appendS64(append(out, 0x41), int64(m.opt.MaxStackBytes)) // i32.const
+	return append(out, 0x4b, 0x04, 0x40, 0x00, 0x0b)               // i32.gt_u; if; unreachable; end
+}
+
+// restoreFrame puts this function's stack sum back after a call.
+func (m *module) restoreFrame(out []byte, my uint32) []byte {
+	out = appendU32(append(out, 0x20), my)             // local.get
+	return appendU32(append(out, 0x24), m.stackGlobal) // global.set
 }
 
 // chargeOrLeave subtracts a loop's cost at its header and, when the counter
@@ -322,6 +353,7 @@ func (f *fnBody) decode(r *reader) (instr, error) {
 	case op == 0x11: // call_indirect
 		r.index("type", types)
 		r.u32()
+		in.kind = kCallIndirect
 	case op == 0x1c:
 		for n := r.u32(); n > 0 && r.err == nil; n-- {
 			r.byte()

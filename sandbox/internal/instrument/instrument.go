@@ -41,6 +41,16 @@ const (
 	ImportRefill = "fuel_refill"
 	// GlobalExport names the fuel counter the pass adds and exports.
 	GlobalExport = "kindgi_fuel"
+	// StackExport names the stack counter the pass adds and exports: the
+	// estimated bytes of the wasm frames open, which a function entry past
+	// Options.MaxStackBytes turns into a trap (unreachable).
+	StackExport = "kindgi_stack"
+	// DefaultMaxStackBytes is Options.MaxStackBytes when it is 0.
+	DefaultMaxStackBytes = 8 << 20
+	// frameBase and slotBytes estimate a function's frame: a fixed part and
+	// 8 bytes per param, local and result.
+	frameBase = 64
+	slotBytes = 8
 	// BulkShift: bulk memory and table operations cost length >> BulkShift.
 	BulkShift = 3
 	// GrowPageCost is charged per page a memory.grow asks for; it is
@@ -62,6 +72,9 @@ type Options struct {
 	// FunctionImportsOnly refuses imports of tables, memories, globals and
 	// tags.
 	FunctionImportsOnly bool
+	// MaxStackBytes bounds the wasm stack of a call (estimated from the
+	// frames of the functions open); 0 means DefaultMaxStackBytes.
+	MaxStackBytes uint32
 }
 
 var (
@@ -123,6 +136,7 @@ type module struct {
 	addType      bool
 	refillIndex  uint32 // the refill import's function index == funcImports
 	fuelGlobal   uint32
+	stackGlobal  uint32 // fuelGlobal + 1
 	hasExportSec bool
 }
 
@@ -190,6 +204,10 @@ func (m *module) parse(wasm []byte) error {
 	}
 	m.refillIndex = m.funcImports
 	m.fuelGlobal = m.globals
+	m.stackGlobal = m.globals + 1
+	if m.opt.MaxStackBytes == 0 {
+		m.opt.MaxStackBytes = DefaultMaxStackBytes
+	}
 	m.refillType = uint32(len(m.types))
 	m.addType = true
 	for i, t := range m.types {
@@ -358,7 +376,7 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	case secTable:
 		return m.rewriteTables(s.body)
 	case secGlobal:
-		g := []byte{0x7e, 0x01, 0x42, 0x00, 0x0b} // mut i64 = i64.const 0
+		g := []byte{0x7e, 0x01, 0x42, 0x00, 0x0b, 0x7f, 0x01, 0x41, 0x00, 0x0b} // mut i64 = 0 (fuel), mut i32 = 0 (stack)
 		return m.rewriteGlobals(s.body, g)
 	case secExport:
 		return m.rewriteExports(s.body)
@@ -469,7 +487,7 @@ func (m *module) rewriteTables(body []byte) ([]byte, error) {
 func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
 	r := &reader{b: body}
 	n := r.u32()
-	out := appendU32(nil, n+1)
+	out := appendU32(nil, n+2)
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		out = append(out, r.byte(), r.byte())
 		var err error
@@ -486,11 +504,11 @@ func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
 func (m *module) rewriteExports(body []byte) ([]byte, error) {
 	r := &reader{b: body}
 	n := r.u32()
-	out := appendU32(nil, n+1)
+	out := appendU32(nil, n+2)
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		name := r.name()
-		if r.err == nil && name == GlobalExport {
-			return nil, errorf("the module already exports %q", GlobalExport)
+		if r.err == nil && (name == GlobalExport || name == StackExport) {
+			return nil, errorf("the module already exports %q", name)
 		}
 		out = appendName(out, name)
 		kind := r.byte()
@@ -509,7 +527,9 @@ func (m *module) rewriteExports(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	out = appendName(out, GlobalExport)
-	return appendU32(append(out, 0x03), m.fuelGlobal), nil
+	out = appendU32(append(out, 0x03), m.fuelGlobal)
+	out = appendName(out, StackExport)
+	return appendU32(append(out, 0x03), m.stackGlobal), nil
 }
 
 // constExpr copies a constant expression, checking global.get and

@@ -228,7 +228,24 @@ func (r *specRuntime) invoke(ctx context.Context, a specAction) (outcome, api.Fu
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	// Every call starts with an empty stack, as a packd call does in its
+	// fresh instance (the spec keeps using an instance after a trap, when
+	// the pass's stack counter still counts the frames the trap left).
+	if r.metered {
+		for _, m := range r.instance {
+			if g, ok := m.ExportedGlobal(StackExport).(api.MutableGlobal); ok {
+				g.Set(0)
+			}
+		}
+	}
 	res, err := fn.Call(cctx, args...)
+	if err != nil && r.metered {
+		for _, m := range r.instance {
+			if g := m.ExportedGlobal(StackExport); g != nil && uint32(g.Get()) > DefaultMaxStackBytes {
+				err = errors.New("stack overflow") // what the sandbox reports for the pass's trap
+			}
+		}
+	}
 	return outcome{res, err}, fn.Definition()
 }
 
