@@ -725,20 +725,30 @@ func TestServicePolicyAndAudit(t *testing.T) {
 	}
 }
 
+// hostilePack writes an index of the named hostile fixtures as tools
+// hostile.<name>; serve it with --module-root filepath.Dir(hostileIndex).
+func hostilePack(t *testing.T, names ...string) string {
+	t.Helper()
+	var tools []string
+	for _, n := range names {
+		tools = append(tools, fmt.Sprintf(`{"id":"hostile.%s","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"%s.wasm"}`, n, n))
+	}
+	idx := filepath.Join(t.TempDir(), "index.json")
+	body := `{"v":1,"packId":"hostile-some","packVersion":"1.0.0","artifactVersion":"hostile-some-1","publishedAt":"2026-11-30T00:00:00.000Z",` +
+		`"tools":[` + strings.Join(tools, ",") + `],"guardrails":[],"agents":[],"flows":[]}`
+	if err := os.WriteFile(idx, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
 // TestServiceSurvivesHostileModules: a guest growing its table by 32 GiB
 // in a loop is answered and the process serves on (on main the first such
 // grow ended the process); modules that are invalid as written, or whose
 // load-time code sleeps or spins, fail the boot in bounded time.
 func TestServiceSurvivesHostileModules(t *testing.T) {
 	t.Run("table.grow", func(t *testing.T) {
-		idx := filepath.Join(t.TempDir(), "index.json")
-		body := `{"v":1,"packId":"grow","packVersion":"1.0.0","artifactVersion":"grow-1","publishedAt":"2026-11-30T00:00:00.000Z",
-			"tools":[{"id":"hostile.tablegrow","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"tablegrow.wasm"},
-			{"id":"hostile.counter","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"counter.wasm"}],
-			"guardrails":[],"agents":[],"flows":[]}`
-		if err := os.WriteFile(idx, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		idx := hostilePack(t, "tablegrow", "counter")
 		// fuel enough for 1,000 grows by 0xfffffff0 (each is refused)
 		s := start(t, idx, nil, "--module-root", filepath.Dir(hostileIndex), "--fuel", "100000000000000")
 		for i := 0; i < 3; i++ {
@@ -765,13 +775,7 @@ func TestServiceSurvivesHostileModules(t *testing.T) {
 // were). With --guest-output plain the lines go out as written, as the
 // other pack services do.
 func TestServiceGuestOutputCannotForgeRecords(t *testing.T) {
-	idx := filepath.Join(t.TempDir(), "index.json")
-	body := `{"v":1,"packId":"forge","packVersion":"1.0.0","artifactVersion":"forge-1","publishedAt":"2026-11-30T00:00:00.000Z",
-		"tools":[{"id":"hostile.forge","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"forge.wasm"}],
-		"guardrails":[],"agents":[],"flows":[]}`
-	if err := os.WriteFile(idx, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	idx := hostilePack(t, "forge")
 	root := filepath.Dir(hostileIndex)
 	s := start(t, idx, nil, "--module-root", root)
 	expect(t, s.invoke(t, invokeBody("hostile.forge", "", `{}`, `{"tenantId":"attacker","runId":"r"}`)), 200, `{"v":2,"kind":"result","output":{}}`)
@@ -817,14 +821,7 @@ func TestServiceGuestOutputCannotForgeRecords(t *testing.T) {
 // what the budget has left answers 503 overloaded with Retry-After, while
 // a call that fits is served.
 func TestServiceMemoryBudget(t *testing.T) {
-	idx := filepath.Join(t.TempDir(), "index.json")
-	body := `{"v":1,"packId":"mem","packVersion":"1.0.0","artifactVersion":"mem-1","publishedAt":"2026-11-30T00:00:00.000Z",
-		"tools":[{"id":"hostile.fill","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"fill.wasm"},
-		{"id":"hostile.counter","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"counter.wasm"}],
-		"guardrails":[],"agents":[],"flows":[]}`
-	if err := os.WriteFile(idx, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	idx := hostilePack(t, "fill", "counter")
 	// 24 MiB for instances: one fill (16 MiB of initial memory) at a time.
 	s := start(t, idx, nil, "--module-root", filepath.Dir(hostileIndex), "--memory-limit-mib", "24", "--memory-budget-mib", "48")
 	first := make(chan reply, 1)
