@@ -100,7 +100,6 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 	type frame struct{ region, parent, loop int } // loop: index in code of the loop, or -1
 	frames := []frame{{0, 0, -1}}
 	cur := 0
-	needTmp := false
 	calls := false // a leaf (no calls) adds its frame without a check
 	frameCount := 0
 	for len(frames) > 0 {
@@ -138,8 +137,6 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 			}
 			cur = f.parent
 			frames = frames[:len(frames)-1]
-		case kBulkMem, kBulkTable, kGrow:
-			needTmp = true
 		case kCall, kCallIndirect:
 			calls = true
 		}
@@ -151,7 +148,6 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 
 	// Pass 2: emit. Two i32 locals are added: tmp for bulk lengths, my for
 	// the stack counter with this function's frame.
-	_ = needTmp
 	out := make([]byte, 0, len(b)+len(b)/3+64)
 	tmp, my := fb.locals, fb.locals+1
 	out = appendU32(out, groups+1)
