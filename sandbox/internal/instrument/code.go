@@ -358,8 +358,11 @@ func (f *fnBody) decode(r *reader) (instr, error) {
 		r.index("local", f.locals)
 	case op == 0x23 || op == 0x24:
 		r.index("global", m.globals)
-	case op == 0x25 || op == 0x26:
+	case op == 0x25: // table.get
 		r.u32()
+	case op == 0x26: // table.set
+		r.u32()
+		m.info.WritesTablesOrSegments = true
 	case op >= 0x28 && op <= 0x3e:
 		r.u32()
 		r.u32()
@@ -388,6 +391,7 @@ func (f *fnBody) decode(r *reader) (instr, error) {
 			in.kind = kBulkMem
 		case sub == 9: // data.drop
 			r.u32()
+			m.info.WritesTablesOrSegments = true
 		case sub == 10: // memory.copy
 			r.u32()
 			r.u32()
@@ -399,14 +403,20 @@ func (f *fnBody) decode(r *reader) (instr, error) {
 			r.u32()
 			r.u32()
 			in.kind, in.cost = kBulkTable, 1
-		case sub == 13 || sub == 16: // elem.drop, table.size
+			m.info.WritesTablesOrSegments = true
+		case sub == 13: // elem.drop
+			r.u32()
+			m.info.WritesTablesOrSegments = true
+		case sub == 16: // table.size
 			r.u32()
 		case sub == 15: // table.grow
 			r.u32()
 			in.kind, in.cost = kBulkTable, TableGrowCost
+			m.info.WritesTablesOrSegments = true
 		case sub == 17: // table.fill
 			r.u32()
 			in.kind, in.cost = kBulkTable, 1
+			m.info.WritesTablesOrSegments = true
 		default:
 			if r.err == nil {
 				return in, errorf("unknown instruction 0xfc %d at offset %d", sub, in.start)

@@ -33,6 +33,8 @@ package instrument
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 const (
@@ -132,6 +134,7 @@ type module struct {
 	funcImports  uint32
 	globals      uint32 // imported + defined
 	importedMut  []bool // per imported global: whether it is mutable
+	info         Info
 	refillType   uint32 // type index of () -> (), maybe appended
 	addType      bool
 	refillIndex  uint32 // the refill import's function index == funcImports
@@ -140,13 +143,54 @@ type module struct {
 	hasExportSec bool
 }
 
+// GlobalPrefix: the pass exports every mutable global of the module as
+// GlobalPrefix followed by its index, so that the host can read and set
+// the whole state of an instance (to snapshot and reset it).
+const GlobalPrefix = "kindgi_g"
+
+// Info is what the pass learnt of a module that resetting an instance of
+// it needs.
+type Info struct {
+	// Globals are the indices of the module's mutable globals (exported as
+	// GlobalPrefix+index), not counting the pass's own counters.
+	Globals []uint32
+	// WritesTablesOrSegments: the module can change a table or drop a
+	// segment (table.set, grow, fill, copy, init; elem.drop; data.drop), so
+	// an instance's memory and globals are not all of its state.
+	WritesTablesOrSegments bool
+}
+
 // Instrument returns the metered module.
 func Instrument(wasm []byte, opt Options) ([]byte, error) {
+	out, _, err := InstrumentInfo(wasm, opt)
+	return out, err
+}
+
+// InstrumentInfo returns the metered module and what resetting an instance
+// of it needs.
+func InstrumentInfo(wasm []byte, opt Options) ([]byte, Info, error) {
 	m := &module{opt: opt}
 	if err := m.parse(wasm); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
-	return m.emit()
+	out, err := m.emit()
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return out, m.info, nil
+}
+
+// reservedExport reports names the pass exports itself.
+func reservedExport(name string) bool {
+	if name == GlobalExport || name == StackExport {
+		return true
+	}
+	digits, ok := strings.CutPrefix(name, GlobalPrefix)
+	if !ok || digits == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(digits, 10, 32)
+	return err == nil
 }
 
 // funcs is the size of the function index space as written.
@@ -249,8 +293,12 @@ func (m *module) parseImports(b []byte) error {
 		case m.opt.FunctionImportsOnly:
 			return errorf("import section: %s.%s is a %s; a module may import only functions", mod, name, kindName(kind))
 		case kind == 0x03:
+			mut := r.b[r.off-1] != 0
+			if mut {
+				m.info.Globals = append(m.info.Globals, m.globals)
+			}
 			m.globals++
-			m.importedMut = append(m.importedMut, r.b[r.off-1] != 0)
+			m.importedMut = append(m.importedMut, mut)
 		}
 	}
 	return r.end("import section")
@@ -488,8 +536,13 @@ func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
 	r := &reader{b: body}
 	n := r.u32()
 	out := appendU32(nil, n+2)
+	first := uint32(len(m.importedMut))
 	for i := uint32(0); i < n && r.err == nil; i++ {
-		out = append(out, r.byte(), r.byte())
+		typ, mut := r.byte(), r.byte()
+		if mut != 0 {
+			m.info.Globals = append(m.info.Globals, first+i)
+		}
+		out = append(out, typ, mut)
 		var err error
 		if out, err = m.constExpr(r, out); err != nil {
 			return nil, err
@@ -504,10 +557,10 @@ func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
 func (m *module) rewriteExports(body []byte) ([]byte, error) {
 	r := &reader{b: body}
 	n := r.u32()
-	out := appendU32(nil, n+2)
+	out := appendU32(nil, n+2+uint32(len(m.info.Globals)))
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		name := r.name()
-		if r.err == nil && (name == GlobalExport || name == StackExport) {
+		if r.err == nil && reservedExport(name) {
 			return nil, errorf("the module already exports %q", name)
 		}
 		out = appendName(out, name)
@@ -529,7 +582,12 @@ func (m *module) rewriteExports(body []byte) ([]byte, error) {
 	out = appendName(out, GlobalExport)
 	out = appendU32(append(out, 0x03), m.fuelGlobal)
 	out = appendName(out, StackExport)
-	return appendU32(append(out, 0x03), m.stackGlobal), nil
+	out = appendU32(append(out, 0x03), m.stackGlobal)
+	for _, g := range m.info.Globals {
+		out = appendName(out, GlobalPrefix+strconv.FormatUint(uint64(g), 10))
+		out = appendU32(append(out, 0x03), g)
+	}
+	return out, nil
 }
 
 // constExpr copies a constant expression, checking global.get and

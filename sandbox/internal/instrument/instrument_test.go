@@ -402,3 +402,53 @@ func runExports(ctx context.Context, rt wazero.Runtime, c wazero.CompiledModule)
 	}
 	return out
 }
+
+// TestMutableGlobalsAreExported: every mutable global of the module is
+// exported as GlobalPrefix+index (what a snapshot of an instance reads and
+// a reset sets), and the pass says when tables or segments can change.
+func TestMutableGlobalsAreExported(t *testing.T) {
+	for _, c := range []struct {
+		dir, name string
+		globals   []uint32
+		writes    bool
+	}{
+		{"instrument", "renum", []uint32{0, 1}, true}, // $fref, $started; table.set
+		{"hostile", "counter", []uint32{0}, false},
+	} {
+		out, info, err := InstrumentInfo(readFixture(t, c.dir, c.name), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(info.Globals) != fmt.Sprint(c.globals) || info.WritesTablesOrSegments != c.writes {
+			t.Errorf("%s: %+v", c.name, info)
+		}
+		exported := map[string]uint32{}
+		sr := &reader{b: out, off: 8}
+		for !sr.done() {
+			id, body := sr.byte(), sr.bytes(int(sr.u32()))
+			if id != secExport {
+				continue
+			}
+			r := &reader{b: body}
+			for n := r.u32(); n > 0; n-- {
+				name, kind, idx := r.name(), r.byte(), r.u32()
+				if kind == 0x03 {
+					exported[name] = idx
+				}
+			}
+		}
+		for _, g := range c.globals {
+			if idx, ok := exported[GlobalPrefix+fmt.Sprint(g)]; !ok || idx != g {
+				t.Errorf("%s: global %d is not exported (%v)", c.name, g, exported)
+			}
+		}
+	}
+	head := "\x00asm\x01\x00\x00\x00"
+	for name, refused := range map[string]bool{"kindgi_g3": true, "kindgi_stack": true, "kindgi_go": false, "kindgi_g": false} {
+		exp := head + "\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00" + "\x07" + string(rune(len(name)+4)) + "\x01" + string(rune(len(name))) + name + "\x00\x00" + "\x0a\x04\x01\x02\x00\x0b"
+		_, err := Instrument([]byte(exp), Options{})
+		if (err != nil) != refused {
+			t.Errorf("export %q: %v", name, err)
+		}
+	}
+}
