@@ -20,13 +20,19 @@ import (
 // BenchmarkBaselineInitialize  instantiate + _initialize + close: the floor
 //                             for any Go guest under instantiate-per-call
 // BenchmarkCallCounterWat     a full call of a tiny hand-written module
+// BenchmarkCallPooled*         the same calls from a pool of instances reset
+//                             to their snapshot (Config.PoolSize)
 
 var echoRequest = []byte(`{"kind":"invoke","tool":{"id":"echo.echo"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`)
 
 func benchModule(b *testing.B, path string) (*Sandbox, *Module) {
+	return benchModulePooled(b, path, 0)
+}
+
+func benchModulePooled(b *testing.B, path string, pool int) (*Sandbox, *Module) {
 	b.Helper()
 	ctx := context.Background()
-	sb, err := New(ctx, Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")})
+	sb, err := New(ctx, Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: pool})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,6 +94,29 @@ func BenchmarkBaselineInitialize(b *testing.B) {
 
 func BenchmarkCallCounterWat(b *testing.B) {
 	_, m := benchModule(b, filepath.Join("..", "testdata", "hostile", "counter.wasm"))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Call(ctx, Request{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCallPooledEchoGo(b *testing.B) {
+	_, m := benchModulePooled(b, echoWasm, 1)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		rep, err := m.Call(ctx, Request{Body: echoRequest})
+		if err != nil || rep.Status != abi.StatusOK {
+			b.Fatal(rep, err)
+		}
+	}
+}
+
+func BenchmarkCallPooledCounterWat(b *testing.B) {
+	_, m := benchModulePooled(b, filepath.Join("..", "testdata", "hostile", "counter.wasm"), 1)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

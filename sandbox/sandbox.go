@@ -83,6 +83,10 @@ type Config struct {
 	// it returns -1. On Linux instance memory is mapped outside the Go
 	// heap and returned to the system when the call ends.
 	MemoryBudget int64
+	// PoolSize is how many instances of each module are kept between calls,
+	// reset to the module's snapshot after _initialize (see instancePool);
+	// 0 gives every call a fresh instance.
+	PoolSize int
 	// MaxStackBytes bounds a call's wasm stack, estimated from the frames
 	// of the functions open (8 bytes per param, local and result, plus 64);
 	// a call past it traps with "stack overflow". 0: 8 MiB.
@@ -209,6 +213,8 @@ type Module struct {
 	sb       *Sandbox
 	compiled wazero.CompiledModule
 	minBytes int64 // its memory's initial size
+	info     instrument.Info
+	pool     *instancePool // nil: a fresh instance per call
 	hasInit  bool
 	shape    error // why the module does not implement the guest ABI, or nil
 }
@@ -228,7 +234,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	// The pass checks every index and section end of the module as written
 	// (nothing invalid may resolve to what it adds); wazero then validates
 	// the result. Its error says what is wrong with the module itself.
-	metered, err := instrument.Instrument(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true, MaxStackBytes: s.cfg.MaxStackBytes})
+	metered, info, err := instrument.InstrumentInfo(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true, MaxStackBytes: s.cfg.MaxStackBytes})
 	if err != nil {
 		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
@@ -243,7 +249,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		_ = compiled.Close(ctx)
 		return nil, err
 	}
-	m := &Module{sb: s, compiled: compiled}
+	m := &Module{sb: s, compiled: compiled, info: info}
 	for _, def := range compiled.ExportedMemories() {
 		m.minBytes = int64(def.Min()) * 65536
 	}
@@ -252,6 +258,9 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		m.hasInit = true
 	}
 	m.shape = checkExports(compiled)
+	if s.cfg.PoolSize > 0 && m.shape == nil && poolable(info) {
+		m.pool = newInstancePool(m, s.cfg.PoolSize)
+	}
 	return m, nil
 }
 
@@ -329,11 +338,20 @@ func checkExports(c wazero.CompiledModule) error {
 	return nil
 }
 
+// Pooled reports whether calls reuse instances of the module (Config.PoolSize,
+// and a module whose instances' state the reset covers).
+func (m *Module) Pooled() bool { return m.pool != nil }
+
 // Shape is nil when the module exports everything the guest ABI requires.
 func (m *Module) Shape() error { return m.shape }
 
-// Close releases the compiled module.
-func (m *Module) Close(ctx context.Context) error { return m.compiled.Close(ctx) }
+// Close releases the module's idle instances and the compiled module.
+func (m *Module) Close(ctx context.Context) error {
+	if m.pool != nil {
+		m.pool.close()
+	}
+	return m.compiled.Close(ctx)
+}
 
 // Reply is what a guest answered, and the fuel the call burnt.
 type Reply struct {
@@ -389,6 +407,19 @@ type Request struct {
 	Output func(stream string, line []byte)
 }
 
+// newState is a call's state, with a fuel budget.
+func (s *Sandbox) newState(req Request, budget int64) *callState {
+	return &callState{
+		request:   req.Body,
+		maxResp:   s.cfg.MaxResponseBytes,
+		env:       req.Env,
+		stdout:    lineWriter{sink: sinkFor(req.Output, "stdout", s.stdout), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+		stderr:    lineWriter{sink: sinkFor(req.Output, "stderr", s.stderr), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
+		fuelLeft:  budget,
+		fuelSlice: s.cfg.FuelSlice,
+	}
+}
+
 // sinkFor is where a call's lines on a stream go.
 func sinkFor(output func(string, []byte), stream string, q *lineq.Queue) func([]byte) {
 	if output != nil {
@@ -403,6 +434,9 @@ func (m *Module) Call(ctx context.Context, req Request) (Reply, error) {
 	if m.shape != nil {
 		return Reply{}, m.shape
 	}
+	if m.pool != nil && m.pool.serves(req.Env) {
+		return m.pool.call(ctx, req)
+	}
 	return m.run(ctx, abi.ExportCall, req)
 }
 
@@ -413,15 +447,7 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 		budget = s.cfg.DefaultFuel
 	}
 	budget = min(budget, MaxFuel)
-	st := &callState{
-		request:   req.Body,
-		maxResp:   s.cfg.MaxResponseBytes,
-		env:       req.Env,
-		stdout:    lineWriter{sink: sinkFor(req.Output, "stdout", s.stdout), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
-		stderr:    lineWriter{sink: sinkFor(req.Output, "stderr", s.stderr), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
-		fuelLeft:  budget,
-		fuelSlice: s.cfg.FuelSlice,
-	}
+	st := s.newState(req, budget)
 	var inst api.Module
 	defer func() {
 		st.stdout.Flush()

@@ -22,6 +22,7 @@ type loadFlags struct {
 	index, moduleRoot, cacheDir string
 	memoryMiB, maxModuleMiB     uint
 	memoryBudgetMiB             int64
+	poolSize                    int64
 	fuel, loadFuel              int64
 	compileTimeout, loadTimeout time.Duration
 }
@@ -34,6 +35,8 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&l.fuel, "fuel", envInt("PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
 	fs.Int64Var(&l.memoryBudgetMiB, "memory-budget-mib", envInt("PACKD_MEMORY_BUDGET_MIB", defaultMemoryBudget(nil)>>20),
 		"memory the process may use, MiB: half for instances' linear memory (a call that does not fit answers 503 overloaded), half the Go heap's soft limit (default $PACKD_MEMORY_BUDGET_MIB, else 3/4 of the cgroup's or the machine's memory)")
+	fs.Int64Var(&l.poolSize, "pool-size", envInt("PACKD_POOL_SIZE", 0),
+		"instances of each module kept between calls, reset to their snapshot after _initialize (experimental; default $PACKD_POOL_SIZE, else 0: a fresh instance per call)")
 	fs.UintVar(&l.maxModuleMiB, "max-module-mib", sandbox.DefaultMaxModuleBytes>>20, "largest module packd loads, MiB")
 	fs.DurationVar(&l.compileTimeout, "compile-timeout", sandbox.DefaultCompileTimeout, "longest a module's compilation may take")
 	fs.DurationVar(&l.loadTimeout, "load-timeout", sandbox.DefaultLoadTimeout, "longest a module's load-time code (start, _initialize, kindgi_describe) may run")
@@ -76,6 +79,9 @@ func (l *loadFlags) check() []string {
 		problems = append(problems, "--memory-budget-mib (or PACKD_MEMORY_BUDGET_MIB) must be a positive integer")
 	} else if l.memoryBudgetMiB/2 < int64(l.memoryMiB) {
 		problems = append(problems, fmt.Sprintf("--memory-budget-mib %d leaves less than one instance's --memory-limit-mib (%d) for instances (half the budget)", l.memoryBudgetMiB, l.memoryMiB))
+	}
+	if l.poolSize < 0 || l.poolSize > 4096 {
+		problems = append(problems, "--pool-size (or PACKD_POOL_SIZE) must be between 0 and 4096")
 	}
 	if l.maxModuleMiB == 0 || l.maxModuleMiB > 1024 {
 		problems = append(problems, "--max-module-mib must be between 1 and 1024")
@@ -121,6 +127,7 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 			LoadTimeout:      l.loadTimeout,
 			LoadFuel:         l.loadFuel,
 			MemoryBudget:     l.memoryBudgetMiB << 20 / 2,
+			PoolSize:         int(l.poolSize),
 		},
 	}, nil
 }

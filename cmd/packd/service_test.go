@@ -356,6 +356,18 @@ func TestServiceBodyLimit(t *testing.T) {
 // TestServiceConformancePack runs every case of PROTOCOL-NOTES §8 over HTTP.
 func TestServiceConformancePack(t *testing.T) {
 	s := start(t, conformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"})
+	conformanceOverHTTP(t, s)
+}
+
+// TestServiceConformancePackPooled: the same answers from pooled instances.
+func TestServiceConformancePackPooled(t *testing.T) {
+	s := start(t, conformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"}, "--pool-size", "4")
+	for i := 0; i < 3; i++ { // instances are reused across the rounds
+		conformanceOverHTTP(t, s)
+	}
+}
+
+func conformanceOverHTTP(t *testing.T, s *service) {
 	for _, c := range toolCases {
 		t.Run(c.name, func(t *testing.T) {
 			var extra []string

@@ -158,6 +158,9 @@ type Info struct {
 	// segment (table.set, grow, fill, copy, init; elem.drop; data.drop), so
 	// an instance's memory and globals are not all of its state.
 	WritesTablesOrSegments bool
+	// RefGlobals: a mutable global holds a reference (funcref, externref),
+	// whose value means something only in its own instance.
+	RefGlobals bool
 }
 
 // Instrument returns the metered module.
@@ -293,9 +296,10 @@ func (m *module) parseImports(b []byte) error {
 		case m.opt.FunctionImportsOnly:
 			return errorf("import section: %s.%s is a %s; a module may import only functions", mod, name, kindName(kind))
 		case kind == 0x03:
-			mut := r.b[r.off-1] != 0
+			typ, mut := r.b[r.off-2], r.b[r.off-1] != 0
 			if mut {
 				m.info.Globals = append(m.info.Globals, m.globals)
+				m.info.RefGlobals = m.info.RefGlobals || typ == 0x70 || typ == 0x6f
 			}
 			m.globals++
 			m.importedMut = append(m.importedMut, mut)
@@ -541,6 +545,7 @@ func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
 		typ, mut := r.byte(), r.byte()
 		if mut != 0 {
 			m.info.Globals = append(m.info.Globals, first+i)
+			m.info.RefGlobals = m.info.RefGlobals || typ == 0x70 || typ == 0x6f
 		}
 		out = append(out, typ, mut)
 		var err error

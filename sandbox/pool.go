@@ -1,0 +1,238 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/sandbox/internal/instrument"
+)
+
+// instancePool keeps instances of one module between calls (Config.PoolSize).
+// The first instance runs _initialize, and its memory and mutable globals
+// then are the module's snapshot. After a call that ended well and left the
+// memory its size, an instance is reset to the snapshot (the whole memory
+// copied back, every mutable global set, the fuel and stack counters
+// zeroed) and kept; after anything else it is closed. A module that can
+// change a table or drop a segment, or keeps references in mutable globals,
+// is not pooled (its instances have state the reset does not cover).
+type instancePool struct {
+	m    *Module
+	idle chan *pooledInstance
+	mu   sync.Mutex // held while the snapshot is taken
+	snap *snapshot
+}
+
+type snapshot struct {
+	memory  []byte
+	globals []uint64 // in Module.info.Globals order
+	env     []string // the environment _initialize saw (a Go guest keeps it)
+}
+
+// pooledInstance is one instance of the pool, with its share of the memory budget
+// for as long as it lives.
+type pooledInstance struct {
+	inst         api.Module
+	globals      []api.MutableGlobal
+	fuel, stack  api.MutableGlobal
+	memory       api.Memory
+	closeRelease func()
+}
+
+// poolable reports whether the reset covers all of a module's state.
+func poolable(info instrument.Info) bool { return !info.WritesTablesOrSegments && !info.RefGlobals }
+
+func newInstancePool(m *Module, size int) *instancePool {
+	return &instancePool{m: m, idle: make(chan *pooledInstance, size)}
+}
+
+// call runs kindgi_call in an instance of the pool.
+func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err error) {
+	s := p.m.sb
+	budget := req.Fuel
+	if budget <= 0 {
+		budget = s.cfg.DefaultFuel
+	}
+	budget = min(budget, MaxFuel)
+	st := s.newState(req, budget)
+	defer func() {
+		st.stdout.Flush()
+		st.stderr.Flush()
+	}()
+	if err := ctx.Err(); err != nil {
+		return Reply{}, classify(ctx, err)
+	}
+	pi, err := p.get(ctx, req.Env)
+	if err != nil {
+		return Reply{}, err
+	}
+	keep := false
+	defer func() {
+		rep.FuelUsed = budget - st.fuelLeft - max(int64(pi.fuel.Get()), 0)
+		rep.MemoryBytes = int64(pi.memory.Size())
+		var trap *TrapError
+		if uint32(pi.stack.Get()) > s.cfg.MaxStackBytes && errors.As(err, &trap) {
+			err = &TrapError{Message: "stack overflow", Stack: trap.Stack}
+		}
+		if used := rep.FuelUsed; used < 0 || used > budget {
+			rep = Reply{FuelUsed: min(max(used, 0), budget)}
+			err, keep = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}, false
+		}
+		if keep && int(pi.memory.Size()) == len(p.snap.memory) {
+			p.reset(pi)
+			p.put(pi)
+		} else {
+			pi.close()
+		}
+	}()
+	pi.fuel.Set(0)
+	pi.stack.Set(0)
+	res, err := pi.inst.ExportedFunction(abi.ExportCall).Call(context.WithValue(ctx, stateKey{}, st))
+	if err != nil {
+		return rep, classify(ctx, err)
+	}
+	rep.Status = abi.Status(int32(res[0]))
+	switch rep.Status {
+	case abi.StatusOK, abi.StatusThrown:
+		if !st.wrote {
+			return rep, ErrNoResponse
+		}
+	case abi.StatusNoHandler:
+	default:
+		return rep, &ABIError{Func: abi.ExportCall, Reason: fmt.Sprintf("returned unknown status %d", rep.Status)}
+	}
+	rep.Body = st.response
+	keep = true
+	return rep, nil
+}
+
+// get takes an idle instance, or makes one.
+func (p *instancePool) get(ctx context.Context, env []string) (*pooledInstance, error) {
+	select {
+	case pi := <-p.idle:
+		return pi, nil
+	default:
+	}
+	return p.fresh(ctx, env)
+}
+
+// serves reports whether the pool can serve a call with this environment:
+// its snapshot's init saw the environment, and a guest may keep what it
+// read then (Go does). Before the snapshot, any environment is its own.
+func (p *instancePool) serves(env []string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.snap == nil || slices.Equal(p.snap.env, env)
+}
+
+// put keeps a reset instance, or closes it when the pool is full.
+func (p *instancePool) put(pi *pooledInstance) {
+	select {
+	case p.idle <- pi:
+	default:
+		pi.close()
+	}
+}
+
+// fresh instantiates the module under load-time limits. The first instance
+// runs _initialize and becomes the snapshot; the others are set to it.
+func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance, error) {
+	m, s := p.m, p.m.sb
+	mem := &callMemory{budget: &s.mem, maps: s.maps}
+	if !mem.take(m.minBytes) {
+		return nil, ErrMemoryBudget
+	}
+	mem.prepaid = m.minBytes
+	lctx, cancel := context.WithTimeout(ctx, s.cfg.LoadTimeout)
+	defer cancel()
+	st := s.newState(Request{Env: env}, s.cfg.LoadFuel)
+	lctx = context.WithValue(lctx, stateKey{}, st)
+	if mmapAvailable {
+		lctx = experimental.WithMemoryAllocator(lctx, mem)
+	}
+	inst, err := s.rt.InstantiateModule(lctx, m.compiled, s.modCfg)
+	mem.release()
+	if err != nil {
+		return nil, fmt.Errorf("instantiating module: %w", classify(lctx, err))
+	}
+	pi := &pooledInstance{inst: inst, memory: inst.Memory(), closeRelease: func() { _ = inst.Close(context.Background()) }}
+	var ok bool
+	if pi.fuel, ok = inst.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal); !ok {
+		pi.close()
+		return nil, errors.New("instantiating module: no fuel counter")
+	}
+	pi.stack, ok = inst.ExportedGlobal(instrument.StackExport).(api.MutableGlobal)
+	if !ok || pi.memory == nil {
+		pi.close()
+		return nil, errors.New("instantiating module: no stack counter or memory")
+	}
+	for _, g := range m.info.Globals {
+		mg, ok := inst.ExportedGlobal(instrument.GlobalPrefix + strconv.FormatUint(uint64(g), 10)).(api.MutableGlobal)
+		if !ok {
+			pi.close()
+			return nil, errors.New("instantiating module: a mutable global is not exported")
+		}
+		pi.globals = append(pi.globals, mg)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.snap == nil {
+		if m.hasInit {
+			if _, err := inst.ExportedFunction(abi.ExportInitialize).Call(lctx); err != nil {
+				pi.close()
+				return nil, fmt.Errorf("initializing module: %w", classify(lctx, err))
+			}
+		}
+		b, _ := pi.memory.Read(0, pi.memory.Size())
+		snap := &snapshot{memory: append([]byte(nil), b...), env: slices.Clone(env)}
+		for _, g := range pi.globals {
+			snap.globals = append(snap.globals, g.Get())
+		}
+		p.snap = snap
+		return pi, nil
+	}
+	if delta := (uint32(len(p.snap.memory)) - pi.memory.Size()) / 65536; delta > 0 {
+		if _, ok := pi.memory.Grow(delta); !ok {
+			pi.close()
+			return nil, ErrMemoryBudget
+		}
+	}
+	if pi.memory.Size() != uint32(len(p.snap.memory)) {
+		pi.close()
+		return nil, errors.New("instantiating module: its memory does not match the snapshot")
+	}
+	p.reset(pi)
+	return pi, nil
+}
+
+// reset sets an instance to the snapshot: every byte of memory, every
+// mutable global, and the pass's counters.
+func (p *instancePool) reset(pi *pooledInstance) {
+	pi.memory.Write(0, p.snap.memory)
+	for i, g := range pi.globals {
+		g.Set(p.snap.globals[i])
+	}
+	pi.fuel.Set(0)
+	pi.stack.Set(0)
+}
+
+func (pi *pooledInstance) close() { pi.closeRelease() }
+
+// close closes every idle instance.
+func (p *instancePool) close() {
+	for {
+		select {
+		case pi := <-p.idle:
+			pi.close()
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/sandbox"
+)
+
+// canaryCall asks the canary guest to check that the state it writes is
+// gone, then to write it (and, with how, to end badly after writing).
+func canaryCall(t *testing.T, m *sandbox.Module, how string) (sandbox.Reply, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return m.Call(ctx, sandbox.Request{Body: []byte(how), Fuel: 50_000_000})
+}
+
+// TestPooledInstancesArePristine: whatever a call writes (a global, a
+// word on every page of memory), the next call on a pooled instance sees
+// none of it, through every way a call can end; under concurrency too.
+func TestPooledInstancesArePristine(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 4})
+	m := compile(t, sb, hostile("canary"))
+	for i, how := range []string{"ok", "ok", "trap", "ok", "exit", "ok", "spin", "ok", "grow", "ok", "ok"} {
+		rep, err := canaryCall(t, m, how)
+		switch how {
+		case "ok":
+			if err != nil || string(rep.Body) != `{"dirty":false}` {
+				t.Fatalf("call %d: %s %v", i, rep.Body, err)
+			}
+		case "grow": // answers, and its instance is not kept (memory grew)
+			if err != nil || string(rep.Body) != `{"dirty":false}` {
+				t.Fatalf("call %d: %s %v", i, rep.Body, err)
+			}
+		case "trap", "exit", "spin":
+			if err == nil {
+				t.Fatalf("call %d (%s) ended well: %s", i, how, rep.Body)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := canaryCall(t, m, "ok")
+			if err != nil || string(rep.Body) != `{"dirty":false}` {
+				errs <- fmt.Errorf("%s %v", rep.Body, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestPooledGoGuest: the Go conformance pack answers from pooled
+// instances, and its counter-like state does not carry over.
+func TestPooledGoGuest(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 2})
+	m := compile(t, sb, filepath.Join("..", "wasm-examples", "conformance", "conformance.wasm"))
+	if !m.Pooled() {
+		t.Fatal("the Go guest is not pooled")
+	}
+	for i := 0; i < 20; i++ {
+		rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"m` + fmt.Sprint(i) + `"},"ctx":{"tenantId":"t","runId":"r"}}`)})
+		if err != nil || string(rep.Body) != `{"message":"m`+fmt.Sprint(i)+`"}` {
+			t.Fatalf("call %d: %s %v", i, rep.Body, err)
+		}
+	}
+	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"conformance.throws"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)})
+	if err != nil || rep.Status != 1 {
+		t.Fatalf("throws: %d %s %v", rep.Status, rep.Body, err)
+	}
+}
+
+// TestModulesThatWriteTablesAreNotPooled: the reset covers memory and
+// globals only, so a module that can change a table is not pooled.
+func TestModulesThatWriteTablesAreNotPooled(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 2})
+	if m := compile(t, sb, hostile("tablegrow")); m.Pooled() {
+		t.Fatal("a module with table.grow is pooled")
+	}
+	if m := compile(t, sb, hostile("canary")); !m.Pooled() {
+		t.Fatal("the canary is not pooled")
+	}
+}
+
+// TestPoolKeepsTheEnvironmentOfItsSnapshot: a Go guest reads its
+// environment in _initialize, so a pool serves only calls with the
+// environment its snapshot saw; another environment gets a fresh instance.
+func TestPoolKeepsTheEnvironmentOfItsSnapshot(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 2})
+	m := compile(t, sb, filepath.Join("..", "wasm-examples", "conformance", "conformance.wasm"))
+	body := []byte(`{"kind":"invoke","tool":{"id":"conformance.process-env"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"A=1"}, `{"names":["A"]}`},
+		{[]string{"A=1"}, `{"names":["A"]}`},
+		{[]string{"B=2"}, `{"names":["B"]}`},
+		{nil, `{"names":[]}`},
+	} {
+		rep, err := m.Call(context.Background(), sandbox.Request{Body: body, Env: c.env})
+		if err != nil || string(rep.Body) != c.want {
+			t.Fatalf("env %v: %s %v", c.env, rep.Body, err)
+		}
+	}
+}
