@@ -130,6 +130,18 @@ type request struct {
 	Trace  json.RawMessage `json:"trace"`
 }
 
+// prewarm runs the SDK's JSON paths once: decoding a request and its ctx,
+// encoding an output and a thrown error.
+func prewarm() {
+	var r request
+	_ = json.Unmarshal([]byte(`{"kind":"invoke","tool":{"id":"x"},"check":{"id":"x"},"input":{"a":[1,"b",true,null,{}]},"ctx":{},"config":{},"trace":{}}`), &r)
+	var c Context
+	_ = json.Unmarshal([]byte(`{"tenantId":"t","runId":"r","projectId":"p","orgId":"o","requestId":"q","idempotencyKey":"k","env":{"A":"b"},"secrets":{"s":"v"}}`), &c)
+	_, _ = json.Marshal(r.Input)
+	_, _ = json.Marshal(map[string]any{"s": "x", "n": 1.5, "b": true, "a": []any{nil}, "o": map[string]string{"k": "v"}})
+	thrownStack("Error", "m", "s")
+}
+
 // Dispatch runs the handler a request names and returns the ABI status and
 // the response bytes. It is what kindgi_call does inside the module.
 func Dispatch(req []byte) (status abi.Status, resp []byte) {

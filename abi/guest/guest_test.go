@@ -63,3 +63,13 @@ func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
 		t.Errorf("a bad request must be reported as a throw, got %d", status)
 	}
 }
+
+// TestPrewarmLeavesNoTrace: the SDK's init-time JSON work registers
+// nothing and leaves dispatch as it was.
+func TestPrewarmLeavesNoTrace(t *testing.T) {
+	before := string(Describe())
+	prewarm()
+	if got := string(Describe()); got != before {
+		t.Fatalf("describe %s, before %s", got, before)
+	}
+}

@@ -20,6 +20,12 @@ func responseWrite(ptr unsafe.Pointer, n int32)
 //go:wasmimport kindgi log
 func logImport(level int32, ptr unsafe.Pointer, n int32)
 
+// The SDK's own JSON work is done once in init, so that encoding/json's
+// caches for its types are built there: with pooled instances (packd
+// --pool-size) init runs once per snapshot instead of once per call, and a
+// fresh instance would have built them in its call anyway.
+func init() { prewarm() }
+
 //go:wasmexport kindgi_abi_version
 func abiVersion() int32 { return abi.GuestABIVersion }
 
