@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -28,7 +29,13 @@ type instancePool struct {
 	idle chan *pooledInstance
 	mu   sync.Mutex // held while the snapshot is taken
 	snap *snapshot
+	stop chan struct{}
+	once sync.Once
 }
+
+// poolIdleFor is how long an instance may wait in the pool: a pool shrinks
+// back once its traffic has gone.
+const poolIdleFor = 30 * time.Second
 
 type snapshot struct {
 	memory  []byte
@@ -39,6 +46,7 @@ type snapshot struct {
 // pooledInstance is one instance of the pool, with its share of the memory budget
 // for as long as it lives.
 type pooledInstance struct {
+	since        time.Time // when it was last put back
 	inst         api.Module
 	globals      []api.MutableGlobal
 	fuel, stack  api.MutableGlobal
@@ -50,7 +58,39 @@ type pooledInstance struct {
 func poolable(info instrument.Info) bool { return !info.WritesTablesOrSegments && !info.RefGlobals }
 
 func newInstancePool(m *Module, size int) *instancePool {
-	return &instancePool{m: m, idle: make(chan *pooledInstance, size)}
+	p := &instancePool{m: m, idle: make(chan *pooledInstance, size), stop: make(chan struct{})}
+	go p.janitor()
+	return p
+}
+
+// janitor closes instances idle for longer than poolIdleFor.
+func (p *instancePool) janitor() {
+	t := time.NewTicker(poolIdleFor / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-t.C:
+			p.trim(now.Add(-poolIdleFor))
+		}
+	}
+}
+
+// trim closes the idle instances put back before cutoff.
+func (p *instancePool) trim(cutoff time.Time) {
+	for n := len(p.idle); n > 0; n-- {
+		select {
+		case pi := <-p.idle:
+			if pi.since.Before(cutoff) {
+				pi.close()
+			} else {
+				p.keep(pi)
+			}
+		default:
+			return
+		}
+	}
 }
 
 // call runs kindgi_call in an instance of the pool.
@@ -134,6 +174,13 @@ func (p *instancePool) serves(env []string) bool {
 
 // put keeps a reset instance, or closes it when the pool is full.
 func (p *instancePool) put(pi *pooledInstance) {
+	pi.since = time.Now()
+	p.keep(pi)
+}
+
+// keep puts an instance in the pool as it is, or closes it when the pool
+// is full.
+func (p *instancePool) keep(pi *pooledInstance) {
 	select {
 	case p.idle <- pi:
 	default:
@@ -225,8 +272,9 @@ func (p *instancePool) reset(pi *pooledInstance) {
 
 func (pi *pooledInstance) close() { pi.closeRelease() }
 
-// close closes every idle instance.
+// close stops the janitor and closes every idle instance.
 func (p *instancePool) close() {
+	p.once.Do(func() { close(p.stop) })
 	for {
 		select {
 		case pi := <-p.idle:

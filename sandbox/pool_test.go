@@ -116,3 +116,21 @@ func TestPoolKeepsTheEnvironmentOfItsSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleInstancesGiveBackTheirMemory: pooled instances hold their share
+// of the memory budget while they wait; once idle long enough they close
+// and give it back.
+func TestIdleInstancesGiveBackTheirMemory(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 2})
+	m := compile(t, sb, hostile("canary"))
+	if _, err := canaryCall(t, m, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if sb.MemoryInUse() == 0 {
+		t.Fatal("the idle instance holds no memory")
+	}
+	sandbox.TrimPools(m, time.Now().Add(time.Second))
+	if n := sb.MemoryInUse(); n != 0 {
+		t.Fatalf("%d bytes held after the pool was trimmed", n)
+	}
+}
