@@ -179,7 +179,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 	if entry.spec.Version != "" {
 		toolField.Set("version", entry.spec.Version)
 	}
-	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Fuel, &ojson.Object{
+	body, gerr := p.run(ctx, o, t, entry.mod, sandbox.Request{Fuel: entry.spec.Fuel, Fresh: entry.spec.Fresh}, &ojson.Object{
 		Keys: []string{"kind", "tool", "input", "ctx"},
 		Vals: []any{abi.KindInvoke, toolField, input, callCtx},
 	})
@@ -275,7 +275,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Fuel, &ojson.Object{
+	body, gerr := p.run(ctx, o, t, c.mod, sandbox.Request{Fuel: c.spec.Fuel, Fresh: c.spec.Fresh}, &ojson.Object{
 		Keys: []string{"kind", "check", "config", "trace"},
 		Vals: []any{abi.KindCheckInvoke, &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}, config, trace},
 	})
@@ -298,16 +298,16 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 }
 
 // run hands the request message to the module under the call's deadline
-// (ctx's) and fuel, and returns what the guest answered with StatusOK, or
+// (ctx's), with the fuel and instance limits in call, and returns what the guest answered with StatusOK, or
 // the error message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, fuel int64, req *ojson.Object) ([]byte, *abi.Error) {
+func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, call sandbox.Request, req *ojson.Object) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
 	if e := t.late(ctx); e != nil {
 		return nil, e
 	}
-	call := sandbox.Request{Body: ojson.Encode(req), Env: p.env, Fuel: fuel}
+	call.Body, call.Env = ojson.Encode(req), p.env
 	if p.output != nil {
 		who := GuestLine{Target: o.Target, ID: t.id, TenantID: o.CtxString("tenantId")}
 		call.Output = func(stream string, line []byte) {

@@ -29,6 +29,9 @@ type ToolSpec struct {
 	Limits                               *ojson.Object // open; nil when absent
 	// Fuel is limits.fuel, the tool's fuel budget per call (0: the default).
 	Fuel int64
+	// Fresh is limits.instance "fresh": every call in a fresh instance, even
+	// when the service pools instances.
+	Fresh bool
 }
 
 // GuardrailSpec is one entry of the index's guardrails.
@@ -37,6 +40,8 @@ type GuardrailSpec struct {
 	ConfigSchema                          any // nil when absent
 	// Fuel is limits.fuel, the check's fuel budget per call (0: the default).
 	Fuel int64
+	// Fresh is limits.instance "fresh" (see ToolSpec.Fresh).
+	Fresh bool
 }
 
 // Check is the id a check-invoke names: checkId, else id.
@@ -243,6 +248,7 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 	t.Input, _ = o.Get("input")
 	t.Output, _ = o.Get("output")
 	t.Limits, t.Fuel = p.limits(o, where)
+	t.Fresh = p.fresh(t.Limits, where)
 	if len(p.list) > n {
 		return nil
 	}
@@ -266,11 +272,28 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 		ModulePath: p.str(o, "checkModulePath", where, true),
 	}
 	g.ConfigSchema, _ = o.Get("configSchema")
-	_, g.Fuel = p.limits(o, where)
+	var lo *ojson.Object
+	lo, g.Fuel = p.limits(o, where)
+	g.Fresh = p.fresh(lo, where)
 	if len(p.list) > n {
 		return nil
 	}
 	return g
+}
+
+// fresh reads limits.instance: "fresh" or "pooled" (the default).
+func (p *problemList) fresh(limits *ojson.Object, where string) bool {
+	if limits == nil {
+		return false
+	}
+	v, ok := limits.Get("instance")
+	if !ok {
+		return false
+	}
+	if v != "fresh" && v != "pooled" {
+		p.add(`%s limits.instance must be "fresh" or "pooled"`, where)
+	}
+	return v == "fresh"
 }
 
 // limits reads the open limits object and the one limit packd applies per

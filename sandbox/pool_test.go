@@ -134,3 +134,25 @@ func TestIdleInstancesGiveBackTheirMemory(t *testing.T) {
 		t.Fatalf("%d bytes held after the pool was trimmed", n)
 	}
 }
+
+// TestFreshOptsOutOfThePool: a call that asks for a fresh instance gets
+// one (it pays the Go runtime's initialisation again: many times the fuel
+// of a pooled call).
+func TestFreshOptsOutOfThePool(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 2})
+	m := compile(t, sb, filepath.Join("..", "wasm-examples", "conformance", "conformance.wasm"))
+	body := []byte(`{"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"m"},"ctx":{"tenantId":"t","runId":"r"}}`)
+	var fuel [2]int64
+	for i, fresh := range []bool{false, true} {
+		for j := 0; j < 2; j++ { // the second pooled call is a hit
+			rep, err := m.Call(context.Background(), sandbox.Request{Body: body, Fresh: fresh})
+			if err != nil || string(rep.Body) != `{"message":"m"}` {
+				t.Fatalf("fresh %v: %s %v", fresh, rep.Body, err)
+			}
+			fuel[i] = rep.FuelUsed
+		}
+	}
+	if fuel[1] < 3*fuel[0] {
+		t.Fatalf("a fresh call used %d fuel, a pooled one %d", fuel[1], fuel[0])
+	}
+}

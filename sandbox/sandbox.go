@@ -400,11 +400,14 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 // Output, when set, receives the call's whole lines (stream "stdout" or
 // "stderr", each line ending in a newline) instead of Config.Stdout and
 // Config.Stderr; it is called on the guest's goroutine and must not block.
+// Fresh asks for a fresh instance even when the module's instances are
+// pooled.
 type Request struct {
 	Body   []byte
 	Env    []string
 	Fuel   int64
 	Output func(stream string, line []byte)
+	Fresh  bool
 }
 
 // newState is a call's state, with a fuel budget.
@@ -434,7 +437,7 @@ func (m *Module) Call(ctx context.Context, req Request) (Reply, error) {
 	if m.shape != nil {
 		return Reply{}, m.shape
 	}
-	if m.pool != nil && m.pool.serves(req.Env) {
+	if m.pool != nil && !req.Fresh && m.pool.serves(req.Env) {
 		return m.pool.call(ctx, req)
 	}
 	return m.run(ctx, abi.ExportCall, req)
