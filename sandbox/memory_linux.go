@@ -129,16 +129,7 @@ func (p *mappings) put(b []byte, used int) {
 // janitor unmaps mappings that waited longer than idleFor, so that memory
 // a burst took goes back to the system once the burst is over.
 func (p *mappings) janitor() {
-	t := time.NewTicker(idleFor / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case now := <-t.C:
-			p.trim(now.Add(-idleFor))
-		}
-	}
+	every(idleFor/4, p.stop, func(now time.Time) { p.trim(now.Add(-idleFor)) })
 }
 
 // trim unmaps the mappings pooled before cutoff (all of them for a zero

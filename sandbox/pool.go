@@ -65,16 +65,7 @@ func newInstancePool(m *Module, size int) *instancePool {
 
 // janitor closes instances idle for longer than poolIdleFor.
 func (p *instancePool) janitor() {
-	t := time.NewTicker(poolIdleFor / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case now := <-t.C:
-			p.trim(now.Add(-poolIdleFor))
-		}
-	}
+	every(poolIdleFor/4, p.stop, func(now time.Time) { p.trim(now.Add(-poolIdleFor)) })
 }
 
 // trim closes the idle instances put back before cutoff.
@@ -134,23 +125,9 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	}()
 	pi.fuel.Set(0)
 	pi.stack.Set(0)
-	res, err := pi.inst.ExportedFunction(abi.ExportCall).Call(context.WithValue(ctx, stateKey{}, st))
-	if err != nil {
-		return rep, classify(ctx, err)
-	}
-	rep.Status = abi.Status(int32(res[0]))
-	switch rep.Status {
-	case abi.StatusOK, abi.StatusThrown:
-		if !st.wrote {
-			return rep, ErrNoResponse
-		}
-	case abi.StatusNoHandler:
-	default:
-		return rep, &ABIError{Func: abi.ExportCall, Reason: fmt.Sprintf("returned unknown status %d", rep.Status)}
-	}
-	rep.Body = st.response
-	keep = true
-	return rep, nil
+	rep.Status, rep.Body, err = callExport(context.WithValue(ctx, stateKey{}, st), pi.inst, abi.ExportCall, st)
+	keep = err == nil
+	return rep, err
 }
 
 // get takes an idle instance, or makes one.

@@ -513,20 +513,40 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 			return rep, &ABIError{Func: abi.ExportABIVersion, Reason: fmt.Sprintf("guest ABI version %d, packd speaks %d", v, abi.GuestABIVersion)}
 		}
 	}
+	rep.Status, rep.Body, err = callExport(ctx, inst, export, st)
+	return rep, err
+}
+
+// callExport calls a guest ABI export (ctx carries st) and checks what it
+// returned: a known status, and a response where one is due.
+func callExport(ctx context.Context, inst api.Module, export string, st *callState) (abi.Status, []byte, error) {
 	res, err := inst.ExportedFunction(export).Call(ctx)
 	if err != nil {
-		return rep, classify(ctx, err)
+		return 0, nil, classify(ctx, err)
 	}
-	rep.Status = abi.Status(int32(res[0]))
-	switch rep.Status {
+	status := abi.Status(int32(res[0]))
+	switch status {
 	case abi.StatusOK, abi.StatusThrown:
 		if !st.wrote {
-			return rep, ErrNoResponse
+			return status, nil, ErrNoResponse
 		}
 	case abi.StatusNoHandler:
 	default:
-		return rep, &ABIError{Func: export, Reason: fmt.Sprintf("returned unknown status %d", rep.Status)}
+		return status, nil, &ABIError{Func: export, Reason: fmt.Sprintf("returned unknown status %d", status)}
 	}
-	rep.Body = st.response
-	return rep, nil
+	return status, st.response, nil
+}
+
+// every calls fn with the time every period until stop closes.
+func every(period time.Duration, stop <-chan struct{}, fn func(now time.Time)) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			fn(now)
+		}
+	}
 }
