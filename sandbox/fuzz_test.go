@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzCompileAndCall: arbitrary module bytes either fail to compile with an
-// error or compile and run without harming the host.
+// error or compile and run without harming the host, with fresh instances
+// and with pooled ones.
 func FuzzCompileAndCall(f *testing.F) {
 	paths, _ := filepath.Glob(filepath.Join("..", "testdata", "hostile", "*.wasm"))
 	for _, p := range paths {
@@ -19,16 +20,23 @@ func FuzzCompileAndCall(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	sb := newSandbox(f, sandbox.Config{MemoryLimitPages: 64, CacheDir: f.TempDir()})
+	cache := f.TempDir()
+	sb := newSandbox(f, sandbox.Config{MemoryLimitPages: 64, CacheDir: cache})
+	pooled := newSandbox(f, sandbox.Config{MemoryLimitPages: 64, CacheDir: cache, PoolSize: 2})
 	f.Fuzz(func(t *testing.T, wasm []byte) {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		m, err := sb.Compile(ctx, wasm)
-		if err != nil {
-			return
+		for _, sb := range []*sandbox.Sandbox{sb, pooled} {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			m, err := sb.Compile(ctx, wasm)
+			if err != nil {
+				cancel()
+				return
+			}
+			_, _ = m.Describe(ctx)
+			for i := 0; i < 2; i++ { // a pooled module: the second call reuses
+				_, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: 10_000_000})
+			}
+			_ = m.Close(context.Background())
+			cancel()
 		}
-		defer m.Close(context.Background())
-		_, _ = m.Describe(ctx)
-		_, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
 	})
 }
