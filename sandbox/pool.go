@@ -33,6 +33,23 @@ type instancePool struct {
 	once sync.Once
 }
 
+// PoolEvent is what happened to a pooled instance (Config.PoolEvents):
+// Kind "hit" (a call got an idle instance), "miss" (it made one), "reset"
+// (an instance was reset after a call, in Seconds) or "discard" (it was
+// closed: Reason "error" after a call that did not end well, "grown" when
+// its memory grew, "full" when the pool had no room, "idle" after waiting
+// too long).
+type PoolEvent struct {
+	Kind, Reason string
+	Seconds      float64
+}
+
+func (p *instancePool) event(kind, reason string, seconds float64) {
+	if f := p.m.sb.cfg.PoolEvents; f != nil {
+		f(PoolEvent{Kind: kind, Reason: reason, Seconds: seconds})
+	}
+}
+
 // poolIdleFor is how long an instance may wait in the pool: a pool shrinks
 // back once its traffic has gone.
 const poolIdleFor = 30 * time.Second
@@ -74,6 +91,7 @@ func (p *instancePool) trim(cutoff time.Time) {
 		select {
 		case pi := <-p.idle:
 			if pi.since.Before(cutoff) {
+				p.event("discard", "idle", 0)
 				pi.close()
 			} else {
 				p.keep(pi)
@@ -116,11 +134,18 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 			rep = Reply{FuelUsed: min(max(used, 0), budget)}
 			err, keep = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}, false
 		}
-		if keep && int(pi.memory.Size()) == len(p.snap.memory) {
-			p.reset(pi)
-			p.put(pi)
-		} else {
+		switch {
+		case !keep:
+			p.event("discard", "error", 0)
 			pi.close()
+		case int(pi.memory.Size()) != len(p.snap.memory):
+			p.event("discard", "grown", 0)
+			pi.close()
+		default:
+			start := time.Now()
+			p.reset(pi)
+			p.event("reset", "", time.Since(start).Seconds())
+			p.put(pi)
 		}
 	}()
 	pi.fuel.Set(0)
@@ -134,9 +159,11 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 func (p *instancePool) get(ctx context.Context, env []string) (*pooledInstance, error) {
 	select {
 	case pi := <-p.idle:
+		p.event("hit", "", 0)
 		return pi, nil
 	default:
 	}
+	p.event("miss", "", 0)
 	return p.fresh(ctx, env)
 }
 
@@ -161,6 +188,7 @@ func (p *instancePool) keep(pi *pooledInstance) {
 	select {
 	case p.idle <- pi:
 	default:
+		p.event("discard", "full", 0)
 		pi.close()
 	}
 }

@@ -156,3 +156,29 @@ func TestFreshOptsOutOfThePool(t *testing.T) {
 		t.Fatalf("a fresh call used %d fuel, a pooled one %d", fuel[1], fuel[0])
 	}
 }
+
+// TestPoolEvents: what the pool does is told, for the metrics.
+func TestPoolEvents(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[ev.Kind+"/"+ev.Reason]++
+	}})
+	m := compile(t, sb, hostile("canary"))
+	// miss+reset, hit+reset, hit then discarded, miss then discarded,
+	// miss+reset, then trimmed
+	for _, how := range []string{"ok", "ok", "trap", "grow", "ok"} {
+		_, _ = canaryCall(t, m, how)
+	}
+	sandbox.TrimPools(m, time.Now().Add(time.Second))
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"miss/": 3, "hit/": 2, "reset/": 3, "discard/error": 1, "discard/grown": 1, "discard/idle": 1}
+	for k, n := range want {
+		if seen[k] != n {
+			t.Errorf("%s: %d, want %d (all: %v)", k, seen[k], n, seen)
+		}
+	}
+}

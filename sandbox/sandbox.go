@@ -85,8 +85,10 @@ type Config struct {
 	MemoryBudget int64
 	// PoolSize is how many instances of each module are kept between calls,
 	// reset to the module's snapshot after _initialize (see instancePool);
-	// 0 gives every call a fresh instance.
-	PoolSize int
+	// 0 gives every call a fresh instance. PoolEvents, if set, is told what
+	// happens to pooled instances (for metrics); it must not block.
+	PoolSize   int
+	PoolEvents func(PoolEvent)
 	// MaxStackBytes bounds a call's wasm stack, estimated from the frames
 	// of the functions open (8 bytes per param, local and result, plus 64);
 	// a call past it traps with "stack overflow". 0: 8 MiB.

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/sandbox"
 )
 
 // Metrics are packd's Prometheus metrics. Labels are bounded: tool and check
@@ -25,6 +26,8 @@ type Metrics struct {
 	refusals   *prometheus.CounterVec
 	hookPanics prometheus.Counter
 	guestLines *prometheus.CounterVec
+	poolEvents *prometheus.CounterVec
+	poolReset  prometheus.Histogram
 	// AuditErrors counts audit lines that could not be written (write
 	// error) and AuditDropped those dropped because the writer fell behind.
 	AuditErrors, AuditDropped prometheus.Counter
@@ -46,6 +49,17 @@ type MetricsConfig struct {
 func (m *Metrics) GuestLineDropped(stream string) {
 	if m != nil {
 		m.guestLines.WithLabelValues(stream).Inc()
+	}
+}
+
+// PoolEvent counts what happened to a pooled instance.
+func (m *Metrics) PoolEvent(ev sandbox.PoolEvent) {
+	if m == nil {
+		return
+	}
+	m.poolEvents.WithLabelValues(ev.Kind, ev.Reason).Inc()
+	if ev.Kind == "reset" {
+		m.poolReset.Observe(ev.Seconds)
 	}
 }
 
@@ -83,6 +97,13 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	m.guestLines = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "packd_guest_lines_dropped_total", Help: "Lines of pack code output dropped because their reader fell behind, by stream (stdout, stderr, records).",
 	}, []string{"stream"})
+	m.poolEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_pool_events_total", Help: "Pooled instances (--pool-size): hits, misses, resets, and discards by reason (error, grown, full, idle).",
+	}, []string{"event", "reason"})
+	m.poolReset = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "packd_pool_reset_seconds", Help: "Time to reset a pooled instance to its snapshot after a call.",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10),
+	})
 	m.AuditErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "packd_audit_write_errors_total", Help: "Audit lines lost to a write error (a full disk, say).",
 	})
@@ -99,7 +120,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_pack_info", Help: "The pack being served: always 1.",
 	}, []string{"pack_id", "pack_version", "artifact_version"})
 	cs := []prometheus.Collector{m.calls, m.duration, m.fuel, m.memory, m.inFlight, m.refusals,
-		m.hookPanics, m.guestLines, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
+		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
 	if cfg.GoCollectors {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

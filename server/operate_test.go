@@ -127,6 +127,13 @@ func TestMetricsCountCallsAndRefusals(t *testing.T) {
 	if !found {
 		t.Error("no trace id exemplar on packd_call_duration_seconds")
 	}
+	o.m.PoolEvent(sandbox.PoolEvent{Kind: "reset", Seconds: 0.0001})
+	o.m.PoolEvent(sandbox.PoolEvent{Kind: "discard", Reason: "grown"})
+	o.m.GuestLineDropped("stdout")
+	if testutil.ToFloat64(o.m.poolEvents.WithLabelValues("discard", "grown")) != 1 || testutil.CollectAndCount(o.m.poolReset) != 1 ||
+		testutil.ToFloat64(o.m.guestLines.WithLabelValues("stdout")) != 1 {
+		t.Error("pool events or dropped guest lines are not counted")
+	}
 	// Names and help pass the registry's own lint.
 	if problems, err := testutil.GatherAndLint(o.reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)

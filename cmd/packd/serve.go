@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/sandbox"
 	"github.com/kindgi/packd/server"
 )
 
@@ -152,6 +153,11 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	hc.Sandbox.DroppedLines = dropped
+	hc.Sandbox.PoolEvents = func(ev sandbox.PoolEvent) {
+		if m := metricsOnce.Load(); m != nil {
+			m.PoolEvent(ev)
+		}
+	}
 	if cfg.guestOutput == "records" {
 		guest := rec.GuestRecords(func() { dropped("records") })
 		defer guest.Close(time.Second) // after the pack's close has flushed into it
