@@ -31,7 +31,9 @@ func (b *memBudget) give(n int64) { b.used.Add(-n) }
 type callMemory struct {
 	budget  *memBudget
 	maps    *mappings
-	prepaid int64 // reserved, not yet allocated
+	prepaid int64     // reserved, not yet allocated
+	image   *memImage // when set, the memory maps this snapshot image
+	linear  *mmapMemory
 }
 
 func (c *callMemory) take(n int64) bool {

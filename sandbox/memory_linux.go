@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -17,16 +20,24 @@ const mmapAvailable = true
 // wazero never reaches past what the budget granted.
 func (c *callMemory) Allocate(_, max uint64) experimental.LinearMemory {
 	m := &mmapMemory{call: c}
-	if max > 0 && max <= 1<<32 {
+	switch {
+	case max == 0 || max > 1<<32:
+	case c.image != nil:
+		if m.buf = mapImage(c.image, int(max)); m.buf != nil {
+			m.image = c.image
+		}
+	default:
 		m.buf = c.maps.get(int(max))
 	}
+	c.linear = m
 	return m
 }
 
 type mmapMemory struct {
-	call *callMemory
-	buf  []byte // the whole mapping, nil when mapping failed
-	size uint64 // bytes taken from the budget, and all the guest could touch
+	call  *callMemory
+	buf   []byte    // the whole mapping, nil when mapping failed
+	size  uint64    // bytes taken from the budget, and all the guest could touch
+	image *memImage // set when buf starts with a copy-on-write mapping of it
 }
 
 // Reallocate grows the memory to size bytes, or returns nil (the grow fails)
@@ -46,10 +57,14 @@ func (m *mmapMemory) Reallocate(size uint64) []byte {
 
 // Free gives the mapping back to the pool, and its bytes to the budget.
 func (m *mmapMemory) Free() {
-	if m.buf != nil {
+	switch {
+	case m.buf == nil:
+	case m.image != nil:
+		_ = syscall.Munmap(m.buf)
+	default:
 		m.call.maps.put(m.buf, int(m.size))
-		m.buf = nil
 	}
+	m.buf = nil
 	m.call.budget.give(int64(m.size))
 	m.size = 0
 }
@@ -166,4 +181,162 @@ func (p *mappings) close() {
 	close(p.stop)
 	p.mu.Unlock()
 	p.trim(time.Now().Add(time.Hour))
+}
+
+// Snapshot images (pooled instances): the snapshot's memory lives in a
+// sealed memfd that every later instance maps copy-on-write, so a page the
+// guest never writes is shared and costs nothing to reset, and PAGEMAP_SCAN
+// (Linux 6.7+) tells which pages a call made private, the only ones the
+// reset copies back.
+
+const (
+	mfdCloexec      = 0x1
+	mfdAllowSealing = 0x2
+	fAddSeals       = 1033
+	fSealSeal       = 0x1
+	fSealShrink     = 0x2
+	fSealGrow       = 0x4
+	fSealWrite      = 0x8
+	pageSize        = 4096
+)
+
+// memImage is a snapshot's memory in a sealed memfd.
+type memImage struct {
+	fd   int
+	data []byte
+}
+
+func memfdCreateNumber() uintptr {
+	switch runtime.GOARCH {
+	case "amd64":
+		return 319
+	case "arm64", "riscv64", "loong64":
+		return 279
+	}
+	return 0
+}
+
+// newMemImage puts data (whole pages) in a sealed memfd; nil when the
+// system cannot.
+func newMemImage(data []byte) *memImage {
+	nr := memfdCreateNumber()
+	if nr == 0 || len(data)%pageSize != 0 || len(data) == 0 {
+		return nil
+	}
+	name := []byte("packd-snapshot\x00")
+	fd, _, e := syscall.Syscall(nr, uintptr(unsafe.Pointer(&name[0])), mfdCloexec|mfdAllowSealing, 0)
+	if e != 0 {
+		return nil
+	}
+	img := &memImage{fd: int(fd), data: data}
+	if syscall.Ftruncate(img.fd, int64(len(data))) != nil {
+		img.close()
+		return nil
+	}
+	for off := 0; off < len(data); {
+		n, err := syscall.Pwrite(img.fd, data[off:], int64(off))
+		if err != nil || n <= 0 {
+			img.close()
+			return nil
+		}
+		off += n
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(img.fd), fAddSeals, fSealShrink|fSealGrow|fSealWrite|fSealSeal); e != 0 {
+		img.close()
+		return nil
+	}
+	return img
+}
+
+func (img *memImage) close() {
+	if img != nil {
+		_ = syscall.Close(img.fd)
+	}
+}
+
+// mapImage maps max bytes whose start is img, copy-on-write.
+func mapImage(img *memImage, max int) []byte {
+	if max < len(img.data) {
+		return nil
+	}
+	b, err := syscall.Mmap(-1, 0, max, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		return nil
+	}
+	base := uintptr(unsafe.Pointer(&b[0]))
+	_, _, e := syscall.Syscall6(syscall.SYS_MMAP, base, uintptr(len(img.data)), syscall.PROT_READ|syscall.PROT_WRITE,
+		syscall.MAP_PRIVATE|syscall.MAP_FIXED, uintptr(img.fd), 0)
+	if e != 0 {
+		_ = syscall.Munmap(b)
+		return nil
+	}
+	return b
+}
+
+// revert drops every private page of [0, len(img.data)) of a mapping made
+// by mapImage: it reads as the image again.
+func revert(b []byte, img *memImage) error {
+	return syscall.Madvise(b[:len(img.data)], syscall.MADV_DONTNEED)
+}
+
+var pagemap struct {
+	once sync.Once
+	f    *os.File
+}
+
+const (
+	pagemapScan   = 0xC0606610 // _IOWR('f', 16, struct pm_scan_arg)
+	pageIsFile    = 1 << 2
+	pageIsPresent = 1 << 3
+	pageIsSwapped = 1 << 4
+)
+
+type pmScanArg struct {
+	size, flags, start, end, walkEnd, vec, vecLen, maxPages       uint64
+	categoryInverted, categoryMask, categoryAnyofMask, returnMask uint64
+}
+
+type pageRegion struct{ start, end, categories uint64 }
+
+// scanFrom is the image size from which asking the kernel for the written
+// pages beats copying the whole image back.
+const scanFrom = 1 << 20
+
+// resetWritten copies img back over the pages of b (a mapImage mapping)
+// that are private, that is were written since b was mapped or reverted.
+// It reports false when PAGEMAP_SCAN is not available: the caller copies
+// the whole image instead.
+func resetWritten(b []byte, img *memImage) bool {
+	if len(img.data) < scanFrom {
+		return false // copying it all is cheaper than asking
+	}
+	pagemap.once.Do(func() { pagemap.f, _ = os.Open("/proc/self/pagemap") })
+	if pagemap.f == nil || len(b) < len(img.data) {
+		return false
+	}
+	var regions [64]pageRegion
+	base := uint64(uintptr(unsafe.Pointer(&b[0])))
+	start, end := base, base+uint64(len(img.data))
+	for start < end {
+		arg := pmScanArg{
+			size: uint64(unsafe.Sizeof(pmScanArg{})), start: start, end: end,
+			vec: uint64(uintptr(unsafe.Pointer(&regions[0]))), vecLen: uint64(len(regions)),
+			categoryInverted: pageIsFile, categoryMask: pageIsFile,
+			categoryAnyofMask: pageIsPresent | pageIsSwapped, returnMask: pageIsPresent | pageIsSwapped,
+		}
+		n, _, e := syscall.Syscall(syscall.SYS_IOCTL, pagemap.f.Fd(), pagemapScan, uintptr(unsafe.Pointer(&arg)))
+		if e != 0 {
+			return false
+		}
+		for _, r := range regions[:n] {
+			o, l := r.start-base, r.end-r.start
+			copy(b[o:o+l], img.data[o:o+l])
+		}
+		if arg.walkEnd <= start {
+			break
+		}
+		start = arg.walkEnd
+	}
+	runtime.KeepAlive(regions)
+	return true
 }

@@ -14,3 +14,15 @@ type mappings struct{}
 
 func newMappings() *mappings { return &mappings{} }
 func (p *mappings) close()   {}
+
+type memImage struct{}
+
+type mmapMemory struct {
+	buf   []byte
+	image *memImage
+}
+
+func newMemImage([]byte) *memImage        { return nil }
+func (img *memImage) close()              {}
+func revert([]byte, *memImage) error      { return nil }
+func resetWritten([]byte, *memImage) bool { return false }

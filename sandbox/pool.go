@@ -56,14 +56,16 @@ const poolIdleFor = 30 * time.Second
 
 type snapshot struct {
 	memory  []byte
-	globals []uint64 // in Module.info.Globals order
-	env     []string // the environment _initialize saw (a Go guest keeps it)
+	globals []uint64  // in Module.info.Globals order
+	env     []string  // the environment _initialize saw (a Go guest keeps it)
+	image   *memImage // memory in a sealed memfd, nil where that cannot be
 }
 
 // pooledInstance is one instance of the pool, with its share of the memory budget
 // for as long as it lives.
 type pooledInstance struct {
-	since        time.Time // when it was last put back
+	since        time.Time   // when it was last put back
+	lin          *mmapMemory // its linear memory, when packd allocated it
 	inst         api.Module
 	globals      []api.MutableGlobal
 	fuel, stack  api.MutableGlobal
@@ -197,7 +199,13 @@ func (p *instancePool) keep(pi *pooledInstance) {
 // runs _initialize and becomes the snapshot; the others are set to it.
 func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance, error) {
 	m, s := p.m, p.m.sb
+	p.mu.Lock()
+	snapped := p.snap
+	p.mu.Unlock()
 	mem := &callMemory{budget: &s.mem, maps: s.maps}
+	if snapped != nil {
+		mem.image = snapped.image
+	}
 	if !mem.take(m.minBytes) {
 		return nil, ErrMemoryBudget
 	}
@@ -214,7 +222,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	if err != nil {
 		return nil, fmt.Errorf("instantiating module: %w", classify(lctx, err))
 	}
-	pi := &pooledInstance{inst: inst, memory: inst.Memory(), closeRelease: func() { _ = inst.Close(context.Background()) }}
+	pi := &pooledInstance{inst: inst, lin: mem.linear, memory: inst.Memory(), closeRelease: func() { _ = inst.Close(context.Background()) }}
 	var ok bool
 	if pi.fuel, ok = inst.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal); !ok {
 		pi.close()
@@ -234,22 +242,21 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		pi.globals = append(pi.globals, mg)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.snap == nil {
-		if m.hasInit {
-			if _, err := inst.ExportedFunction(abi.ExportInitialize).Call(lctx); err != nil {
-				pi.close()
-				return nil, fmt.Errorf("initializing module: %w", classify(lctx, err))
-			}
+		err := p.takeSnapshot(lctx, pi, env)
+		image := p.snap != nil && p.snap.image != nil
+		p.mu.Unlock()
+		switch {
+		case err != nil:
+			pi.close()
+			return nil, err
+		case image: // serve from an instance that maps the image instead
+			pi.close()
+			return p.fresh(ctx, env)
 		}
-		b, _ := pi.memory.Read(0, pi.memory.Size())
-		snap := &snapshot{memory: append([]byte(nil), b...), env: slices.Clone(env)}
-		for _, g := range pi.globals {
-			snap.globals = append(snap.globals, g.Get())
-		}
-		p.snap = snap
 		return pi, nil
 	}
+	p.mu.Unlock()
 	if delta := (uint32(len(p.snap.memory)) - pi.memory.Size()) / 65536; delta > 0 {
 		if _, ok := pi.memory.Grow(delta); !ok {
 			pi.close()
@@ -260,14 +267,45 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		pi.close()
 		return nil, errors.New("instantiating module: its memory does not match the snapshot")
 	}
+	// A mapping of the image reads as the snapshot once what instantiation
+	// wrote (data segments) is dropped.
+	if pi.lin != nil && pi.lin.image != nil && revert(pi.lin.buf, pi.lin.image) == nil {
+		p.resetGlobals(pi)
+		return pi, nil
+	}
 	p.reset(pi)
 	return pi, nil
 }
 
-// reset sets an instance to the snapshot: every byte of memory, every
-// mutable global, and the pass's counters.
+// takeSnapshot runs _initialize in pi and keeps what it left (p.mu held).
+func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env []string) error {
+	if p.m.hasInit {
+		if _, err := pi.inst.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
+			return fmt.Errorf("initializing module: %w", classify(ctx, err))
+		}
+	}
+	b, _ := pi.memory.Read(0, pi.memory.Size())
+	snap := &snapshot{memory: append([]byte(nil), b...), env: slices.Clone(env)}
+	for _, g := range pi.globals {
+		snap.globals = append(snap.globals, g.Get())
+	}
+	snap.image = newMemImage(snap.memory)
+	p.snap = snap
+	return nil
+}
+
+// reset sets an instance to the snapshot: every byte of memory (copying
+// back only the pages the call wrote when its memory maps the snapshot
+// image and the kernel can say which), every mutable global, and the
+// pass's counters.
 func (p *instancePool) reset(pi *pooledInstance) {
-	pi.memory.Write(0, p.snap.memory)
+	if pi.lin == nil || pi.lin.image == nil || !resetWritten(pi.lin.buf, pi.lin.image) {
+		pi.memory.Write(0, p.snap.memory)
+	}
+	p.resetGlobals(pi)
+}
+
+func (p *instancePool) resetGlobals(pi *pooledInstance) {
 	for i, g := range pi.globals {
 		g.Set(p.snap.globals[i])
 	}
@@ -277,9 +315,17 @@ func (p *instancePool) reset(pi *pooledInstance) {
 
 func (pi *pooledInstance) close() { pi.closeRelease() }
 
-// close stops the janitor and closes every idle instance.
+// close stops the janitor and closes every idle instance, and the snapshot
+// image (mappings of it keep it alive).
 func (p *instancePool) close() {
-	p.once.Do(func() { close(p.stop) })
+	p.once.Do(func() {
+		close(p.stop)
+		p.mu.Lock()
+		if p.snap != nil {
+			p.snap.image.close()
+		}
+		p.mu.Unlock()
+	})
 	for {
 		select {
 		case pi := <-p.idle:

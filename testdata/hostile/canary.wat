@@ -1,6 +1,6 @@
 (module
   ;; fixture: an isolation canary. Each call first looks for what an
-  ;; earlier call wrote (its global, a word on each of its 4 pages), answers
+  ;; earlier call wrote (its global, a word on each of its 32 pages), answers
   ;; {"dirty":true} if it finds any, then writes it all. The request's first
   ;; byte says how the call ends after writing: o(k) answers, t(rap) traps,
   ;; e(xit) calls proc_exit, s(pin) loops until out of fuel, g(row) grows
@@ -9,7 +9,7 @@
   (import "kindgi" "request_len" (func $request_len (result i32)))
   (import "kindgi" "request_read" (func $request_read (param i32)))
   (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
-  (memory (export "memory") 4)
+  (memory (export "memory") 32)
   (global $g (mut i32) (i32.const 0))
   (data (i32.const 0) "{\"tools\":[\"hostile.canary\"],\"checks\":[]}")
   (data (i32.const 200) "{\"dirty\":false}")
@@ -24,12 +24,12 @@
     (loop $check
       (if (i32.load (i32.add (i32.mul (local.get $p) (i32.const 65536)) (i32.const 4096)))
         (then (local.set $dirty (i32.const 1))))
-      (br_if $check (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 1))) (i32.const 4))))
+      (br_if $check (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 1))) (i32.const 32))))
     (global.set $g (i32.const 1))
     (local.set $p (i32.const 0))
     (loop $write
       (i32.store (i32.add (i32.mul (local.get $p) (i32.const 65536)) (i32.const 4096)) (i32.const 0xdeadbeef))
-      (br_if $write (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 1))) (i32.const 4))))
+      (br_if $write (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 1))) (i32.const 32))))
     (call $request_read (i32.const 204800))
     (local.set $how (i32.load8_u (i32.const 204800)))
     (if (i32.eq (local.get $how) (i32.const 116)) (then unreachable))                ;; t
