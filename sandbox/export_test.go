@@ -1,6 +1,38 @@
 package sandbox
 
-import "time"
+import (
+	"strconv"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Every pooled call in this package's tests checks its reset against the
+// snapshot, byte for byte.
+func init() { verifyResets = true }
+
+// CanaryAfterEveryCall makes every pooled instance, after its call and
+// before its reset, get a byte written on every page of its memory and
+// every one of its exported globals set: what the next call must never
+// see. It returns the function that turns it off.
+func CanaryAfterEveryCall() func() {
+	afterCall = func(m api.Module) {
+		mem := m.Memory()
+		for off := uint32(0); off < mem.Size(); off += 4096 {
+			mem.WriteByte(off+off/4096%4093, 0xa5)
+		}
+		names := []string{"kindgi_fuel", "kindgi_stack"}
+		for i := 0; i < 1000; i++ {
+			names = append(names, "kindgi_g"+strconv.Itoa(i))
+		}
+		for _, name := range names {
+			if g, ok := m.ExportedGlobal(name).(api.MutableGlobal); ok {
+				g.Set(g.Get() ^ 0x5a5a)
+			}
+		}
+	}
+	return func() { afterCall = nil }
+}
 
 // TrimPools closes a module's idle instances put back before cutoff, as
 // its janitor does after poolIdleFor.

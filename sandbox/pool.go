@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,15 @@ func (p *instancePool) event(kind, reason string, seconds float64) {
 		f(PoolEvent{Kind: kind, Reason: reason, Seconds: seconds})
 	}
 }
+
+// Debugging hooks, set by the package's tests: verifyResets compares every
+// byte of memory and every global with the snapshot after each reset (and
+// panics when they differ); afterCall runs on an instance after its call,
+// before its reset (a test writes a canary everywhere there).
+var (
+	verifyResets bool
+	afterCall    func(api.Module)
+)
 
 // poolIdleFor is how long an instance may wait in the pool: a pool shrinks
 // back once its traffic has gone.
@@ -144,9 +154,15 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 			p.event("discard", "grown", 0)
 			pi.close()
 		default:
+			if afterCall != nil {
+				afterCall(pi.inst)
+			}
 			start := time.Now()
 			p.reset(pi)
 			p.event("reset", "", time.Since(start).Seconds())
+			if verifyResets {
+				p.verify(pi)
+			}
 			p.put(pi)
 		}
 	}()
@@ -303,6 +319,23 @@ func (p *instancePool) reset(pi *pooledInstance) {
 		pi.memory.Write(0, p.snap.memory)
 	}
 	p.resetGlobals(pi)
+}
+
+// verify panics unless the instance's memory and globals are the
+// snapshot's (a debugging check: it reads all of the memory).
+func (p *instancePool) verify(pi *pooledInstance) {
+	b, ok := pi.memory.Read(0, pi.memory.Size())
+	if !ok || !bytes.Equal(b, p.snap.memory) {
+		panic("sandbox: a pooled instance's memory differs from its snapshot after a reset")
+	}
+	for i, g := range pi.globals {
+		if g.Get() != p.snap.globals[i] {
+			panic(fmt.Sprintf("sandbox: global %d of a pooled instance differs from its snapshot after a reset", p.m.info.Globals[i]))
+		}
+	}
+	if pi.fuel.Get() != 0 || pi.stack.Get() != 0 {
+		panic("sandbox: a pooled instance's counters are not zero after a reset")
+	}
 }
 
 func (p *instancePool) resetGlobals(pi *pooledInstance) {

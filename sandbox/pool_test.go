@@ -182,3 +182,25 @@ func TestPoolEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestResetUndoesAHostWrittenCanary: after every pooled call the host
+// writes a byte on every page and changes every global; the reset must
+// undo all of it (every reset in this package's tests is also compared
+// with the snapshot, byte for byte), for the canary guest and a Go guest.
+func TestResetUndoesAHostWrittenCanary(t *testing.T) {
+	defer sandbox.CanaryAfterEveryCall()()
+	sb := newSandbox(t, sandbox.Config{PoolSize: 2})
+	canary := compile(t, sb, hostile("canary"))
+	for i := 0; i < 20; i++ {
+		if rep, err := canaryCall(t, canary, "ok"); err != nil || string(rep.Body) != `{"dirty":false}` {
+			t.Fatalf("canary call %d: %s %v", i, rep.Body, err)
+		}
+	}
+	goGuest := compile(t, sb, filepath.Join("..", "wasm-examples", "conformance", "conformance.wasm"))
+	for i := 0; i < 20; i++ {
+		rep, err := goGuest.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"m"},"ctx":{"tenantId":"t","runId":"r"}}`)})
+		if err != nil || string(rep.Body) != `{"message":"m"}` {
+			t.Fatalf("Go call %d: %s %v", i, rep.Body, err)
+		}
+	}
+}
