@@ -41,3 +41,10 @@ func TrimPools(m *Module, cutoff time.Time) {
 		m.pool.trim(cutoff)
 	}
 }
+
+// ExpireSnapshot drops a pooled module's snapshot as if it had aged out.
+func ExpireSnapshot(m *Module) {
+	if m.pool != nil {
+		m.pool.expire(time.Now().Add(time.Hour))
+	}
+}

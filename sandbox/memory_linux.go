@@ -29,8 +29,38 @@ func (c *callMemory) Allocate(_, max uint64) experimental.LinearMemory {
 	default:
 		m.buf = c.maps.get(int(max))
 	}
+	if m.buf == nil && max > 0 && max <= 1<<32 {
+		// No mapping to be had: wazero cannot take a nil memory, so the
+		// memory is an ordinary slice, still under the budget.
+		return &heapMemory{call: c, max: max}
+	}
 	c.linear = m
 	return m
+}
+
+// heapMemory is linear memory on the Go heap, for when mapping fails.
+type heapMemory struct {
+	call *callMemory
+	buf  []byte
+	max  uint64
+}
+
+func (h *heapMemory) Reallocate(size uint64) []byte {
+	if size > h.max {
+		return nil
+	}
+	if grow := int64(size) - int64(len(h.buf)); grow > 0 {
+		if !h.call.take(grow) {
+			return nil
+		}
+		h.buf = append(h.buf, make([]byte, grow)...)
+	}
+	return h.buf[:size:size]
+}
+
+func (h *heapMemory) Free() {
+	h.call.budget.give(int64(len(h.buf)))
+	h.buf = nil
 }
 
 type mmapMemory struct {
@@ -202,8 +232,10 @@ const (
 
 // memImage is a snapshot's memory in a sealed memfd.
 type memImage struct {
-	fd   int
-	data []byte
+	mu     sync.RWMutex // close waits for mappings being made
+	closed bool
+	fd     int
+	data   []byte
 }
 
 func memfdCreateNumber() uintptr {
@@ -248,15 +280,25 @@ func newMemImage(data []byte) *memImage {
 	return img
 }
 
+// close closes the memfd; mappings of it keep it alive. Safe twice.
 func (img *memImage) close() {
-	if img != nil {
+	if img == nil {
+		return
+	}
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if !img.closed {
+		img.closed = true
 		_ = syscall.Close(img.fd)
 	}
 }
 
-// mapImage maps max bytes whose start is img, copy-on-write.
+// mapImage maps max bytes whose start is img, copy-on-write; nil when it
+// cannot (img closed, no memory).
 func mapImage(img *memImage, max int) []byte {
-	if max < len(img.data) {
+	img.mu.RLock()
+	defer img.mu.RUnlock()
+	if img.closed || max < len(img.data) {
 		return nil
 	}
 	b, err := syscall.Mmap(-1, 0, max, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)

@@ -69,11 +69,17 @@ type snapshot struct {
 	globals []uint64  // in Module.info.Globals order
 	env     []string  // the environment _initialize saw (a Go guest keeps it)
 	image   *memImage // memory in a sealed memfd, nil where that cannot be
+	taken   time.Time
 }
+
+// snapshotMaxAge: a snapshot is taken anew after this long, so that no
+// seed drawn during initialisation serves calls for ever.
+const snapshotMaxAge = 10 * time.Minute
 
 // pooledInstance is one instance of the pool, with its share of the memory budget
 // for as long as it lives.
 type pooledInstance struct {
+	snap         *snapshot   // the snapshot it is reset to
 	since        time.Time   // when it was last put back
 	lin          *mmapMemory // its linear memory, when packd allocated it
 	inst         api.Module
@@ -150,7 +156,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		case !keep:
 			p.event("discard", "error", 0)
 			pi.close()
-		case int(pi.memory.Size()) != len(p.snap.memory):
+		case int(pi.memory.Size()) != len(pi.snap.memory):
 			p.event("discard", "grown", 0)
 			pi.close()
 		default:
@@ -175,6 +181,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 
 // get takes an idle instance, or makes one.
 func (p *instancePool) get(ctx context.Context, env []string) (*pooledInstance, error) {
+	p.expire(time.Now().Add(-snapshotMaxAge))
 	select {
 	case pi := <-p.idle:
 		p.event("hit", "", 0)
@@ -196,6 +203,14 @@ func (p *instancePool) serves(env []string) bool {
 
 // put keeps a reset instance, or closes it when the pool is full.
 func (p *instancePool) put(pi *pooledInstance) {
+	p.mu.Lock()
+	current := pi.snap == p.snap
+	p.mu.Unlock()
+	if !current {
+		p.event("discard", "old", 0)
+		pi.close()
+		return
+	}
 	pi.since = time.Now()
 	p.keep(pi)
 }
@@ -233,7 +248,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	if mmapAvailable {
 		lctx = experimental.WithMemoryAllocator(lctx, mem)
 	}
-	inst, err := s.rt.InstantiateModule(lctx, m.compiled, s.modCfg)
+	inst, err := s.instantiate(lctx, m)
 	mem.release()
 	if err != nil {
 		return nil, fmt.Errorf("instantiating module: %w", classify(lctx, err))
@@ -261,6 +276,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	if p.snap == nil {
 		err := p.takeSnapshot(lctx, pi, env)
 		image := p.snap != nil && p.snap.image != nil
+		pi.snap = p.snap
 		p.mu.Unlock()
 		switch {
 		case err != nil:
@@ -272,14 +288,19 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		}
 		return pi, nil
 	}
+	pi.snap = p.snap
 	p.mu.Unlock()
-	if delta := (uint32(len(p.snap.memory)) - pi.memory.Size()) / 65536; delta > 0 {
+	if snapped != nil && pi.snap != snapped { // taken anew meanwhile: this mapping is of the old image
+		pi.close()
+		return p.fresh(ctx, env)
+	}
+	if delta := (uint32(len(pi.snap.memory)) - pi.memory.Size()) / 65536; delta > 0 {
 		if _, ok := pi.memory.Grow(delta); !ok {
 			pi.close()
 			return nil, ErrMemoryBudget
 		}
 	}
-	if pi.memory.Size() != uint32(len(p.snap.memory)) {
+	if pi.memory.Size() != uint32(len(pi.snap.memory)) {
 		pi.close()
 		return nil, errors.New("instantiating module: its memory does not match the snapshot")
 	}
@@ -293,6 +314,22 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	return pi, nil
 }
 
+// expire drops a snapshot taken before cutoff: the next instance takes a
+// new one, instances of the old one are closed when they come back, and
+// the old image is closed (mappings of it keep it alive).
+func (p *instancePool) expire(cutoff time.Time) {
+	p.mu.Lock()
+	old := p.snap
+	if old == nil || !old.taken.Before(cutoff) {
+		p.mu.Unlock()
+		return
+	}
+	p.snap = nil
+	p.mu.Unlock()
+	old.image.close()
+	p.trim(time.Now().Add(time.Hour)) // every idle instance is of the old one
+}
+
 // takeSnapshot runs _initialize in pi and keeps what it left (p.mu held).
 func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env []string) error {
 	if p.m.hasInit {
@@ -301,7 +338,7 @@ func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env
 		}
 	}
 	b, _ := pi.memory.Read(0, pi.memory.Size())
-	snap := &snapshot{memory: append([]byte(nil), b...), env: slices.Clone(env)}
+	snap := &snapshot{memory: append([]byte(nil), b...), env: slices.Clone(env), taken: time.Now()}
 	for _, g := range pi.globals {
 		snap.globals = append(snap.globals, g.Get())
 	}
@@ -316,7 +353,7 @@ func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env
 // pass's counters.
 func (p *instancePool) reset(pi *pooledInstance) {
 	if pi.lin == nil || pi.lin.image == nil || !resetWritten(pi.lin.buf, pi.lin.image) {
-		pi.memory.Write(0, p.snap.memory)
+		pi.memory.Write(0, pi.snap.memory)
 	}
 	p.resetGlobals(pi)
 }
@@ -325,11 +362,11 @@ func (p *instancePool) reset(pi *pooledInstance) {
 // snapshot's (a debugging check: it reads all of the memory).
 func (p *instancePool) verify(pi *pooledInstance) {
 	b, ok := pi.memory.Read(0, pi.memory.Size())
-	if !ok || !bytes.Equal(b, p.snap.memory) {
+	if !ok || !bytes.Equal(b, pi.snap.memory) {
 		panic("sandbox: a pooled instance's memory differs from its snapshot after a reset")
 	}
 	for i, g := range pi.globals {
-		if g.Get() != p.snap.globals[i] {
+		if g.Get() != pi.snap.globals[i] {
 			panic(fmt.Sprintf("sandbox: global %d of a pooled instance differs from its snapshot after a reset", p.m.info.Globals[i]))
 		}
 	}
@@ -340,7 +377,7 @@ func (p *instancePool) verify(pi *pooledInstance) {
 
 func (p *instancePool) resetGlobals(pi *pooledInstance) {
 	for i, g := range pi.globals {
-		g.Set(p.snap.globals[i])
+		g.Set(pi.snap.globals[i])
 	}
 	pi.fuel.Set(0)
 	pi.stack.Set(0)

@@ -204,3 +204,34 @@ func TestResetUndoesAHostWrittenCanary(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotsAreTakenAnew: once a snapshot ages out, the next call takes
+// a new one (its initialisation runs again) and the old instances go.
+func TestSnapshotsAreTakenAnew(t *testing.T) {
+	var mu sync.Mutex
+	misses := 0
+	sb := newSandbox(t, sandbox.Config{PoolSize: 2, PoolEvents: func(ev sandbox.PoolEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Kind == "miss" {
+			misses++
+		}
+	}})
+	m := compile(t, sb, filepath.Join("..", "wasm-examples", "conformance", "conformance.wasm"))
+	call := func() {
+		rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"m"},"ctx":{"tenantId":"t","runId":"r"}}`)})
+		if err != nil || string(rep.Body) != `{"message":"m"}` {
+			t.Fatalf("%s %v", rep.Body, err)
+		}
+	}
+	call()
+	call()
+	sandbox.ExpireSnapshot(m)
+	call()
+	call()
+	mu.Lock()
+	defer mu.Unlock()
+	if misses != 2 {
+		t.Fatalf("%d misses, want 2 (one per snapshot)", misses)
+	}
+}

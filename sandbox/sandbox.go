@@ -493,7 +493,7 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 		ctx = experimental.WithMemoryAllocator(ctx, mem)
 	}
 	ctx = context.WithValue(ctx, stateKey{}, st)
-	inst, err = s.rt.InstantiateModule(ctx, m.compiled, s.modCfg)
+	inst, err = s.instantiate(ctx, m)
 	if err != nil {
 		inst = nil
 		if ctx.Err() != nil || errors.Is(err, ErrOutOfFuel) {
@@ -517,6 +517,16 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	}
 	rep.Status, rep.Body, err = callExport(ctx, inst, export, st)
 	return rep, err
+}
+
+// instantiate makes an instance of m; a panic in wazero becomes an error.
+func (s *Sandbox) instantiate(ctx context.Context, m *Module) (inst api.Module, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			inst, err = nil, fmt.Errorf("wazero panicked instantiating the module: %v", p)
+		}
+	}()
+	return s.rt.InstantiateModule(ctx, m.compiled, s.modCfg)
 }
 
 // callExport calls a guest ABI export (ctx carries st) and checks what it
