@@ -52,10 +52,15 @@ var echoWasm = filepath.Join("..", "wasm-examples", "echo", "echo.wasm")
 
 func BenchmarkCallEchoGo(b *testing.B) {
 	_, m := benchModule(b, echoWasm)
+	benchCalls(b, m, echoRequest)
+}
+
+// benchCalls times Module.Call with one request.
+func benchCalls(b *testing.B, m *Module, body []byte) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		rep, err := m.Call(ctx, Request{Body: echoRequest})
+		rep, err := m.Call(ctx, Request{Body: body})
 		if err != nil || rep.Status != abi.StatusOK {
 			b.Fatal(rep, err)
 		}
@@ -94,34 +99,15 @@ func BenchmarkBaselineInitialize(b *testing.B) {
 
 func BenchmarkCallCounterWat(b *testing.B) {
 	_, m := benchModule(b, filepath.Join("..", "testdata", "hostile", "counter.wasm"))
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := m.Call(ctx, Request{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, m, nil)
 }
 
 func BenchmarkCallPooledEchoGo(b *testing.B) {
 	_, m := benchModulePooled(b, echoWasm, 1)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		rep, err := m.Call(ctx, Request{Body: echoRequest})
-		if err != nil || rep.Status != abi.StatusOK {
-			b.Fatal(rep, err)
-		}
-	}
+	benchCalls(b, m, echoRequest)
 }
 
 func BenchmarkCallPooledCounterWat(b *testing.B) {
 	_, m := benchModulePooled(b, filepath.Join("..", "testdata", "hostile", "counter.wasm"), 1)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := m.Call(ctx, Request{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, m, nil)
 }
