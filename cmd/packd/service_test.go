@@ -853,3 +853,30 @@ func TestServiceMemoryBudget(t *testing.T) {
 		t.Fatalf("the first fill: %d %s", r.status, r.body)
 	}
 }
+
+// TestServicePooledTenantsInterleave: calls of two tenants interleaved on
+// one pool, concurrently, each see only their own context.
+func TestServicePooledTenantsInterleave(t *testing.T) {
+	s := start(t, conformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "64"}, "--pool-size", "4")
+	var wg sync.WaitGroup
+	errs := make(chan string, 40)
+	for i := 0; i < 40; i++ {
+		tenant := []string{"t-alpha", "t-beta"}[i%2]
+		secret := fmt.Sprintf("secret-%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := fmt.Sprintf(`{"tenantId":%q,"runId":"r","secrets":{"k":%q}}`, tenant, secret)
+			r := s.invoke(t, invokeBody("conformance.context", "", `{}`, ctx))
+			want := fmt.Sprintf(`{"v":2,"kind":"result","output":{"tenantId":%q,"runId":"r","env":{},"secrets":{"k":%q},"config":{}}}`, tenant, secret)
+			if r.status != 200 || r.body != want {
+				errs <- fmt.Sprintf("%d %s\nwant %s", r.status, r.body, want)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
