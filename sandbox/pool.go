@@ -123,16 +123,8 @@ func (p *instancePool) trim(cutoff time.Time) {
 // call runs kindgi_call in an instance of the pool.
 func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err error) {
 	s := p.m.sb
-	budget := req.Fuel
-	if budget <= 0 {
-		budget = s.cfg.DefaultFuel
-	}
-	budget = min(budget, MaxFuel)
+	budget := s.budgetFor(req)
 	st := s.newState(req, budget)
-	defer func() {
-		st.stdout.Flush()
-		st.stderr.Flush()
-	}()
 	if err := ctx.Err(); err != nil {
 		return Reply{}, classify(ctx, err)
 	}
@@ -142,16 +134,8 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	}
 	keep := false
 	defer func() {
-		rep.FuelUsed = budget - st.fuelLeft - max(int64(pi.fuel.Get()), 0)
-		rep.MemoryBytes = int64(pi.memory.Size())
-		var trap *TrapError
-		if uint32(pi.stack.Get()) > s.cfg.MaxStackBytes && errors.As(err, &trap) {
-			err = &TrapError{Message: "stack overflow", Stack: trap.Stack}
-		}
-		if used := rep.FuelUsed; used < 0 || used > budget {
-			rep = Reply{FuelUsed: min(max(used, 0), budget)}
-			err, keep = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}, false
-		}
+		err = s.settle(&rep, err, st, budget, pi.memory, pi.fuel, pi.stack)
+		keep = keep && err == nil
 		switch {
 		case !keep:
 			p.event("discard", "error", 0)

@@ -412,6 +412,43 @@ type Request struct {
 	Fresh  bool
 }
 
+// budgetFor is a call's fuel budget: the request's, else the default.
+func (s *Sandbox) budgetFor(req Request) int64 {
+	if req.Fuel <= 0 {
+		return s.cfg.DefaultFuel
+	}
+	return min(req.Fuel, MaxFuel)
+}
+
+// settle ends a call: it flushes the guest's last lines, fills in the fuel
+// used and the memory from the instance's counters, names the pass's stack
+// trap, and returns the call's error (a broken guest when the fuel used
+// falls outside the budget). mem, fuel and stack are nil when no instance
+// ran.
+func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem api.Memory, fuel, stack api.Global) error {
+	st.stdout.Flush()
+	st.stderr.Flush()
+	rep.FuelUsed = budget - st.fuelLeft
+	if fuel != nil {
+		rep.FuelUsed -= max(int64(fuel.Get()), 0)
+	}
+	if mem != nil {
+		rep.MemoryBytes = int64(mem.Size())
+	}
+	// The pass's stack check traps with unreachable; say what it is.
+	var trap *TrapError
+	if stack != nil && uint32(stack.Get()) > s.cfg.MaxStackBytes && errors.As(err, &trap) {
+		err = &TrapError{Message: "stack overflow", Stack: trap.Stack}
+	}
+	// Only the pass's code writes the counter, so this cannot happen; if it
+	// ever did, the guest's answer is not to be trusted.
+	if used := rep.FuelUsed; used < 0 || used > budget {
+		*rep = Reply{FuelUsed: min(max(used, 0), budget)}
+		err = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}
+	}
+	return err
+}
+
 // newState is a call's state, with a fuel budget.
 func (s *Sandbox) newState(req Request, budget int64) *callState {
 	return &callState{
@@ -447,36 +484,15 @@ func (m *Module) Call(ctx context.Context, req Request) (Reply, error) {
 
 func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply, err error) {
 	s := m.sb
-	budget := req.Fuel
-	if budget <= 0 {
-		budget = s.cfg.DefaultFuel
-	}
-	budget = min(budget, MaxFuel)
+	budget := s.budgetFor(req)
 	st := s.newState(req, budget)
 	var inst api.Module
 	defer func() {
-		st.stdout.Flush()
-		st.stderr.Flush()
-		rep.FuelUsed = budget - st.fuelLeft
 		if inst != nil {
-			if mem := inst.Memory(); mem != nil {
-				rep.MemoryBytes = int64(mem.Size())
-			}
-			if g := inst.ExportedGlobal(instrument.GlobalExport); g != nil {
-				rep.FuelUsed -= max(int64(g.Get()), 0)
-			}
-			// The pass's stack check traps with unreachable; say what it is.
-			var trap *TrapError
-			if g := inst.ExportedGlobal(instrument.StackExport); g != nil && uint32(g.Get()) > s.cfg.MaxStackBytes && errors.As(err, &trap) {
-				err = &TrapError{Message: "stack overflow", Stack: trap.Stack}
-			}
+			err = s.settle(&rep, err, st, budget, inst.Memory(), inst.ExportedGlobal(instrument.GlobalExport), inst.ExportedGlobal(instrument.StackExport))
 			_ = inst.Close(context.Background())
-		}
-		// Only the pass's code writes the counter, so this cannot happen;
-		// if it ever did, the guest's answer is not to be trusted.
-		if used := rep.FuelUsed; used < 0 || used > budget {
-			rep = Reply{FuelUsed: min(max(used, 0), budget)}
-			err = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}
+		} else {
+			err = s.settle(&rep, err, st, budget, nil, nil, nil)
 		}
 	}()
 	if err := ctx.Err(); err != nil {
