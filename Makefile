@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
-EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/conformance/conformance.wasm
+EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
@@ -18,7 +18,7 @@ $(BIN): $(GOFILES) go.mod go.sum
 
 wasm: $(EXAMPLES)
 
-wasm-examples/%.wasm: $(GOFILES) go.mod
+wasm-examples/%.wasm testdata/%.wasm: $(GOFILES) go.mod
 	$(WASM_ENV) $(GO) build -buildmode=c-shared -o $@ ./$(dir $@)
 
 # The hostile guests' .wasm are committed; with wabt installed they are
@@ -49,7 +49,7 @@ run: build wasm
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags spectest ./sandbox/internal/instrument
-	$(WASM_ENV) $(GO) vet ./abi/guest ./wasm-examples/...
+	$(WASM_ENV) $(GO) vet ./abi/guest ./wasm-examples/... ./testdata/gocanary
 
 test: build wasm fixtures vet
 	$(GO) test -race -count=1 ./...

@@ -69,6 +69,7 @@ type Pack struct {
 	tools    map[string][]*tool // by id, in index order
 	checks   map[string]*check
 	stats    []ModuleStat
+	modules  map[string]*module // by path
 	closeOne sync.Once
 }
 
@@ -122,7 +123,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	p.env = declaredEnv(idx, lookup)
 
 	modules, stats, modProblems := loadModules(ctx, sb, root, idx)
-	p.stats = stats
+	p.stats, p.modules = stats, modules
 	problems = append(problems, modProblems...)
 	problems = append(problems, p.register(modules)...)
 	if len(problems) > 0 {
@@ -341,6 +342,18 @@ type ModuleStat struct {
 
 // ModuleStats lists every module the index names, with its compile time.
 func (p *Pack) ModuleStats() []ModuleStat { return p.stats }
+
+// PoolInstances is how many instances of each module with pooled
+// instances live now (idle or serving a call), by module path.
+func (p *Pack) PoolInstances() map[string]int {
+	n := map[string]int{}
+	for path, m := range p.modules {
+		if m.mod != nil && m.mod.Pooled() {
+			n[path] = m.mod.PoolInstances()
+		}
+	}
+	return n
+}
 
 // HasTool and HasCheck say whether an id is in the index (for bounded
 // metric labels).

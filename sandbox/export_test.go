@@ -48,3 +48,25 @@ func ExpireSnapshot(m *Module) {
 		m.pool.expire(time.Now().Add(time.Hour))
 	}
 }
+
+// ResetModes names the ways a pooled instance can be reset: "auto" (what
+// this system does), "scan" (PAGEMAP_SCAN), "pagemap" (reading
+// /proc/self/pagemap, as on Linux before 6.7), "copy" (the whole snapshot
+// copied back) and "portable" (wazero's own memory and no snapshot image,
+// as on systems without mmap and memfd).
+var ResetModes = []string{"auto", "scan", "pagemap", "copy", "portable"}
+
+// UseReset makes pooled instances of sandboxes made from now on reset
+// their way; it returns the function that goes back to "auto".
+func UseReset(mode string) func() {
+	forceReset, portableMemory = map[string]int{"scan": resetScan, "pagemap": resetPagemap, "copy": resetCopy, "portable": resetCopy}[mode], mode == "portable"
+	return func() { forceReset, portableMemory = resetAuto, false }
+}
+
+// BreakResets makes pooled instances go back to the pool as their calls
+// left them (no reset, no check): what the isolation tests must catch. It
+// returns the function that mends them.
+func BreakResets() func() {
+	skipResets, verifyResets = true, false
+	return func() { skipResets, verifyResets = false, true }
+}

@@ -8,9 +8,20 @@ import "sync/atomic"
 type memBudget struct {
 	limit int64 // 0: no limit (used is still counted)
 	used  atomic.Int64
+	// reclaim, when set, closes idle pooled instances until n more bytes
+	// fit, and reports whether any was closed: memory held by an idle
+	// instance never refuses a call.
+	reclaim func(n int64) bool
 }
 
 func (b *memBudget) take(n int64) bool {
+	if b.try(n) {
+		return true
+	}
+	return b.reclaim != nil && b.reclaim(n) && b.try(n)
+}
+
+func (b *memBudget) try(n int64) bool {
 	for {
 		used := b.used.Load()
 		if b.limit > 0 && used+n > b.limit {
@@ -50,3 +61,24 @@ func (c *callMemory) release() {
 	c.budget.give(c.prepaid)
 	c.prepaid = 0
 }
+
+// Debugging hooks, set by the package's tests to run the pool as it runs
+// elsewhere: forceReset picks how a reset finds the pages a call wrote
+// (PAGEMAP_SCAN on Linux 6.7+, reading /proc/self/pagemap on older
+// kernels, or copying the whole snapshot back); portableMemory makes
+// instance memory wazero's own and takes no snapshot image, as on systems
+// without mmap and memfd.
+const (
+	resetAuto = iota
+	resetScan
+	resetPagemap
+	resetCopy
+)
+
+var (
+	forceReset     = resetAuto
+	portableMemory bool
+)
+
+// ownMemory reports whether packd allocates instance memory (mmap).
+func ownMemory() bool { return mmapAvailable && !portableMemory }

@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -265,13 +268,25 @@ func newMemImage(data []byte) *memImage {
 		img.close()
 		return nil
 	}
-	for off := 0; off < len(data); {
-		n, err := syscall.Pwrite(img.fd, data[off:], int64(off))
-		if err != nil || n <= 0 {
-			img.close()
-			return nil
+	// Pages of zeros stay holes: they read as zeros and take no memory.
+	var zero [pageSize]byte
+	for p := 0; p < len(data); {
+		if bytes.Equal(data[p:p+pageSize], zero[:]) {
+			p += pageSize
+			continue
 		}
-		off += n
+		end := p + pageSize
+		for end < len(data) && !bytes.Equal(data[end:end+pageSize], zero[:]) {
+			end += pageSize
+		}
+		for p < end {
+			n, err := syscall.Pwrite(img.fd, data[p:end], int64(p))
+			if err != nil || n <= 0 {
+				img.close()
+				return nil
+			}
+			p += n
+		}
 	}
 	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(img.fd), fAddSeals, fSealShrink|fSealGrow|fSealWrite|fSealSeal); e != 0 {
 		img.close()
@@ -322,8 +337,9 @@ func revert(b []byte, img *memImage) error {
 }
 
 var pagemap struct {
-	once sync.Once
-	f    *os.File
+	once   sync.Once
+	f      *os.File
+	noScan atomic.Bool // PAGEMAP_SCAN refused: read the entries instead
 }
 
 const (
@@ -331,6 +347,10 @@ const (
 	pageIsFile    = 1 << 2
 	pageIsPresent = 1 << 3
 	pageIsSwapped = 1 << 4
+	// /proc/self/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst)
+	pmPresent    = 1 << 63
+	pmSwapped    = 1 << 62
+	pmFileShared = 1 << 61
 )
 
 type pmScanArg struct {
@@ -345,17 +365,33 @@ type pageRegion struct{ start, end, categories uint64 }
 const scanFrom = 1 << 20
 
 // resetWritten copies img back over the pages of b (a mapImage mapping)
-// that are private, that is were written since b was mapped or reverted.
-// It reports false when PAGEMAP_SCAN is not available: the caller copies
-// the whole image instead.
-func resetWritten(b []byte, img *memImage) bool {
-	if len(img.data) < scanFrom {
-		return false // copying it all is cheaper than asking
+// that are private, that is were written since b was mapped or reverted:
+// a page the guest wrote is an anonymous copy, one it only read is still
+// the memfd's. It asks PAGEMAP_SCAN, or reads /proc/self/pagemap where the
+// kernel has no PAGEMAP_SCAN, and reports false when neither answers: the
+// caller copies the whole image instead.
+func resetWritten(b []byte, img *memImage) (pages int, ok bool) {
+	mode := forceReset
+	if mode == resetAuto && len(img.data) < scanFrom {
+		return 0, false // copying it all is cheaper than asking
 	}
 	pagemap.once.Do(func() { pagemap.f, _ = os.Open("/proc/self/pagemap") })
-	if pagemap.f == nil || len(b) < len(img.data) {
-		return false
+	if pagemap.f == nil || len(b) < len(img.data) || mode == resetCopy {
+		return 0, false
 	}
+	if mode == resetScan || mode == resetAuto && !pagemap.noScan.Load() {
+		pages, ok, unsupported := scanWritten(b, img)
+		if ok || !unsupported || mode == resetScan {
+			return pages, ok
+		}
+		pagemap.noScan.Store(true)
+	}
+	return readWritten(b, img)
+}
+
+// scanWritten is resetWritten with PAGEMAP_SCAN; unsupported reports
+// that this kernel does not have it.
+func scanWritten(b []byte, img *memImage) (pages int, ok, unsupported bool) {
 	var regions [64]pageRegion
 	base := uint64(uintptr(unsafe.Pointer(&b[0])))
 	start, end := base, base+uint64(len(img.data))
@@ -368,11 +404,12 @@ func resetWritten(b []byte, img *memImage) bool {
 		}
 		n, _, e := syscall.Syscall(syscall.SYS_IOCTL, pagemap.f.Fd(), pagemapScan, uintptr(unsafe.Pointer(&arg)))
 		if e != 0 {
-			return false
+			return 0, false, e == syscall.ENOTTY || e == syscall.EINVAL || e == syscall.EOPNOTSUPP
 		}
 		for _, r := range regions[:n] {
 			o, l := r.start-base, r.end-r.start
 			copy(b[o:o+l], img.data[o:o+l])
+			pages += int(l / pageSize)
 		}
 		if arg.walkEnd <= start {
 			break
@@ -380,5 +417,43 @@ func resetWritten(b []byte, img *memImage) bool {
 		start = arg.walkEnd
 	}
 	runtime.KeepAlive(regions)
-	return true
+	return pages, true, false
+}
+
+// readWritten is resetWritten reading /proc/self/pagemap: one 8-byte
+// entry per page, 512 pages per read.
+func readWritten(b []byte, img *memImage) (pages int, ok bool) {
+	var raw [512 * 8]byte
+	first := uintptr(unsafe.Pointer(&b[0])) / pageSize
+	total := len(img.data) / pageSize
+	for p := 0; p < total; {
+		n := min(total-p, 512)
+		got, err := pagemap.f.ReadAt(raw[:n*8], int64(first+uintptr(p))*8)
+		if err != nil || got != n*8 {
+			return 0, false
+		}
+		for i := 0; i < n; {
+			if !written(raw[i*8:]) {
+				i++
+				continue
+			}
+			j := i + 1
+			for j < n && written(raw[j*8:]) {
+				j++
+			}
+			o, e := (p+i)*pageSize, (p+j)*pageSize
+			copy(b[o:e], img.data[o:e])
+			pages += j - i
+			i = j
+		}
+		p += n
+	}
+	return pages, true
+}
+
+// written reports whether a pagemap entry is of a private page: present
+// or swapped, and not the file's (or shared) page.
+func written(entry []byte) bool {
+	e := binary.NativeEndian.Uint64(entry)
+	return e&(pmPresent|pmSwapped) != 0 && e&pmFileShared == 0
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -32,32 +33,43 @@ type instancePool struct {
 	snap *snapshot
 	stop chan struct{}
 	once sync.Once
+	live atomic.Int64 // instances alive, idle or serving a call
 }
 
 // PoolEvent is what happened to a pooled instance (Config.PoolEvents):
 // Kind "hit" (a call got an idle instance), "miss" (it made one), "reset"
-// (an instance was reset after a call, in Seconds) or "discard" (it was
-// closed: Reason "error" after a call that did not end well, "grown" when
-// its memory grew, "full" when the pool had no room, "idle" after waiting
-// too long).
+// (an instance was reset after a call, in Seconds, copying back Pages
+// pages of 4 KiB) or "discard" (it was closed: Reason "error" after a call
+// that did not end well, "grown" when its memory grew, "full" when the
+// pool had no room, "idle" after waiting too long, "old" when its snapshot
+// had been taken anew, "memory" to give its memory to a call that needed
+// it).
 type PoolEvent struct {
 	Kind, Reason string
 	Seconds      float64
+	Pages        int
 }
 
-func (p *instancePool) event(kind, reason string, seconds float64) {
+func (p *instancePool) event(ev PoolEvent) {
 	if f := p.m.sb.cfg.PoolEvents; f != nil {
-		f(PoolEvent{Kind: kind, Reason: reason, Seconds: seconds})
+		f(ev)
 	}
+}
+
+func (p *instancePool) discard(pi *pooledInstance, reason string) {
+	p.event(PoolEvent{Kind: "discard", Reason: reason})
+	pi.close()
 }
 
 // Debugging hooks, set by the package's tests: verifyResets compares every
 // byte of memory and every global with the snapshot after each reset (and
 // panics when they differ); afterCall runs on an instance after its call,
-// before its reset (a test writes a canary everywhere there).
+// before its reset (a test writes a canary everywhere there); skipResets
+// leaves instances as their calls left them.
 var (
 	verifyResets bool
 	afterCall    func(api.Module)
+	skipResets   bool // a broken reset, to show that the tests catch one
 )
 
 // poolIdleFor is how long an instance may wait in the pool: a pool shrinks
@@ -109,14 +121,24 @@ func (p *instancePool) trim(cutoff time.Time) {
 		select {
 		case pi := <-p.idle:
 			if pi.since.Before(cutoff) {
-				p.event("discard", "idle", 0)
-				pi.close()
+				p.discard(pi, "idle")
 			} else {
 				p.keep(pi)
 			}
 		default:
 			return
 		}
+	}
+}
+
+// dropOne closes one idle instance, and reports whether there was one.
+func (p *instancePool) dropOne(reason string) bool {
+	select {
+	case pi := <-p.idle:
+		p.discard(pi, reason)
+		return true
+	default:
+		return false
 	}
 }
 
@@ -138,18 +160,16 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		keep = keep && err == nil
 		switch {
 		case !keep:
-			p.event("discard", "error", 0)
-			pi.close()
+			p.discard(pi, "error")
 		case int(pi.memory.Size()) != len(pi.snap.memory):
-			p.event("discard", "grown", 0)
-			pi.close()
+			p.discard(pi, "grown")
 		default:
 			if afterCall != nil {
 				afterCall(pi.inst)
 			}
 			start := time.Now()
-			p.reset(pi)
-			p.event("reset", "", time.Since(start).Seconds())
+			pages := p.reset(pi)
+			p.event(PoolEvent{Kind: "reset", Seconds: time.Since(start).Seconds(), Pages: pages})
 			if verifyResets {
 				p.verify(pi)
 			}
@@ -168,11 +188,11 @@ func (p *instancePool) get(ctx context.Context, env []string) (*pooledInstance, 
 	p.expire(time.Now().Add(-snapshotMaxAge))
 	select {
 	case pi := <-p.idle:
-		p.event("hit", "", 0)
+		p.event(PoolEvent{Kind: "hit"})
 		return pi, nil
 	default:
 	}
-	p.event("miss", "", 0)
+	p.event(PoolEvent{Kind: "miss"})
 	return p.fresh(ctx, env)
 }
 
@@ -191,8 +211,7 @@ func (p *instancePool) put(pi *pooledInstance) {
 	current := pi.snap == p.snap
 	p.mu.Unlock()
 	if !current {
-		p.event("discard", "old", 0)
-		pi.close()
+		p.discard(pi, "old")
 		return
 	}
 	pi.since = time.Now()
@@ -205,8 +224,7 @@ func (p *instancePool) keep(pi *pooledInstance) {
 	select {
 	case p.idle <- pi:
 	default:
-		p.event("discard", "full", 0)
-		pi.close()
+		p.discard(pi, "full")
 	}
 }
 
@@ -229,7 +247,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	defer cancel()
 	st := s.newState(Request{Env: env}, s.cfg.LoadFuel)
 	lctx = context.WithValue(lctx, stateKey{}, st)
-	if mmapAvailable {
+	if ownMemory() {
 		lctx = experimental.WithMemoryAllocator(lctx, mem)
 	}
 	inst, err := s.instantiate(lctx, m)
@@ -237,7 +255,11 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	if err != nil {
 		return nil, fmt.Errorf("instantiating module: %w", classify(lctx, err))
 	}
-	pi := &pooledInstance{inst: inst, lin: mem.linear, memory: inst.Memory(), closeRelease: func() { _ = inst.Close(context.Background()) }}
+	p.live.Add(1)
+	pi := &pooledInstance{inst: inst, lin: mem.linear, memory: inst.Memory(), closeRelease: func() {
+		_ = inst.Close(context.Background())
+		p.live.Add(-1)
+	}}
 	var ok bool
 	if pi.fuel, ok = inst.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal); !ok {
 		pi.close()
@@ -326,7 +348,9 @@ func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env
 	for _, g := range pi.globals {
 		snap.globals = append(snap.globals, g.Get())
 	}
-	snap.image = newMemImage(snap.memory)
+	if ownMemory() {
+		snap.image = newMemImage(snap.memory)
+	}
 	p.snap = snap
 	return nil
 }
@@ -335,11 +359,20 @@ func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env
 // back only the pages the call wrote when its memory maps the snapshot
 // image and the kernel can say which), every mutable global, and the
 // pass's counters.
-func (p *instancePool) reset(pi *pooledInstance) {
-	if pi.lin == nil || pi.lin.image == nil || !resetWritten(pi.lin.buf, pi.lin.image) {
+func (p *instancePool) reset(pi *pooledInstance) (pages int) {
+	if skipResets {
+		return 0
+	}
+	ok := false
+	if pi.lin != nil && pi.lin.image != nil {
+		pages, ok = resetWritten(pi.lin.buf, pi.lin.image)
+	}
+	if !ok {
 		pi.memory.Write(0, pi.snap.memory)
+		pages = len(pi.snap.memory) / pageSize
 	}
 	p.resetGlobals(pi)
+	return pages
 }
 
 // verify panics unless the instance's memory and globals are the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,49 +18,108 @@ func canaryCall(t *testing.T, m *sandbox.Module, how string) (sandbox.Reply, err
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return m.Call(ctx, sandbox.Request{Body: []byte(how), Fuel: 50_000_000})
+	fuel := int64(50_000_000)
+	if how == "deadline" { // spins until its deadline, with fuel to spare
+		ctx, cancel = context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		how, fuel = "spin", 0
+	}
+	return m.Call(ctx, sandbox.Request{Body: []byte(how), Fuel: fuel})
+}
+
+// eachResetMode runs test once per way a pool can reset an instance (the
+// kernel's PAGEMAP_SCAN, /proc/self/pagemap, a whole copy, and the
+// portable pool used where packd cannot map memory).
+func eachResetMode(t *testing.T, test func(t *testing.T, mode string)) {
+	for _, mode := range sandbox.ResetModes {
+		t.Run(mode, func(t *testing.T) {
+			defer sandbox.UseReset(mode)()
+			test(t, mode)
+		})
+	}
 }
 
 // TestPooledInstancesArePristine: whatever a call writes (a global, a
 // word on every page of memory), the next call on a pooled instance sees
-// none of it, through every way a call can end; under concurrency too.
+// none of it, through every way a call can end (every one that is not ok
+// discards its instance); under concurrency too; with every reset mode.
 func TestPooledInstancesArePristine(t *testing.T) {
-	sb := newSandbox(t, sandbox.Config{PoolSize: 4})
-	m := compile(t, sb, hostile("canary"))
-	for i, how := range []string{"ok", "ok", "trap", "ok", "exit", "ok", "spin", "ok", "grow", "ok", "ok"} {
-		rep, err := canaryCall(t, m, how)
-		switch how {
-		case "ok":
-			if err != nil || string(rep.Body) != `{"dirty":false}` {
-				t.Fatalf("call %d: %s %v", i, rep.Body, err)
+	eachResetMode(t, func(t *testing.T, _ string) {
+		sb := newSandbox(t, sandbox.Config{PoolSize: 4, MaxResponseBytes: 1 << 20})
+		m := compile(t, sb, hostile("canary"))
+		for i, how := range []string{"ok", "ok", "trap", "ok", "exit", "ok", "spin", "ok", "deadline", "ok", "big", "ok", "grow", "ok", "ok"} {
+			rep, err := canaryCall(t, m, how)
+			switch how {
+			case "ok", "grow": // grow answers, and its instance is not kept (memory grew)
+				if err != nil || string(rep.Body) != `{"dirty":false}` {
+					t.Fatalf("call %d: %s %v", i, rep.Body, err)
+				}
+			default:
+				if err == nil {
+					t.Fatalf("call %d (%s) ended well: %s", i, how, rep.Body)
+				}
 			}
-		case "grow": // answers, and its instance is not kept (memory grew)
-			if err != nil || string(rep.Body) != `{"dirty":false}` {
-				t.Fatalf("call %d: %s %v", i, rep.Body, err)
-			}
-		case "trap", "exit", "spin":
-			if err == nil {
-				t.Fatalf("call %d (%s) ended well: %s", i, how, rep.Body)
+			if n := m.PoolInstances(); n > 4 {
+				t.Fatalf("call %d (%s): %d instances live in a pool of 4", i, how, n)
 			}
 		}
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for i := 0; i < 64; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep, err := canaryCall(t, m, "ok")
-			if err != nil || string(rep.Body) != `{"dirty":false}` {
-				errs <- fmt.Errorf("%s %v", rep.Body, err)
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for i := 0; i < 64; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rep, err := canaryCall(t, m, "ok")
+				if err != nil || string(rep.Body) != `{"dirty":false}` {
+					errs <- fmt.Errorf("%s %v", rep.Body, err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+// TestResetCopiesBackOnlyWrittenPages: where the kernel says which pages
+// a call wrote (PAGEMAP_SCAN, or /proc/self/pagemap before it), the reset
+// copies back those and no others; the fallbacks copy the whole memory.
+func TestResetCopiesBackOnlyWrittenPages(t *testing.T) {
+	eachResetMode(t, func(t *testing.T, mode string) {
+		var mu sync.Mutex
+		var pages []int
+		sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
+			if ev.Kind == "reset" {
+				mu.Lock()
+				pages = append(pages, ev.Pages)
+				mu.Unlock()
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+		}})
+		m := compile(t, sb, hostile("canary"))
+		for i := 0; i < 3; i++ {
+			if rep, err := canaryCall(t, m, "ok"); err != nil || string(rep.Body) != `{"dirty":false}` {
+				t.Fatalf("call %d: %s %v", i, rep.Body, err)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// The canary writes a word on each of its 32 pages of 64 KiB, and
+		// the request lands on one more page: 33 of its 512 pages of 4 KiB.
+		want := 33
+		if mode == "copy" || mode == "portable" {
+			want = 512
+		}
+		if len(pages) != 3 {
+			t.Fatalf("%d resets, want 3", len(pages))
+		}
+		for i, n := range pages {
+			if n != want && !(mode == "auto" && n == 512) {
+				t.Errorf("reset %d copied back %d pages, want %d", i, n, want)
+			}
+		}
+	})
 }
 
 // TestPooledGoGuest: the Go conformance pack answers from pooled
@@ -188,6 +248,10 @@ func TestPoolEvents(t *testing.T) {
 // undo all of it (every reset in this package's tests is also compared
 // with the snapshot, byte for byte), for the canary guest and a Go guest.
 func TestResetUndoesAHostWrittenCanary(t *testing.T) {
+	eachResetMode(t, testResetUndoesAHostWrittenCanary)
+}
+
+func testResetUndoesAHostWrittenCanary(t *testing.T, _ string) {
 	defer sandbox.CanaryAfterEveryCall()()
 	sb := newSandbox(t, sandbox.Config{PoolSize: 2})
 	canary := compile(t, sb, hostile("canary"))
@@ -233,5 +297,106 @@ func TestSnapshotsAreTakenAnew(t *testing.T) {
 	defer mu.Unlock()
 	if misses != 2 {
 		t.Fatalf("%d misses, want 2 (one per snapshot)", misses)
+	}
+}
+
+// TestIdleInstancesNeverRefuseACall: memory held by idle pooled instances
+// is given back when a call needs it, rather than the call being refused
+// for want of memory.
+func TestIdleInstancesNeverRefuseACall(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	sb := newSandbox(t, sandbox.Config{PoolSize: 4, MemoryBudget: 3 << 20, PoolEvents: func(ev sandbox.PoolEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[ev.Kind+"/"+ev.Reason]++
+	}})
+	a, b := compile(t, sb, hostile("canary")), compile(t, sb, hostile("canary"))
+	for i, m := range []*sandbox.Module{a, b, a, b} { // 2 MiB each: one fits at a time
+		if rep, err := canaryCall(t, m, "ok"); err != nil || string(rep.Body) != `{"dirty":false}` {
+			t.Fatalf("call %d: %s %v", i, rep.Body, err)
+		}
+		if a.PoolInstances()+b.PoolInstances() != 1 {
+			t.Fatalf("call %d: %d and %d instances live", i, a.PoolInstances(), b.PoolInstances())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["discard/memory"] != 3 {
+		t.Fatalf("%d instances closed for memory, want 3 (all: %v)", seen["discard/memory"], seen)
+	}
+}
+
+// goCanaryCall calls the Go canary pack (testdata/gocanary) as a tenant.
+func goCanaryCall(m *sandbox.Module, tenant, input string) (string, error) {
+	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"canary.keep"},"input":` + input + `,"ctx":{"tenantId":"` + tenant + `","runId":"r"}}`)})
+	if err == nil && rep.Status != 0 {
+		err = fmt.Errorf("status %d: %s", rep.Status, rep.Body)
+	}
+	return string(rep.Body), err
+}
+
+const goCanaryClean = `{"last":null,"tenants":[],"heap":0,"queued":0,"env":""}`
+
+// TestGoCanaryFindsNothing: a Go pack that keeps every input and tenant
+// it is given (in a variable, a map, the heap, a channel, its environment)
+// finds nothing of any earlier call, whichever tenant made it, one call
+// after another and many at once, with every reset mode.
+func TestGoCanaryFindsNothing(t *testing.T) {
+	eachResetMode(t, func(t *testing.T, _ string) {
+		var hits atomic.Int64
+		sb := newSandbox(t, sandbox.Config{PoolSize: 4, PoolEvents: func(ev sandbox.PoolEvent) {
+			if ev.Kind == "hit" {
+				hits.Add(1)
+			}
+		}})
+		m := compile(t, sb, filepath.Join("..", "testdata", "gocanary", "gocanary.wasm"))
+		if !m.Pooled() {
+			t.Fatal("the Go canary is not pooled")
+		}
+		for i := 0; i < 6; i++ {
+			got, err := goCanaryCall(m, fmt.Sprint("tenant-", i%2), fmt.Sprintf(`{"secret":"s%d"}`, i))
+			if err != nil || got != goCanaryClean {
+				t.Fatalf("call %d found %s (%v)", i, got, err)
+			}
+		}
+		// Its calls allocate, within the heap the SDK keeps free: the
+		// memory does not grow, and one instance serves them all.
+		if hits.Load() != 5 {
+			t.Fatalf("%d of 6 calls reused an instance, want 5", hits.Load())
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 32)
+		for i := 0; i < 32; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got, err := goCanaryCall(m, fmt.Sprint("tenant-", i%3), fmt.Sprintf(`{"secret":"c%d"}`, i)); err != nil || got != goCanaryClean {
+					errs <- fmt.Errorf("concurrent call %d found %s (%v)", i, got, err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+// TestGoCanaryCatchesABrokenReset: the canary is not blind. With resets
+// broken, the second call on an instance finds the first one's input and
+// tenant.
+func TestGoCanaryCatchesABrokenReset(t *testing.T) {
+	defer sandbox.BreakResets()()
+	sb := newSandbox(t, sandbox.Config{PoolSize: 1})
+	m := compile(t, sb, filepath.Join("..", "testdata", "gocanary", "gocanary.wasm"))
+	if _, err := goCanaryCall(m, "tenant-a", `{"secret":"a"}`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := goCanaryCall(m, "tenant-b", `{"secret":"b"}`)
+	want := `{"last":{"secret":"a"},"tenants":["tenant-a"],"heap":14,"queued":1,"env":"{\"secret\":\"a\"}"}`
+	if err != nil || got != want {
+		t.Fatalf("with resets broken the second call found %s (%v), want %s", got, err, want)
 	}
 }

@@ -109,6 +109,8 @@ type Sandbox struct {
 	// the same bytes before it has finished preparing it (a data race
 	// found by the race detector when a pack names one module twice).
 	compiling sync.Map
+	poolsMu   sync.Mutex
+	pools     map[*instancePool]struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -142,6 +144,8 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	}
 	s := &Sandbox{cfg: cfg}
 	s.mem.limit = max(cfg.MemoryBudget, 0)
+	s.pools = map[*instancePool]struct{}{}
+	s.mem.reclaim = s.reclaim
 	s.maps = newMappings()
 	s.stdout, s.stderr = newQueue(cfg.Stdout, "stdout", cfg.DroppedLines), newQueue(cfg.Stderr, "stderr", cfg.DroppedLines)
 	// No WithCloseOnContextDone: instrumented code returns to Go through
@@ -191,6 +195,11 @@ func newQueue(w io.Writer, stream string, dropped func(string)) *lineq.Queue {
 // Close releases the runtime and every module compiled in it. Safe twice.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.poolsMu.Lock()
+		for p := range s.pools {
+			p.close()
+		}
+		s.poolsMu.Unlock()
 		s.stdout.Close(time.Second)
 		s.stderr.Close(time.Second)
 		if s.rt != nil {
@@ -202,6 +211,39 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 	})
 	return s.closeErr
+}
+
+// reclaim closes idle pooled instances, the longest idle of each pool
+// first, until n more bytes fit in the memory budget (memBudget.reclaim).
+func (s *Sandbox) reclaim(n int64) bool {
+	s.poolsMu.Lock()
+	pools := make([]*instancePool, 0, len(s.pools))
+	for p := range s.pools {
+		pools = append(pools, p)
+	}
+	s.poolsMu.Unlock()
+	closed := false
+	for more := true; more; {
+		more = false
+		for _, p := range pools {
+			if s.mem.limit > 0 && s.mem.used.Load()+n <= s.mem.limit {
+				return closed
+			}
+			if p.dropOne("memory") {
+				closed, more = true, true
+			}
+		}
+	}
+	return closed
+}
+
+// PoolInstances is how many instances of the module live now, idle or
+// serving a call (0 when calls get a fresh instance).
+func (m *Module) PoolInstances() int {
+	if m.pool == nil {
+		return 0
+	}
+	return int(m.pool.live.Load())
 }
 
 // MemoryInUse is the linear memory instances hold now, in bytes.
@@ -262,6 +304,9 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	m.shape = checkExports(compiled)
 	if s.cfg.PoolSize > 0 && m.shape == nil && poolable(info) {
 		m.pool = newInstancePool(m, s.cfg.PoolSize)
+		s.poolsMu.Lock()
+		s.pools[m.pool] = struct{}{}
+		s.poolsMu.Unlock()
 	}
 	return m, nil
 }
@@ -350,6 +395,9 @@ func (m *Module) Shape() error { return m.shape }
 // Close releases the module's idle instances and the compiled module.
 func (m *Module) Close(ctx context.Context) error {
 	if m.pool != nil {
+		m.sb.poolsMu.Lock()
+		delete(m.sb.pools, m.pool)
+		m.sb.poolsMu.Unlock()
 		m.pool.close()
 	}
 	return m.compiled.Close(ctx)
@@ -505,7 +553,7 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	}
 	mem.prepaid = m.minBytes
 	defer mem.release()
-	if mmapAvailable {
+	if ownMemory() {
 		ctx = experimental.WithMemoryAllocator(ctx, mem)
 	}
 	ctx = context.WithValue(ctx, stateKey{}, st)

@@ -28,6 +28,7 @@ type Metrics struct {
 	guestLines *prometheus.CounterVec
 	poolEvents *prometheus.CounterVec
 	poolReset  prometheus.Histogram
+	poolPages  prometheus.Histogram
 	// AuditErrors counts audit lines that could not be written (write
 	// error) and AuditDropped those dropped because the writer fell behind.
 	AuditErrors, AuditDropped prometheus.Counter
@@ -60,6 +61,7 @@ func (m *Metrics) PoolEvent(ev sandbox.PoolEvent) {
 	m.poolEvents.WithLabelValues(ev.Kind, ev.Reason).Inc()
 	if ev.Kind == "reset" {
 		m.poolReset.Observe(ev.Seconds)
+		m.poolPages.Observe(float64(ev.Pages))
 	}
 }
 
@@ -98,11 +100,15 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_guest_lines_dropped_total", Help: "Lines of pack code output dropped because their reader fell behind, by stream (stdout, stderr, records).",
 	}, []string{"stream"})
 	m.poolEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "packd_pool_events_total", Help: "Pooled instances (--pool-size): hits, misses, resets, and discards by reason (error, grown, full, idle).",
+		Name: "packd_pool_events_total", Help: "Pooled instances (--pool-size): hits, misses, resets, and discards by reason (error, grown, full, idle, old, memory).",
 	}, []string{"event", "reason"})
 	m.poolReset = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "packd_pool_reset_seconds", Help: "Time to reset a pooled instance to its snapshot after a call.",
 		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10),
+	})
+	m.poolPages = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "packd_pool_reset_pages", Help: "Pages of 4 KiB a reset copied back to a pooled instance: those its call wrote, or all of its memory where the system cannot tell.",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 10),
 	})
 	m.AuditErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "packd_audit_write_errors_total", Help: "Audit lines lost to a write error (a full disk, say).",
@@ -120,7 +126,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_pack_info", Help: "The pack being served: always 1.",
 	}, []string{"pack_id", "pack_version", "artifact_version"})
 	cs := []prometheus.Collector{m.calls, m.duration, m.fuel, m.memory, m.inFlight, m.refusals,
-		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
+		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.poolPages, poolInstances{cfg.Pack}, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
 	if cfg.GoCollectors {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -181,4 +187,21 @@ func (m *Metrics) refused(status int, reason string) {
 		return
 	}
 	m.refusals.WithLabelValues(strconv.Itoa(status), reason).Inc()
+}
+
+// poolInstances reports packd_pool_instances at each scrape.
+type poolInstances struct{ pack *host.Pack }
+
+var poolInstancesDesc = prometheus.NewDesc("packd_pool_instances",
+	"Instances of a module with pooled instances that live now, idle or serving a call, by module.", []string{"module"}, nil)
+
+func (c poolInstances) Describe(ch chan<- *prometheus.Desc) { ch <- poolInstancesDesc }
+
+func (c poolInstances) Collect(ch chan<- prometheus.Metric) {
+	if c.pack == nil {
+		return
+	}
+	for path, n := range c.pack.PoolInstances() {
+		ch <- prometheus.MustNewConstMetric(poolInstancesDesc, prometheus.GaugeValue, float64(n), path)
+	}
 }

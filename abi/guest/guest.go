@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"sync"
@@ -140,6 +141,23 @@ func prewarm() {
 	_, _ = json.Marshal(r.Input)
 	_, _ = json.Marshal(map[string]any{"s": "x", "n": 1.5, "b": true, "a": []any{nil}, "o": map[string]string{"k": "v"}})
 	thrownStack("Error", "m", "s")
+	reserveHeap()
+}
+
+// heapHeadroom is free heap the SDK leaves after init. A wasm memory never
+// shrinks, and a pooled instance whose call grew it is closed rather than
+// reset (packd GUEST-ABI.md, "Pooled instances"); a call that allocates
+// less than this, beyond its garbage, does not grow it.
+const heapHeadroom = 8 << 20
+
+var sink []byte
+
+// reserveHeap has the Go runtime take heapHeadroom of memory from the host
+// and then free it: the heap keeps it for later allocations.
+func reserveHeap() {
+	sink = make([]byte, heapHeadroom)
+	sink = nil
+	runtime.GC()
 }
 
 // Dispatch runs the handler a request names and returns the ABI status and

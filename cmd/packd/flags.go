@@ -22,7 +22,10 @@ type loadFlags struct {
 	index, moduleRoot, cacheDir string
 	memoryMiB, maxModuleMiB     uint
 	memoryBudgetMiB             int64
-	poolSize                    int64
+	poolSize                    string
+	// poolAuto is the pool size "auto" means: serve sets it to its
+	// concurrency cap; a one-off command has nothing to pool.
+	poolAuto                    int
 	fuel, loadFuel              int64
 	compileTimeout, loadTimeout time.Duration
 }
@@ -35,8 +38,8 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&l.fuel, "fuel", envInt("PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
 	fs.Int64Var(&l.memoryBudgetMiB, "memory-budget-mib", envInt("PACKD_MEMORY_BUDGET_MIB", defaultMemoryBudget(nil)>>20),
 		"memory the process may use, MiB: half for instances' linear memory (a call that does not fit answers 503 overloaded), half the Go heap's soft limit (default $PACKD_MEMORY_BUDGET_MIB, else 3/4 of the cgroup's or the machine's memory)")
-	fs.Int64Var(&l.poolSize, "pool-size", envInt("PACKD_POOL_SIZE", 0),
-		"instances of each module kept between calls, reset to their snapshot after _initialize (experimental; default $PACKD_POOL_SIZE, else 0: a fresh instance per call)")
+	fs.StringVar(&l.poolSize, "pool-size", envOr(os.Getenv, "PACKD_POOL_SIZE", "auto"),
+		`instances of each module kept between calls, reset to their snapshot after _initialize; 0: a fresh instance for every call (default $PACKD_POOL_SIZE, else "auto": the service's concurrency cap)`)
 	fs.UintVar(&l.maxModuleMiB, "max-module-mib", sandbox.DefaultMaxModuleBytes>>20, "largest module packd loads, MiB")
 	fs.DurationVar(&l.compileTimeout, "compile-timeout", sandbox.DefaultCompileTimeout, "longest a module's compilation may take")
 	fs.DurationVar(&l.loadTimeout, "load-timeout", sandbox.DefaultLoadTimeout, "longest a module's load-time code (start, _initialize, kindgi_describe) may run")
@@ -55,6 +58,15 @@ func envInt(name string, def int64) int64 {
 		return -1
 	}
 	return n
+}
+
+// pool is the pool size the flag asks for.
+func (l *loadFlags) pool() (int, bool) {
+	if l.poolSize == "auto" {
+		return l.poolAuto, true
+	}
+	n, err := strconv.Atoi(l.poolSize)
+	return n, err == nil && n >= 0 && n <= 4096
 }
 
 // setGoMemoryLimit gives the Go heap its half of the memory budget as a
@@ -80,8 +92,8 @@ func (l *loadFlags) check() []string {
 	} else if l.memoryBudgetMiB/2 < int64(l.memoryMiB) {
 		problems = append(problems, fmt.Sprintf("--memory-budget-mib %d leaves less than one instance's --memory-limit-mib (%d) for instances (half the budget)", l.memoryBudgetMiB, l.memoryMiB))
 	}
-	if l.poolSize < 0 || l.poolSize > 4096 {
-		problems = append(problems, "--pool-size (or PACKD_POOL_SIZE) must be between 0 and 4096")
+	if _, ok := l.pool(); !ok {
+		problems = append(problems, fmt.Sprintf(`--pool-size (or PACKD_POOL_SIZE) must be "auto" or between 0 and 4096, got %q`, l.poolSize))
 	}
 	if l.maxModuleMiB == 0 || l.maxModuleMiB > 1024 {
 		problems = append(problems, "--max-module-mib must be between 1 and 1024")
@@ -113,6 +125,7 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 	if problems := l.check(); len(problems) > 0 {
 		return host.Config{}, errors.New(strings.Join(problems, "; "))
 	}
+	pool, _ := l.pool()
 	return host.Config{
 		IndexPath:  l.index,
 		ModuleRoot: l.moduleRoot,
@@ -127,7 +140,7 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 			LoadTimeout:      l.loadTimeout,
 			LoadFuel:         l.loadFuel,
 			MemoryBudget:     l.memoryBudgetMiB << 20 / 2,
-			PoolSize:         int(l.poolSize),
+			PoolSize:         pool,
 		},
 	}, nil
 }

@@ -138,6 +138,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	// module loads.
 	_ = os.Unsetenv(tokenEnv)
 
+	cfg.load.poolAuto = cfg.maxConcurrency
 	hc, err := cfg.load.config(stdout)
 	if err != nil {
 		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: []string{err.Error()}})
@@ -231,7 +232,8 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	listening := []server.Field{{Key: "port", Value: port}, {Key: "packId", Value: pack.Index.PackID},
-		{Key: "artifactVersion", Value: pack.Index.ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.load.memoryBudgetMiB)}}
+		{Key: "artifactVersion", Value: pack.Index.ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.load.memoryBudgetMiB)},
+		{Key: "poolSize", Value: float64(hc.Sandbox.PoolSize)}}
 	if cfg.metricsAddr != "off" {
 		mln, err := net.Listen("tcp", cfg.metricsAddr)
 		if err != nil {

@@ -353,15 +353,22 @@ func TestServiceBodyLimit(t *testing.T) {
 	expect(t, s.do(t, "GET", "/healthz", "", nil), 200, `{"status":"ok"}`)
 }
 
-// TestServiceConformancePack runs every case of PROTOCOL-NOTES §8 over HTTP.
+// TestServiceConformancePack runs every case of PROTOCOL-NOTES §8 over
+// HTTP, with a fresh instance for every call.
 func TestServiceConformancePack(t *testing.T) {
-	s := start(t, conformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"})
+	s := start(t, conformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"}, "--pool-size", "0")
 	conformanceOverHTTP(t, s)
 }
 
-// TestServiceConformancePackPooled: the same answers from pooled instances.
+// TestServiceConformancePackPooled: the same answers from pooled
+// instances, which the service uses by default (as many per module as
+// its concurrency cap).
 func TestServiceConformancePackPooled(t *testing.T) {
-	s := start(t, conformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"}, "--pool-size", "4")
+	s := start(t, conformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x", "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "7"})
+	rec := record(t, s.stderr.waitFor(t, time.Second, kindIs("listening")))
+	if rec["poolSize"] != float64(7) {
+		t.Fatalf("listening record: %v", rec)
+	}
 	for i := 0; i < 3; i++ { // instances are reused across the rounds
 		conformanceOverHTTP(t, s)
 	}
@@ -639,12 +646,12 @@ func TestServiceTenantPinning(t *testing.T) {
 func TestServiceProcessContractFailures(t *testing.T) {
 	t.Run("config-invalid lists every problem", func(t *testing.T) {
 		s := launch(t, conformance, map[string]string{tokenEnv: "has space", "PORT": "70000",
-			"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "0", "KINDGI_PACK_ENV_CHECK": "loose"}, "--host", "")
+			"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "0", "KINDGI_PACK_ENV_CHECK": "loose", "PACKD_POOL_SIZE": "lots"}, "--host", "")
 		if code := s.wait(t, 30*time.Second); code != 1 {
 			t.Fatalf("exit %d", code)
 		}
 		rec := record(t, s.stderr.waitFor(t, time.Second, kindIs("config-invalid")))
-		if rec["level"] != "error" || len(rec["problems"].([]any)) != 5 {
+		if rec["level"] != "error" || len(rec["problems"].([]any)) != 6 {
 			t.Fatalf("record %v", rec)
 		}
 	})

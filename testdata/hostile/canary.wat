@@ -3,8 +3,9 @@
   ;; earlier call wrote (its global, a word on each of its 32 pages), answers
   ;; {"dirty":true} if it finds any, then writes it all. The request's first
   ;; byte says how the call ends after writing: o(k) answers, t(rap) traps,
-  ;; e(xit) calls proc_exit, s(pin) loops until out of fuel, g(row) grows
-  ;; the memory a page and answers.
+  ;; e(xit) calls proc_exit, s(pin) loops until out of fuel or its deadline,
+  ;; g(row) grows the memory a page and answers, b(ig) answers with all
+  ;; of its memory (2 MiB).
   (import "kindgi" "response_write" (func $response_write (param i32 i32)))
   (import "kindgi" "request_len" (func $request_len (result i32)))
   (import "kindgi" "request_read" (func $request_read (param i32)))
@@ -36,6 +37,7 @@
     (if (i32.eq (local.get $how) (i32.const 101)) (then (call $proc_exit (i32.const 3)))) ;; e
     (if (i32.eq (local.get $how) (i32.const 115)) (then (loop $spin (br $spin))))     ;; s
     (if (i32.eq (local.get $how) (i32.const 103)) (then (drop (memory.grow (i32.const 1))))) ;; g
+    (if (i32.eq (local.get $how) (i32.const 98)) (then (call $response_write (i32.const 0) (i32.const 2097152)))) ;; b
     (if (local.get $dirty)
       (then (call $response_write (i32.const 300) (i32.const 14)))
       (else (call $response_write (i32.const 200) (i32.const 15))))
