@@ -134,6 +134,7 @@ type request struct {
 // prewarm runs the SDK's JSON paths once: decoding a request and its ctx,
 // encoding an output and a thrown error.
 func prewarm() {
+	reserveHeap()
 	var r request
 	_ = json.Unmarshal([]byte(`{"kind":"invoke","tool":{"id":"x"},"check":{"id":"x"},"input":{"a":[1,"b",true,null,{}]},"ctx":{},"config":{},"trace":{}}`), &r)
 	var c Context
@@ -141,14 +142,13 @@ func prewarm() {
 	_, _ = json.Marshal(r.Input)
 	_, _ = json.Marshal(map[string]any{"s": "x", "n": 1.5, "b": true, "a": []any{nil}, "o": map[string]string{"k": "v"}})
 	thrownStack("Error", "m", "s")
-	reserveHeap()
 }
 
 // heapHeadroom is free heap the SDK leaves after init. A wasm memory never
 // shrinks, and a pooled instance whose call grew it is closed rather than
 // reset (packd GUEST-ABI.md, "Pooled instances"); a call that allocates
 // less than this, beyond its garbage, does not grow it.
-const heapHeadroom = 8 << 20
+const heapHeadroom = 2 << 20
 
 var sink []byte
 
@@ -164,8 +164,11 @@ func reserveHeap() {
 // the response bytes. It is what kindgi_call does inside the module.
 func Dispatch(req []byte) (status abi.Status, resp []byte) {
 	var r request
-	if err := json.Unmarshal(req, &r); err != nil {
-		return thrown(&Error{Name: "TypeError", Message: "guest could not read the request: " + err.Error()})
+	if !decodeRequest(req, &r) {
+		r = request{}
+		if err := json.Unmarshal(req, &r); err != nil {
+			return thrown(&Error{Name: "TypeError", Message: "guest could not read the request: " + err.Error()})
+		}
 	}
 	var run func() (any, error)
 	mu.Lock()
@@ -178,8 +181,11 @@ func Dispatch(req []byte) (status abi.Status, resp []byte) {
 		}
 		run = func() (any, error) {
 			ctx := &Context{Raw: r.Ctx}
-			if err := json.Unmarshal(r.Ctx, ctx); err != nil {
-				return nil, &Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()}
+			if !decodeContext(r.Ctx, ctx) {
+				*ctx = Context{Raw: r.Ctx}
+				if err := json.Unmarshal(r.Ctx, ctx); err != nil {
+					return nil, &Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()}
+				}
 			}
 			if fn != nil {
 				return fn(r.Input, ctx)
@@ -210,6 +216,9 @@ func safeRun(run func() (any, error)) (status abi.Status, resp []byte) {
 	out, err := run()
 	if err != nil {
 		return thrown(err)
+	}
+	if raw, ok := out.(json.RawMessage); ok && marshalsAsIs(raw) {
+		return abi.StatusOK, raw
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

@@ -1,0 +1,109 @@
+package guest
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+const fullCtx = `{"tenantId":"t","runId":"r","projectId":"p","orgId":"o","requestId":"q","idempotencyKey":"k","env":{"A":"b","C":""},"secrets":{"s":{"k":"v"},"n":null},"extra":[1]}`
+
+// decodeCases are requests and ctx values the fast decoders must read as
+// encoding/json does, or leave to it.
+var decodeCases = []string{
+	`{"kind":"invoke","tool":{"id":"echo.echo"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`,
+	` { "kind" : "check-invoke" , "check" : { "id" : "c" , "version" : "1" } , "config" : [1, 2.5e3, -0, true, false, null, "x\u00e9\n"] , "trace" : {"a":{"b":[[]]}} } `,
+	`{"kind":"invoke","tool":{"id":"a"},"tool":{"version":"2"},"input":null,"input":{"second":1}}`,
+	`{"KIND":"invoke","Tool":{"ID":"a"}}`,
+	`{"kind":"inv\u006Fke"}`,
+	`{"kind":"invoké"}`,
+	`{"kind":"invoke","tool":null}`,
+	`{"kind":5}`,
+	`{"kind":"invoke",}`,
+	`{"kind":"invoke"} x`,
+	`{"input":01}`, `{"input":1.}`, `{"input":1e}`, `{"input":-}`, `{"input":tru}`, `{"input":"\x"}`, `{"input":"a` + "\x01" + `"}`,
+	`{"input":"\ud800"}`, `{"input":"` + "\xff" + `"}`, `{"input":{"a" 1}}`, `{"input":[1 2]}`,
+	`[]`, `null`, ``, `{`, `{"a":[` + string(make([]byte, 0)) + `]}`,
+	fullCtx,
+	`{"tenantId":"t\"q","env":{"A":"\u0041"}}`,
+	`{"env":null,"secrets":null}`,
+	`{"env":{"A":"1"},"env":{"B":"2"}}`,
+	`{"env":{"A":1}}`,
+	`{"TenantID":"x"}`,
+	`{"tenantId":null}`,
+}
+
+func TestFastDecodersAgreeWithEncodingJSON(t *testing.T) {
+	for _, c := range decodeCases {
+		checkRequestDecode(t, []byte(c))
+		checkContextDecode(t, []byte(c))
+	}
+	// The common request takes the fast path.
+	var r request
+	if !decodeRequest([]byte(decodeCases[0]), &r) || r.Tool.ID != "echo.echo" || string(r.Input) != `{"message":"hello"}` {
+		t.Fatalf("the common request is not decoded fast: %+v", r)
+	}
+	var c Context
+	if !decodeContext([]byte(fullCtx), &c) || c.Env["A"] != "b" || string(c.Secrets["s"]) != `{"k":"v"}` {
+		t.Fatalf("the common ctx is not decoded fast: %+v", c)
+	}
+}
+
+func checkRequestDecode(t *testing.T, b []byte) {
+	var fast, slow request
+	ok := decodeRequest(b, &fast)
+	err := json.Unmarshal(b, &slow)
+	if ok && (err != nil || !reflect.DeepEqual(fast, slow)) {
+		t.Fatalf("request %q: fast %+v, encoding/json %+v (%v)", b, fast, slow, err)
+	}
+}
+
+func checkContextDecode(t *testing.T, b []byte) {
+	var fast, slow Context
+	ok := decodeContext(b, &fast)
+	err := json.Unmarshal(b, &slow)
+	if ok && (err != nil || !reflect.DeepEqual(fast, slow)) {
+		t.Fatalf("ctx %q: fast %+v, encoding/json %+v (%v)", b, fast, slow, err)
+	}
+}
+
+// FuzzFastDecoders: whatever the bytes, what the fast decoders accept is
+// exactly what encoding/json reads from them.
+func FuzzFastDecoders(f *testing.F) {
+	for _, c := range decodeCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkRequestDecode(t, b)
+		checkContextDecode(t, b)
+	})
+}
+
+var marshalCases = []string{
+	`{"message":"hello world"}`, `{"a": 1}`, `[1,2,{"b":null}]`, `"<b>"`, `"a&b"`, "\"\u2028\"", `{"a":"é"}`, ` 1`, `1 `, `{"a":1`, ``, `nul`, `"\u003c"`, `0`,
+}
+
+func TestOutputsMarshalledAsIs(t *testing.T) {
+	for _, c := range marshalCases {
+		checkMarshal(t, []byte(c))
+	}
+	if !marshalsAsIs([]byte(`{"message":"hello world"}`)) {
+		t.Fatal("a compact output is marshalled anew")
+	}
+}
+
+func checkMarshal(t *testing.T, b []byte) {
+	want, err := json.Marshal(json.RawMessage(b))
+	if marshalsAsIs(b) && (err != nil || string(want) != string(b)) {
+		t.Fatalf("%q is taken as is, but json.Marshal gives %q (%v)", b, want, err)
+	}
+}
+
+// FuzzOutputsMarshalledAsIs: an output taken as is is what json.Marshal
+// would have made of it.
+func FuzzOutputsMarshalledAsIs(f *testing.F) {
+	for _, c := range append(marshalCases, decodeCases...) {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(checkMarshal)
+}

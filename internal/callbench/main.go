@@ -1,0 +1,138 @@
+// Command callbench measures what a call costs in the sandbox, with a
+// fresh instance per call (the naive path) and from a pool of instances
+// reset to their snapshot, side by side in one run: per-call median, p99
+// and allocations, and their ratio, for a tiny .wat module and the Go
+// echo pack. `make bench` runs it; it prints the issue-10 targets beside
+// the figures.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/kindgi/packd/sandbox"
+)
+
+type subject struct {
+	name, path string
+	body       []byte
+	calls      int // per round, fresh; pooled runs poolFactor times as many
+	// targets: pooled median at most maxMedian, and at most maxRatio of
+	// the fresh median; pooled allocations at most maxAllocs (0: none)
+	maxMedian time.Duration
+	maxRatio  float64
+	maxAllocs float64
+}
+
+const poolFactor = 10
+
+type result struct {
+	times  []time.Duration
+	allocs uint64
+	calls  int
+}
+
+func (r *result) quantile(q float64) time.Duration {
+	slices.Sort(r.times)
+	return r.times[min(len(r.times)-1, int(q*float64(len(r.times))))]
+}
+
+func (r *result) allocsPerCall() float64 { return float64(r.allocs) / float64(r.calls) }
+
+func main() {
+	rounds := flag.Int("rounds", 4, "rounds; each runs every subject fresh then pooled")
+	root := flag.String("root", ".", "the repository")
+	flag.Parse()
+	subjects := []subject{
+		{name: "tiny .wat module", path: "testdata/hostile/counter.wasm", calls: 5000, maxMedian: 5 * time.Microsecond, maxRatio: 0.3},
+		{name: "Go echo pack", path: "wasm-examples/echo/echo.wasm", calls: 100, maxMedian: 100 * time.Microsecond, maxRatio: 0.02, maxAllocs: 16,
+			body: []byte(`{"kind":"invoke","tool":{"id":"echo.echo"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`)},
+	}
+	ctx := context.Background()
+	failed := false
+	fmt.Printf("%-18s %-7s %10s %10s %12s\n", "module", "path", "median", "p99", "allocs/call")
+	for _, s := range subjects {
+		wasm, err := os.ReadFile(filepath.Join(*root, s.path))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "callbench: %v (run make wasm fixtures)\n", err)
+			os.Exit(2)
+		}
+		// Room for every time up front: appending allocates nothing.
+		res := [2]result{{times: make([]time.Duration, 0, *rounds*s.calls)}, {times: make([]time.Duration, 0, *rounds*s.calls*poolFactor)}}
+		var closers []func()
+		mods := [2]*sandbox.Module{}
+		for i, pool := range []int{0, 1} {
+			sb, err := sandbox.New(ctx, sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: pool})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "callbench:", err)
+				os.Exit(2)
+			}
+			closers = append(closers, func() { _ = sb.Close(ctx) })
+			if mods[i], err = sb.Compile(ctx, wasm); err != nil {
+				fmt.Fprintln(os.Stderr, "callbench:", err)
+				os.Exit(2)
+			}
+		}
+		for i := range mods { // warm: compile caches, the pool's snapshot
+			run(ctx, mods[i], s.body, 20, nil)
+		}
+		for r := 0; r < *rounds; r++ {
+			run(ctx, mods[0], s.body, s.calls, &res[0])
+			run(ctx, mods[1], s.body, s.calls*poolFactor, &res[1])
+		}
+		for _, c := range closers {
+			c()
+		}
+		fresh, pooled := &res[0], &res[1]
+		fmt.Printf("%-18s %-7s %10s %10s %12.1f\n", s.name, "fresh", fresh.quantile(.5), fresh.quantile(.99), fresh.allocsPerCall())
+		fmt.Printf("%-18s %-7s %10s %10s %12.1f\n", "", "pooled", pooled.quantile(.5), pooled.quantile(.99), pooled.allocsPerCall())
+		ratio := float64(pooled.quantile(.5)) / float64(fresh.quantile(.5))
+		fmt.Printf("%-18s %-7s %10.4fx %10.4fx %11.4fx\n", "", "ratio", ratio,
+			float64(pooled.quantile(.99))/float64(fresh.quantile(.99)), pooled.allocsPerCall()/fresh.allocsPerCall())
+		verdict := func(ok bool, what string) {
+			mark := "ok  "
+			if !ok {
+				mark, failed = "MISS", true
+			}
+			fmt.Printf("  %s %s\n", mark, what)
+		}
+		verdict(pooled.quantile(.5) <= s.maxMedian, fmt.Sprintf("pooled median <= %s", s.maxMedian))
+		verdict(ratio <= s.maxRatio, fmt.Sprintf("pooled median <= %gx fresh", s.maxRatio))
+		if s.maxAllocs > 0 {
+			verdict(pooled.allocsPerCall() <= s.maxAllocs, fmt.Sprintf("pooled allocations <= %g per call", s.maxAllocs))
+		}
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// run makes n calls, adding each one's time and the allocations to res.
+func run(ctx context.Context, m *sandbox.Module, body []byte, n int, res *result) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		rep, err := m.Call(ctx, sandbox.Request{Body: body})
+		d := time.Since(start)
+		if err != nil || rep.Status != 0 {
+			fmt.Fprintf(os.Stderr, "callbench: call failed: %v %s\n", err, rep.Body)
+			os.Exit(2)
+		}
+		if res != nil {
+			res.times = append(res.times, d)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if res != nil {
+		res.allocs += after.Mallocs - before.Mallocs
+		res.calls += n
+	}
+}
