@@ -72,21 +72,18 @@ e2e: build wasm
 	$(GO) test -tags e2e -count=1 -run 'Promtool|Prometheus' ./cmd/packd
 
 bench: build wasm fixtures
+	-$(GO) run ./internal/callbench
 	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./sandbox
 	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./sandbox
 	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
 	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch' -benchmem -count 5 ./sandbox ./host
 
 # Throughput and latency of /v1/invoke with the echo pack next to a plain
-# echo handler in the same server (needs wrk: apt-get install wrk).
+# echo handler in the same server, at concurrency 1 and 32, and RSS after
+# 10k and 100k calls (installs wrk from Debian when it is missing).
 loadtest: build wasm
 	$(GO) build -o bin/loadtest ./internal/loadtest
-	@bin/loadtest -addr 127.0.0.1:8090 & pid=$$!; sleep 2; \
-	for c in 1 32; do for path in /v1/invoke /bench/plain; do \
-	  echo "== concurrency $$c $$path"; \
-	  wrk -t $$([ $$c = 1 ] && echo 1 || echo 2) -c $$c -d 10s --latency -s internal/loadtest/post.lua http://127.0.0.1:8090$$path \
-	    | grep -E 'Requests/sec|50%|99%|Non-2xx'; \
-	done; done; kill $$pid
+	internal/loadtest/run.sh
 
 # RSS of packd serve at its defaults under a burst of 64 memory-hungry calls
 # (192 MiB each), and how soon it returns to idle (about a minute; Linux).

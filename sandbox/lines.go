@@ -8,7 +8,7 @@ import (
 // sink as whole lines. A line longer than maxLine is cut and marked; once the
 // call has forwarded maxTotal bytes, the rest is dropped with one marker line.
 type lineWriter struct {
-	sink     func(line []byte) // must not block
+	sink     lineSink
 	maxLine  int
 	budget   int // bytes the call may still forward
 	buf      []byte
@@ -68,9 +68,9 @@ func (w *lineWriter) emit(line []byte) {
 	}
 	if len(line) > w.budget {
 		w.exceeded = true
-		w.sink([]byte(droppedMark))
+		w.sink.emit([]byte(droppedMark))
 		return
 	}
 	w.budget -= len(line)
-	w.sink(line)
+	w.sink.emit(line)
 }

@@ -7,7 +7,7 @@ import (
 
 func TestLineWriterForwardsWholeBoundedLines(t *testing.T) {
 	var out bytes.Buffer
-	sink := func(line []byte) { out.Write(line) }
+	sink := lineSink{output: func(_ string, line []byte) { out.Write(line) }}
 	w := lineWriter{sink: sink, maxLine: 8, budget: 64}
 	w.Write([]byte("ab"))
 	w.Write([]byte("c\nde"))

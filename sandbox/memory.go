@@ -68,6 +68,9 @@ func (c *callMemory) release() {
 // kernels, or copying the whole snapshot back); portableMemory makes
 // instance memory wazero's own and takes no snapshot image, as on systems
 // without mmap and memfd.
+// pageSize is the unit a reset copies back in.
+const pageSize = 4096
+
 const (
 	resetAuto = iota
 	resetScan

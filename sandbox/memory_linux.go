@@ -230,7 +230,6 @@ const (
 	fSealShrink     = 0x2
 	fSealGrow       = 0x4
 	fSealWrite      = 0x8
-	pageSize        = 4096
 )
 
 // memImage is a snapshot's memory in a sealed memfd.
@@ -368,25 +367,31 @@ const scanFrom = 1 << 20
 // that are private, that is were written since b was mapped or reverted:
 // a page the guest wrote is an anonymous copy, one it only read is still
 // the memfd's. It asks PAGEMAP_SCAN, or reads /proc/self/pagemap where the
-// kernel has no PAGEMAP_SCAN, and reports false when neither answers: the
-// caller copies the whole image instead.
-func resetWritten(b []byte, img *memImage) (pages int, ok bool) {
+// kernel has no PAGEMAP_SCAN, and says which it used; "" when neither
+// answers: the caller compares the whole image instead.
+func resetWritten(b []byte, img *memImage) (pages int, how string) {
 	mode := forceReset
 	if mode == resetAuto && len(img.data) < scanFrom {
-		return 0, false // copying it all is cheaper than asking
+		return 0, "" // comparing it all is cheaper than asking
 	}
 	pagemap.once.Do(func() { pagemap.f, _ = os.Open("/proc/self/pagemap") })
 	if pagemap.f == nil || len(b) < len(img.data) || mode == resetCopy {
-		return 0, false
+		return 0, ""
 	}
 	if mode == resetScan || mode == resetAuto && !pagemap.noScan.Load() {
 		pages, ok, unsupported := scanWritten(b, img)
-		if ok || !unsupported || mode == resetScan {
-			return pages, ok
+		switch {
+		case ok:
+			return pages, "scan"
+		case !unsupported || mode == resetScan:
+			return 0, ""
 		}
 		pagemap.noScan.Store(true)
 	}
-	return readWritten(b, img)
+	if pages, ok := readWritten(b, img); ok {
+		return pages, "pagemap"
+	}
+	return 0, ""
 }
 
 // scanWritten is resetWritten with PAGEMAP_SCAN; unsupported reports

@@ -22,7 +22,7 @@ type mmapMemory struct {
 	image *memImage
 }
 
-func newMemImage([]byte) *memImage               { return nil }
-func (img *memImage) close()                     {}
-func revert([]byte, *memImage) error             { return nil }
-func resetWritten([]byte, *memImage) (int, bool) { return 0, false }
+func newMemImage([]byte) *memImage                 { return nil }
+func (img *memImage) close()                       {}
+func revert([]byte, *memImage) error               { return nil }
+func resetWritten([]byte, *memImage) (int, string) { return 0, "" }

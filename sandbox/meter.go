@@ -31,9 +31,13 @@ func charge(ctx context.Context, mod api.Module, units int64) {
 		panic(ErrCancelled) // classify reads the context for deadline or cancel
 	}
 	st := stateFrom(ctx)
-	g, ok := mod.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal)
-	if !ok {
-		panic(&ABIError{Func: instrument.ImportRefill, Reason: "called by a module without its fuel counter"})
+	g := st.fuel
+	if g == nil {
+		var ok bool
+		if g, ok = mod.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal); !ok {
+			panic(&ABIError{Func: instrument.ImportRefill, Reason: "called by a module without its fuel counter"})
+		}
+		st.fuel = g
 	}
 	cur := int64(g.Get()) - units
 	for cur < 0 {

@@ -34,12 +34,18 @@ type instancePool struct {
 	stop chan struct{}
 	once sync.Once
 	live atomic.Int64 // instances alive, idle or serving a call
+	// clock is the time in Unix nanoseconds, set by the janitor at each of
+	// its rounds: what the pool times (idle instances, a snapshot's age)
+	// needs no finer clock, and a call does not read the real one.
+	clock atomic.Int64
 }
 
 // PoolEvent is what happened to a pooled instance (Config.PoolEvents):
 // Kind "hit" (a call got an idle instance), "miss" (it made one), "reset"
 // (an instance was reset after a call, in Seconds, copying back Pages
-// pages of 4 KiB) or "discard" (it was closed: Reason "error" after a call
+// pages of 4 KiB that Reason "scan" (PAGEMAP_SCAN), "pagemap"
+// (/proc/self/pagemap) or "compare" (every page compared with the
+// snapshot) found written) or "discard" (it was closed: Reason "error" after a call
 // that did not end well, "grown" when its memory grew, "full" when the
 // pool had no room, "idle" after waiting too long, "old" when its snapshot
 // had been taken anew, "memory" to give its memory to a call that needed
@@ -95,6 +101,9 @@ type pooledInstance struct {
 	since        time.Time   // when it was last put back
 	lin          *mmapMemory // its linear memory, when packd allocated it
 	inst         api.Module
+	call         api.Function // kindgi_call, made once: wazero allocates a call stack for each
+	state        callState    // the state of its call, and its context: one call at a time
+	ctx          stateCtx
 	globals      []api.MutableGlobal
 	fuel, stack  api.MutableGlobal
 	memory       api.Memory
@@ -106,13 +115,17 @@ func poolable(info instrument.Info) bool { return !info.WritesTablesOrSegments &
 
 func newInstancePool(m *Module, size int) *instancePool {
 	p := &instancePool{m: m, idle: make(chan *pooledInstance, size), stop: make(chan struct{})}
+	p.clock.Store(time.Now().UnixNano())
 	go p.janitor()
 	return p
 }
 
 // janitor closes instances idle for longer than poolIdleFor.
 func (p *instancePool) janitor() {
-	every(poolIdleFor/4, p.stop, func(now time.Time) { p.trim(now.Add(-poolIdleFor)) })
+	every(poolIdleFor/4, p.stop, func(now time.Time) {
+		p.clock.Store(now.UnixNano())
+		p.trim(now.Add(-poolIdleFor))
+	})
 }
 
 // trim closes the idle instances put back before cutoff.
@@ -146,14 +159,16 @@ func (p *instancePool) dropOne(reason string) bool {
 func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err error) {
 	s := p.m.sb
 	budget := s.budgetFor(req)
-	st := s.newState(req, budget)
 	if err := ctx.Err(); err != nil {
 		return Reply{}, classify(ctx, err)
 	}
-	pi, err := p.get(ctx, req.Env)
+	now := time.Unix(0, p.clock.Load())
+	pi, err := p.get(ctx, req.Env, now)
 	if err != nil {
 		return Reply{}, err
 	}
+	st := &pi.state
+	s.initState(st, req, budget)
 	keep := false
 	defer func() {
 		err = s.settle(&rep, err, st, budget, pi.memory, pi.fuel, pi.stack)
@@ -167,25 +182,32 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 			if afterCall != nil {
 				afterCall(pi.inst)
 			}
-			start := time.Now()
-			pages := p.reset(pi)
-			p.event(PoolEvent{Kind: "reset", Seconds: time.Since(start).Seconds(), Pages: pages})
+			if s.cfg.PoolEvents != nil {
+				start := time.Now()
+				pages, how := p.reset(pi)
+				p.event(PoolEvent{Kind: "reset", Reason: how, Seconds: time.Since(start).Seconds(), Pages: pages})
+			} else {
+				p.reset(pi)
+			}
 			if verifyResets {
 				p.verify(pi)
 			}
-			p.put(pi)
+			p.put(pi, now)
 		}
 	}()
 	pi.fuel.Set(0)
 	pi.stack.Set(0)
-	rep.Status, rep.Body, err = callExport(context.WithValue(ctx, stateKey{}, st), pi.inst, abi.ExportCall, st)
+	st.fuel = pi.fuel
+	pi.ctx = stateCtx{Context: ctx, st: st}
+	rep.Status, rep.Body, err = callExport(&pi.ctx, pi.call, abi.ExportCall, st)
+	pi.ctx = stateCtx{} // keeps nothing of the call
 	keep = err == nil
 	return rep, err
 }
 
 // get takes an idle instance, or makes one.
-func (p *instancePool) get(ctx context.Context, env []string) (*pooledInstance, error) {
-	p.expire(time.Now().Add(-snapshotMaxAge))
+func (p *instancePool) get(ctx context.Context, env []string, now time.Time) (*pooledInstance, error) {
+	p.expire(now.Add(-snapshotMaxAge))
 	select {
 	case pi := <-p.idle:
 		p.event(PoolEvent{Kind: "hit"})
@@ -205,8 +227,9 @@ func (p *instancePool) serves(env []string) bool {
 	return p.snap == nil || slices.Equal(p.snap.env, env)
 }
 
-// put keeps a reset instance, or closes it when the pool is full.
-func (p *instancePool) put(pi *pooledInstance) {
+// put keeps a reset instance, or closes it when the pool is full; now
+// is when its call started.
+func (p *instancePool) put(pi *pooledInstance, now time.Time) {
 	p.mu.Lock()
 	current := pi.snap == p.snap
 	p.mu.Unlock()
@@ -214,7 +237,7 @@ func (p *instancePool) put(pi *pooledInstance) {
 		p.discard(pi, "old")
 		return
 	}
-	pi.since = time.Now()
+	pi.since = now
 	p.keep(pi)
 }
 
@@ -256,7 +279,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		return nil, fmt.Errorf("instantiating module: %w", classify(lctx, err))
 	}
 	p.live.Add(1)
-	pi := &pooledInstance{inst: inst, lin: mem.linear, memory: inst.Memory(), closeRelease: func() {
+	pi := &pooledInstance{inst: inst, call: inst.ExportedFunction(abi.ExportCall), lin: mem.linear, memory: inst.Memory(), closeRelease: func() {
 		_ = inst.Close(context.Background())
 		p.live.Add(-1)
 	}}
@@ -359,19 +382,36 @@ func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env
 // back only the pages the call wrote when its memory maps the snapshot
 // image and the kernel can say which), every mutable global, and the
 // pass's counters.
-func (p *instancePool) reset(pi *pooledInstance) (pages int) {
+func (p *instancePool) reset(pi *pooledInstance) (pages int, how string) {
 	if skipResets {
-		return 0
+		return 0, "skipped"
 	}
-	ok := false
 	if pi.lin != nil && pi.lin.image != nil {
-		pages, ok = resetWritten(pi.lin.buf, pi.lin.image)
+		pages, how = resetWritten(pi.lin.buf, pi.lin.image)
 	}
-	if !ok {
-		pi.memory.Write(0, pi.snap.memory)
-		pages = len(pi.snap.memory) / pageSize
+	if how == "" {
+		pages, how = copyChanged(pi.memory, pi.snap.memory), "compare"
 	}
 	p.resetGlobals(pi)
+	return pages, how
+}
+
+// copyChanged sets memory to snap, copying back only the pages that
+// differ: reading a page costs less than writing it, and a page left
+// alone stays shared where it maps the snapshot's image.
+func copyChanged(memory api.Memory, snap []byte) (pages int) {
+	b, ok := memory.Read(0, uint32(len(snap)))
+	if !ok {
+		memory.Write(0, snap)
+		return len(snap) / pageSize
+	}
+	for off := 0; off < len(snap); off += pageSize {
+		end := min(off+pageSize, len(snap))
+		if !bytes.Equal(b[off:end], snap[off:end]) {
+			copy(b[off:end], snap[off:end])
+			pages++
+		}
+	}
 	return pages
 }
 

@@ -85,15 +85,17 @@ func TestPooledInstancesArePristine(t *testing.T) {
 
 // TestResetCopiesBackOnlyWrittenPages: where the kernel says which pages
 // a call wrote (PAGEMAP_SCAN, or /proc/self/pagemap before it), the reset
-// copies back those and no others; the fallbacks copy the whole memory.
+// copies back those and no others; the fallbacks compare every page with
+// the snapshot and copy back those that differ.
 func TestResetCopiesBackOnlyWrittenPages(t *testing.T) {
 	eachResetMode(t, func(t *testing.T, mode string) {
 		var mu sync.Mutex
 		var pages []int
+		var how []string
 		sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
 			if ev.Kind == "reset" {
 				mu.Lock()
-				pages = append(pages, ev.Pages)
+				pages, how = append(pages, ev.Pages), append(how, ev.Reason)
 				mu.Unlock()
 			}
 		}})
@@ -107,16 +109,13 @@ func TestResetCopiesBackOnlyWrittenPages(t *testing.T) {
 		defer mu.Unlock()
 		// The canary writes a word on each of its 32 pages of 64 KiB, and
 		// the request lands on one more page: 33 of its 512 pages of 4 KiB.
-		want := 33
-		if mode == "copy" || mode == "portable" {
-			want = 512
-		}
 		if len(pages) != 3 {
 			t.Fatalf("%d resets, want 3", len(pages))
 		}
+		want := map[string]string{"auto": "scan", "scan": "scan", "pagemap": "pagemap", "copy": "compare", "portable": "compare"}[mode]
 		for i, n := range pages {
-			if n != want && !(mode == "auto" && n == 512) {
-				t.Errorf("reset %d copied back %d pages, want %d", i, n, want)
+			if n != 33 || how[i] != want && !(mode == "auto" && how[i] == "pagemap") {
+				t.Errorf("reset %d copied back %d pages found by %q, want 33 found by %q", i, n, how[i], want)
 			}
 		}
 	})
@@ -235,7 +234,7 @@ func TestPoolEvents(t *testing.T) {
 	sandbox.TrimPools(m, time.Now().Add(time.Second))
 	mu.Lock()
 	defer mu.Unlock()
-	want := map[string]int{"miss/": 3, "hit/": 2, "reset/": 3, "discard/error": 1, "discard/grown": 1, "discard/idle": 1}
+	want := map[string]int{"miss/": 3, "hit/": 2, "reset/scan": 3, "discard/error": 1, "discard/grown": 1, "discard/idle": 1}
 	for k, n := range want {
 		if seen[k] != n {
 			t.Errorf("%s: %d, want %d (all: %v)", k, seen[k], n, seen)

@@ -484,9 +484,8 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 		rep.MemoryBytes = int64(mem.Size())
 	}
 	// The pass's stack check traps with unreachable; say what it is.
-	var trap *TrapError
-	if stack != nil && uint32(stack.Get()) > s.cfg.MaxStackBytes && errors.As(err, &trap) {
-		err = &TrapError{Message: "stack overflow", Stack: trap.Stack}
+	if err != nil && stack != nil && uint32(stack.Get()) > s.cfg.MaxStackBytes {
+		err = stackOverflow(err)
 	}
 	// Only the pass's code writes the counter, so this cannot happen; if it
 	// ever did, the guest's answer is not to be trusted.
@@ -497,9 +496,25 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 	return err
 }
 
+// stackOverflow names a trap of the pass's stack check.
+func stackOverflow(err error) error {
+	var trap *TrapError
+	if errors.As(err, &trap) {
+		return &TrapError{Message: "stack overflow", Stack: trap.Stack}
+	}
+	return err
+}
+
 // newState is a call's state, with a fuel budget.
 func (s *Sandbox) newState(req Request, budget int64) *callState {
-	return &callState{
+	st := new(callState)
+	s.initState(st, req, budget)
+	return st
+}
+
+// initState sets st to a call's state, with a fuel budget.
+func (s *Sandbox) initState(st *callState, req Request, budget int64) {
+	*st = callState{
 		request:   req.Body,
 		maxResp:   s.cfg.MaxResponseBytes,
 		env:       req.Env,
@@ -510,12 +525,24 @@ func (s *Sandbox) newState(req Request, budget int64) *callState {
 	}
 }
 
-// sinkFor is where a call's lines on a stream go.
-func sinkFor(output func(string, []byte), stream string, q *lineq.Queue) func([]byte) {
-	if output != nil {
-		return func(line []byte) { output(stream, line) }
+// lineSink is where a call's lines on a stream go: the call's own output
+// function when it has one, else the sandbox's queue. It never blocks.
+type lineSink struct {
+	output func(stream string, line []byte)
+	stream string
+	q      *lineq.Queue
+}
+
+func sinkFor(output func(string, []byte), stream string, q *lineq.Queue) lineSink {
+	return lineSink{output: output, stream: stream, q: q}
+}
+
+func (s lineSink) emit(line []byte) {
+	if s.output != nil {
+		s.output(s.stream, line)
+		return
 	}
-	return func(line []byte) { _, _ = q.Write(line) }
+	_, _ = s.q.Write(line)
 }
 
 // Call runs kindgi_call in a fresh instance. Reply.FuelUsed is set whatever
@@ -579,7 +606,7 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 			return rep, &ABIError{Func: abi.ExportABIVersion, Reason: fmt.Sprintf("guest ABI version %d, packd speaks %d", v, abi.GuestABIVersion)}
 		}
 	}
-	rep.Status, rep.Body, err = callExport(ctx, inst, export, st)
+	rep.Status, rep.Body, err = callExport(ctx, inst.ExportedFunction(export), export, st)
 	return rep, err
 }
 
@@ -595,8 +622,8 @@ func (s *Sandbox) instantiate(ctx context.Context, m *Module) (inst api.Module, 
 
 // callExport calls a guest ABI export (ctx carries st) and checks what it
 // returned: a known status, and a response where one is due.
-func callExport(ctx context.Context, inst api.Module, export string, st *callState) (abi.Status, []byte, error) {
-	res, err := inst.ExportedFunction(export).Call(ctx)
+func callExport(ctx context.Context, fn api.Function, export string, st *callState) (abi.Status, []byte, error) {
+	res, err := fn.Call(ctx)
 	if err != nil {
 		return 0, nil, classify(ctx, err)
 	}

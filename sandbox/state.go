@@ -21,9 +21,26 @@ type callState struct {
 	// Fuel: fuelLeft is the part of the budget not yet handed to the guest,
 	// in slices of fuelSlice, by the refill import.
 	fuelLeft, fuelSlice int64
+	// fuel is the instance's fuel counter, once looked up.
+	fuel api.MutableGlobal
 }
 
 type stateKey struct{}
+
+// stateCtx is a call's context carrying its state without an allocation:
+// a pooled instance keeps one and sets it for each of its calls (they
+// never overlap).
+type stateCtx struct {
+	context.Context
+	st *callState
+}
+
+func (c *stateCtx) Value(key any) any {
+	if key == (stateKey{}) {
+		return c.st
+	}
+	return c.Context.Value(key)
+}
 
 func stateFrom(ctx context.Context) *callState {
 	st, _ := ctx.Value(stateKey{}).(*callState)

@@ -131,8 +131,10 @@ type request struct {
 	Trace  json.RawMessage `json:"trace"`
 }
 
-// prewarm runs the SDK's JSON paths once: decoding a request and its ctx,
-// encoding an output and a thrown error.
+// prewarm collects the runtime's start-up garbage, leaving heap free for
+// calls, then runs the SDK's encoding/json paths once (decoding a request
+// and its ctx when the fast decoders leave them to it, encoding an output
+// and a thrown error), so that encoding/json's caches are in the snapshot.
 func prewarm() {
 	reserveHeap()
 	var r request
@@ -144,10 +146,13 @@ func prewarm() {
 	thrownStack("Error", "m", "s")
 }
 
-// heapHeadroom is free heap the SDK leaves after init. A wasm memory never
+// heapHeadroom is free heap the SDK leaves for calls. A wasm memory never
 // shrinks, and a pooled instance whose call grew it is closed rather than
 // reset (packd GUEST-ABI.md, "Pooled instances"); a call that allocates
-// less than this, beyond its garbage, does not grow it.
+// less than this, beyond its garbage, does not grow it. Measured with the
+// echo pack: collecting at the start of init costs calls nothing, where
+// collecting at its end made every call refill the allocator's caches
+// (10% more fuel with 2 MiB, 55% with 4 MiB or more).
 const heapHeadroom = 2 << 20
 
 var sink []byte

@@ -1,7 +1,10 @@
-// Command loadtest serves the echo example pack like `packd serve`, plus a
-// route /bench/plain in the same echo server that answers a tool call
-// without WASM (token, content type, body, parse, encode): the baseline the
-// WASM path is compared with. `make loadtest` drives both with wrk.
+// Command loadtest serves the echo example pack like `packd serve` (pooled
+// instances, as many per module as the concurrency cap), plus a route
+// /bench/plain in the same echo server that answers a tool call without
+// WASM (token, content type, body, parse, encode): the baseline the WASM
+// path is compared with. GET /bench/rss reports the process's resident
+// memory after the first 10,000 and 100,000 calls of /v1/invoke.
+// `make loadtest` (run.sh) drives it with wrk.
 package main
 
 import (
@@ -12,6 +15,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 
@@ -26,14 +32,15 @@ func main() {
 	index := flag.String("index", "wasm-examples/echo/index.json", "the pack index")
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
 	token := flag.String("token", "bench", "pack token")
+	pool := flag.Int("pool-size", server.DefaultMaxConcurrency, "instances of each module kept between calls (0: a fresh instance per call)")
 	flag.Parse()
 	ctx := context.Background()
-	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache"}})
+	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	srv, err := server.New(server.Config{Pack: pack, Token: *token, MaxConcurrency: 256})
+	srv, err := server.New(server.Config{Pack: pack, Token: *token})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -53,6 +60,26 @@ func main() {
 		input, _ := msg.(*ojson.Object).Get("input")
 		return c.JSONBlob(http.StatusOK, abi.EncodeResult(input))
 	})
+	// RSS after the 10,000th and the 100,000th call of /v1/invoke.
+	var calls atomic.Int64
+	var rss [2]atomic.Int64
+	srv.Echo().Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			err := next(c)
+			if c.Request().URL.Path == "/v1/invoke" {
+				switch calls.Add(1) {
+				case 10_000:
+					rss[0].Store(residentBytes())
+				case 100_000:
+					rss[1].Store(residentBytes())
+				}
+			}
+			return err
+		}
+	})
+	srv.Echo().GET("/bench/rss", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]int64{"calls": calls.Load(), "rssAfter10k": rss[0].Load(), "rssAfter100k": rss[1].Load()})
+	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,4 +87,19 @@ func main() {
 	}
 	fmt.Fprintln(os.Stderr, "listening on", ln.Addr())
 	_ = srv.Serve(ln)
+}
+
+// residentBytes is the process's resident set (Linux; 0 elsewhere).
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
