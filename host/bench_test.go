@@ -16,7 +16,7 @@ func BenchmarkDispatchEcho(b *testing.B) {
 	ctx := context.Background()
 	p, err := host.Load(ctx, host.Config{
 		IndexPath: filepath.Join("..", "wasm-examples", "echo", "index.json"),
-		Sandbox:   sandbox.Config{CacheDir: cacheDir},
+		Sandbox:   sandbox.Config{CacheDir: cacheDir, PoolSize: 1},
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -319,7 +319,9 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	}
 	pi.snap = p.snap
 	p.mu.Unlock()
-	if snapped != nil && pi.snap != snapped { // taken anew meanwhile: this mapping is of the old image
+	if pi.snap != snapped && pi.snap.image != nil {
+		// Taken (anew) while this instance was made: its memory does not
+		// map the image, and resetting it would copy the whole memory.
 		pi.close()
 		return p.fresh(ctx, env)
 	}

@@ -399,3 +399,36 @@ func TestGoCanaryCatchesABrokenReset(t *testing.T) {
 		t.Fatalf("with resets broken the second call found %s (%v), want %s", got, err, want)
 	}
 }
+
+// TestInstancesMadeDuringTheSnapshotMapIt: calls that arrive together,
+// before the snapshot exists, all end up on instances that map its image,
+// so every reset asks the kernel which pages were written (none compares
+// the whole memory).
+func TestInstancesMadeDuringTheSnapshotMapIt(t *testing.T) {
+	var mu sync.Mutex
+	how := map[string]int{}
+	sb := newSandbox(t, sandbox.Config{PoolSize: 8, PoolEvents: func(ev sandbox.PoolEvent) {
+		if ev.Kind == "reset" {
+			mu.Lock()
+			how[ev.Reason]++
+			mu.Unlock()
+		}
+	}})
+	m := compile(t, sb, filepath.Join("..", "testdata", "gocanary", "gocanary.wasm"))
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, err := goCanaryCall(m, "t", `{"a":1}`); err != nil || got != goCanaryClean {
+				t.Errorf("%s %v", got, err)
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if how["compare"] != 0 || how["scan"]+how["pagemap"] != 8 {
+		t.Fatalf("resets: %v, want 8 that asked the kernel", how)
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -66,21 +67,31 @@ func CallRecords(r *Recorder) Hook {
 		if e.Outcome != "ok" {
 			level = "warn"
 		}
-		ms := e.Duration.Milliseconds()
-		idKey := "toolId"
-		if e.Target == "check" {
-			idKey = "checkId"
-		}
-		fields := []Field{
-			{"traceId", e.TraceID}, {"spanId", e.SpanID},
-			{"tenantId", e.TenantID}, {"projectId", e.ProjectID}, {"orgId", e.OrgID},
-			{"runId", e.RunID}, {"requestId", e.RequestID}, {idKey, e.ID},
-			{"event", "call"}, {"kind", "call"}, {"target", e.Target}, {"id", e.ID},
-		}
-		if e.Version != "" {
-			fields = append(fields, Field{"version", e.Version})
-		}
-		fields = append(fields, Field{"outcome", e.Outcome}, Field{"durationMs", int(ms)}, Field{"fuel", float64(e.Fuel)})
-		r.Record(level, fmt.Sprintf("%s %s %s %dms", e.Target, e.ID, e.Outcome, ms), fields...)
+		r.callRecord(level, e)
 	})
+}
+
+// callRecordFields are a call record's fields, for Recorder.Record: what
+// callRecord writes without them.
+func callRecordFields(e Event) (string, []Field) {
+	ms := e.Duration.Milliseconds()
+	idKey := "toolId"
+	if e.Target == "check" {
+		idKey = "checkId"
+	}
+	fields := []Field{
+		{"traceId", e.TraceID}, {"spanId", e.SpanID},
+		{"tenantId", e.TenantID}, {"projectId", e.ProjectID}, {"orgId", e.OrgID},
+		{"runId", e.RunID}, {"requestId", e.RequestID}, {idKey, e.ID},
+		{"event", "call"}, {"kind", "call"}, {"target", e.Target}, {"id", e.ID},
+	}
+	if e.Version != "" {
+		fields = append(fields, Field{"version", e.Version})
+	}
+	fields = append(fields, Field{"outcome", e.Outcome}, Field{"durationMs", int(ms)}, Field{"fuel", float64(e.Fuel)})
+	return callMessage(e, ms), fields
+}
+
+func callMessage(e Event, ms int64) string {
+	return e.Target + " " + e.ID + " " + e.Outcome + " " + strconv.FormatInt(ms, 10) + "ms"
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,6 +66,55 @@ func (r *Recorder) format(level, message string, fields ...Field) []byte {
 		}
 	}
 	return append(ojson.Encode(o), '\n')
+}
+
+// callRecord writes a call record: the bytes Record(level, message,
+// callRecordFields(e)...) writes, without building the fields (a record
+// is written for every call).
+func (r *Recorder) callRecord(level string, e Event) {
+	ms := e.Duration.Milliseconds()
+	b := make([]byte, 0, 512)
+	b = append(b, `{"time":"`...)
+	b = r.now().UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	b = append(b, `","level":`...)
+	b = ojson.AppendString(b, level)
+	b = append(b, `,"severity":`...)
+	b = ojson.AppendString(b, severities[level])
+	b = append(b, `,"subsystem":"pack","message":`...)
+	b = ojson.AppendString(b, callMessage(e, ms))
+	idKey := "toolId"
+	if e.Target == "check" {
+		idKey = "checkId"
+	}
+	for _, f := range [...]struct{ k, v string }{
+		{"traceId", e.TraceID}, {"spanId", e.SpanID}, {"tenantId", e.TenantID}, {"projectId", e.ProjectID},
+		{"orgId", e.OrgID}, {"runId", e.RunID}, {"requestId", e.RequestID}, {idKey, e.ID},
+	} {
+		if f.v != "" {
+			b = append(b, ',')
+			b = ojson.AppendString(b, f.k)
+			b = append(b, ':')
+			b = ojson.AppendString(b, f.v)
+		}
+	}
+	b = append(b, `,"event":"call","kind":"call","target":`...)
+	b = ojson.AppendString(b, e.Target)
+	b = append(b, `,"id":`...)
+	b = ojson.AppendString(b, e.ID)
+	if e.Version != "" {
+		b = append(b, `,"version":`...)
+		b = ojson.AppendString(b, e.Version)
+	}
+	b = append(b, `,"outcome":`...)
+	b = ojson.AppendString(b, e.Outcome)
+	b = append(b, `,"durationMs":`...)
+	b = strconv.AppendInt(b, ms, 10)
+	b = append(b, `,"fuel":`...)
+	b = append(b, ojson.FormatNumber(float64(e.Fuel))...)
+	b = append(b, '}', '\n')
+	r.mu.Lock()
+	_, _ = r.w.Write(b)
+	r.mu.Unlock()
 }
 
 func isCorrelation(k string) bool {

@@ -15,9 +15,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -32,9 +36,26 @@ func main() {
 	index := flag.String("index", "wasm-examples/echo/index.json", "the pack index")
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
 	token := flag.String("token", "bench", "pack token")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here until SIGTERM")
 	pool := flag.Int("pool-size", server.DefaultMaxConcurrency, "instances of each module kept between calls (0: a fresh instance per call)")
 	flag.Parse()
 	ctx := context.Background()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+		go func() {
+			<-sig
+			pprof.StopCPUProfile()
+			_ = f.Close()
+			os.Exit(0)
+		}()
+	}
 	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -63,9 +84,16 @@ func main() {
 	// RSS after the 10,000th and the 100,000th call of /v1/invoke.
 	var calls atomic.Int64
 	var rss [2]atomic.Int64
+	// Time in the server per path (handler in, answer out), beside wrk's
+	// times, which on a small machine include wrk waiting for its CPU.
+	lat := map[string]*histogram{"/v1/invoke": {}, "/bench/plain": {}}
 	srv.Echo().Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			start := time.Now()
 			err := next(c)
+			if h := lat[c.Request().URL.Path]; h != nil {
+				h.add(time.Since(start))
+			}
 			if c.Request().URL.Path == "/v1/invoke" {
 				switch calls.Add(1) {
 				case 10_000:
@@ -76,6 +104,14 @@ func main() {
 			}
 			return err
 		}
+	})
+	srv.Echo().GET("/bench/latency", func(c echo.Context) error { // and starts anew
+		out := map[string][2]float64{}
+		for path, h := range lat {
+			out[path] = [2]float64{h.quantile(.5), h.quantile(.99)}
+			h.reset()
+		}
+		return c.JSON(http.StatusOK, out)
 	})
 	srv.Echo().GET("/bench/rss", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]int64{"calls": calls.Load(), "rssAfter10k": rss[0].Load(), "rssAfter100k": rss[1].Load()})
@@ -102,4 +138,30 @@ func residentBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// histogram counts durations in 10 µs buckets up to a second.
+type histogram struct{ n [100_000]atomic.Int64 }
+
+func (h *histogram) add(d time.Duration) { h.n[min(int(d/(10*time.Microsecond)), len(h.n)-1)].Add(1) }
+
+// quantile is the q quantile in milliseconds (the bucket's upper bound).
+func (h *histogram) quantile(q float64) float64 {
+	var total int64
+	for i := range h.n {
+		total += h.n[i].Load()
+	}
+	var seen int64
+	for i := range h.n {
+		if seen += h.n[i].Load(); total > 0 && float64(seen) >= q*float64(total) {
+			return float64(i+1) / 100
+		}
+	}
+	return 0
+}
+
+func (h *histogram) reset() {
+	for i := range h.n {
+		h.n[i].Store(0)
+	}
 }

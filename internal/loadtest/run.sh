@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ADDR=${LOADTEST_ADDR:-127.0.0.1:8090}
-DURATION=${LOADTEST_DURATION:-10s}
+DURATION=${LOADTEST_DURATION:-4s}
+ROUNDS=${LOADTEST_ROUNDS:-5}
+tmp=$(mktemp -d)
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (Debian package)"
@@ -17,8 +19,8 @@ if ! command -v wrk >/dev/null; then
 fi
 
 pid=
-stop() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=; }
-trap stop EXIT
+stop() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; pid=; }
+trap 'stop; rm -rf "$tmp"' EXIT
 serve() {
   bin/loadtest -addr "$ADDR" "$@" 2>/dev/null & pid=$!
   for _ in $(seq 100); do
@@ -28,23 +30,37 @@ serve() {
   echo "loadtest: the server did not start" >&2; exit 2
 }
 
-# wrk's requests/s, p50 and p99 (ms) and non-2xx count for one path.
+# wrk's requests/s, p50 and p99 (ms) and non-2xx count for one path, then
+# the server's own p50 and p99 for it (ms, from handler in to answer out).
 measure() { # concurrency path
   local threads=2; [ "$1" = 1 ] && threads=1
+  curl -s "http://$ADDR/bench/latency" >/dev/null
   wrk -t "$threads" -c "$1" -d "$DURATION" --latency -s internal/loadtest/post.lua "http://$ADDR$2" | awk '
     function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
     /Requests\/sec/ { rps = $2 } / 50%/ { p50 = ms($2) } / 99%/ { p99 = ms($2) } /Non-2xx/ { bad = $NF }
-    END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, bad }'
+    END { printf "%.0f %.3f %.3f %d ", rps, p50, p99, bad }'
+  curl -s "http://$ADDR/bench/latency" | sed -n "s|.*\"$2\":\[\([0-9.e+-]*\),\([0-9.e+-]*\)\].*|\1 \2|p"
 }
 
 serve
-printf '%-12s %-12s %10s %10s %10s %8s\n' concurrency path 'req/s' 'p50 ms' 'p99 ms' non-2xx
+# Each concurrency: ROUNDS rounds, each /v1/invoke then plain for DURATION;
+# the medians of the rounds, so that a machine whose speed drifts (a shared
+# VM) weighs on both paths alike.
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+printf '%-12s %-8s %10s %10s %10s %8s %14s %14s\n' concurrency path 'req/s' 'p50 ms' 'p99 ms' non-2xx 'server p50 ms' 'server p99 ms'
 for c in 1 32; do
-  read -r irps ip50 ip99 ibad < <(measure "$c" /v1/invoke)
-  read -r prps pp50 pp99 pbad < <(measure "$c" /bench/plain)
-  printf '%-12s %-12s %10s %10s %10s %8s\n' "$c" /v1/invoke "$irps" "$ip50" "$ip99" "$ibad"
-  printf '%-12s %-12s %10s %10s %10s %8s\n' "$c" plain "$prps" "$pp50" "$pp99" "$pbad"
-  awk -v a="$irps" -v b="$prps" -v c="$c" 'BEGIN { printf "%-12s %-12s %9.2fx\n", c, "ratio", a/b }'
+  : >"$tmp/invoke"; : >"$tmp/plain"
+  for _ in $(seq "$ROUNDS"); do
+    measure "$c" /v1/invoke >>"$tmp/invoke"
+    measure "$c" /bench/plain >>"$tmp/plain"
+  done
+  for path in invoke plain; do
+    f="$tmp/$path"
+    printf '%-12s %-8s %10s %10s %10s %8s %14s %14s\n' "$c" "$path" "$(cut -d' ' -f1 "$f" | median)" "$(cut -d' ' -f2 "$f" | median)" \
+      "$(cut -d' ' -f3 "$f" | median)" "$(awk '{ s += $4 } END { print s }' "$f")" "$(cut -d' ' -f5 "$f" | median)" "$(cut -d' ' -f6 "$f" | median)"
+  done
+  awk -v a="$(cut -d' ' -f1 "$tmp/invoke" | median)" -v b="$(cut -d' ' -f1 "$tmp/plain" | median)" -v c="$c" \
+    'BEGIN { printf "%-12s %-8s %9.2fx\n", c, "ratio", a/b }'
 done
 stop
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -122,6 +123,99 @@ type decoder struct {
 	off    int
 	ctx    context.Context
 	values int
+	// keys, vals and items are scratch stacks: the members of the objects
+	// and the elements of the arrays being decoded, each copied out once
+	// at its exact size when it ends (appending to each value's own slices
+	// reallocated them as they grew).
+	keys  []string
+	vals  []any
+	items []any
+}
+
+// object decodes an object's members after its '{'. Up to indexFrom keys
+// they gather on the scratch stack (a duplicate key replaces the value in
+// place, as Set does); past that the object takes them over and Set's
+// index keeps decoding linear.
+func (d *decoder) object(depth int) (any, error) {
+	obj := &Object{}
+	base := len(d.keys)
+	defer func() { d.keys, d.vals = d.keys[:base], d.vals[:base] }()
+	owned := false // the members are in obj, no longer on the stack
+	d.space()
+	if d.off < len(d.data) && d.data[d.off] == '}' {
+		d.off++
+		return obj, nil
+	}
+	for {
+		d.space()
+		if d.off >= len(d.data) || d.data[d.off] != '"' {
+			return nil, d.unexpected()
+		}
+		key, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		if err := d.expect(':'); err != nil {
+			return nil, err
+		}
+		d.space()
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		if owned {
+			obj.Set(key, v)
+		} else {
+			dup := -1
+			for i := base; i < len(d.keys); i++ {
+				if d.keys[i] == key {
+					dup = i
+					break
+				}
+			}
+			if dup >= 0 {
+				d.vals[dup] = v
+			} else {
+				d.keys, d.vals = append(d.keys, key), append(d.vals, v)
+			}
+			if len(d.keys)-base >= indexFrom {
+				obj.Keys, obj.Vals = slices.Clone(d.keys[base:]), slices.Clone(d.vals[base:])
+				owned = true
+			}
+		}
+		if d.space(); d.off < len(d.data) && d.data[d.off] == ',' {
+			d.off++
+			continue
+		}
+		if !owned {
+			obj.Keys, obj.Vals = slices.Clone(d.keys[base:]), slices.Clone(d.vals[base:])
+		}
+		return obj, d.expect('}')
+	}
+}
+
+// array decodes an array's elements after its '['.
+func (d *decoder) array(depth int) (any, error) {
+	base := len(d.items)
+	defer func() { d.items = d.items[:base] }()
+	d.space()
+	if d.off < len(d.data) && d.data[d.off] == ']' {
+		d.off++
+		return []any{}, nil
+	}
+	for {
+		d.space()
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		d.items = append(d.items, v)
+		if d.space(); d.off < len(d.data) && d.data[d.off] == ',' {
+			d.off++
+			continue
+		}
+		return slices.Clone(d.items[base:]), d.expect(']')
+	}
 }
 
 // checkEvery is how many values DecodeContext decodes between two looks at
@@ -176,57 +270,10 @@ func (d *decoder) value(depth int) (any, error) {
 	switch c := d.data[d.off]; {
 	case c == '{':
 		d.off++
-		obj := &Object{}
-		d.space()
-		if d.off < len(d.data) && d.data[d.off] == '}' {
-			d.off++
-			return obj, nil
-		}
-		for {
-			d.space()
-			if d.off >= len(d.data) || d.data[d.off] != '"' {
-				return nil, d.unexpected()
-			}
-			key, err := d.str()
-			if err != nil {
-				return nil, err
-			}
-			if err := d.expect(':'); err != nil {
-				return nil, err
-			}
-			d.space()
-			v, err := d.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			obj.Set(key, v)
-			if d.space(); d.off < len(d.data) && d.data[d.off] == ',' {
-				d.off++
-				continue
-			}
-			return obj, d.expect('}')
-		}
+		return d.object(depth)
 	case c == '[':
 		d.off++
-		arr := []any{}
-		d.space()
-		if d.off < len(d.data) && d.data[d.off] == ']' {
-			d.off++
-			return arr, nil
-		}
-		for {
-			d.space()
-			v, err := d.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			arr = append(arr, v)
-			if d.space(); d.off < len(d.data) && d.data[d.off] == ',' {
-				d.off++
-				continue
-			}
-			return arr, d.expect(']')
-		}
+		return d.array(depth)
 	case c == '"':
 		return d.str()
 	case c == '-' || c >= '0' && c <= '9':
