@@ -30,7 +30,7 @@ type instancePool struct {
 	m    *Module
 	idle chan *pooledInstance
 	mu   sync.Mutex // held while the snapshot is taken
-	snap *snapshot
+	snap atomic.Pointer[snapshot]
 	stop chan struct{}
 	once sync.Once
 	live atomic.Int64 // instances alive, idle or serving a call
@@ -222,18 +222,14 @@ func (p *instancePool) get(ctx context.Context, env []string, now time.Time) (*p
 // its snapshot's init saw the environment, and a guest may keep what it
 // read then (Go does). Before the snapshot, any environment is its own.
 func (p *instancePool) serves(env []string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.snap == nil || slices.Equal(p.snap.env, env)
+	snap := p.snap.Load()
+	return snap == nil || slices.Equal(snap.env, env)
 }
 
 // put keeps a reset instance, or closes it when the pool is full; now
 // is when its call started.
 func (p *instancePool) put(pi *pooledInstance, now time.Time) {
-	p.mu.Lock()
-	current := pi.snap == p.snap
-	p.mu.Unlock()
-	if !current {
+	if pi.snap != p.snap.Load() {
 		p.discard(pi, "old")
 		return
 	}
@@ -255,9 +251,7 @@ func (p *instancePool) keep(pi *pooledInstance) {
 // runs _initialize and becomes the snapshot; the others are set to it.
 func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance, error) {
 	m, s := p.m, p.m.sb
-	p.mu.Lock()
-	snapped := p.snap
-	p.mu.Unlock()
+	snapped := p.snap.Load()
 	mem := &callMemory{budget: &s.mem, maps: s.maps}
 	if snapped != nil {
 		mem.image = snapped.image
@@ -302,10 +296,10 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		pi.globals = append(pi.globals, mg)
 	}
 	p.mu.Lock()
-	if p.snap == nil {
-		err := p.takeSnapshot(lctx, pi, env)
-		image := p.snap != nil && p.snap.image != nil
-		pi.snap = p.snap
+	if p.snap.Load() == nil {
+		snap, err := p.takeSnapshot(lctx, pi, env)
+		pi.snap = snap
+		image := snap != nil && snap.image != nil
 		p.mu.Unlock()
 		switch {
 		case err != nil:
@@ -317,8 +311,12 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		}
 		return pi, nil
 	}
-	pi.snap = p.snap
+	pi.snap = p.snap.Load()
 	p.mu.Unlock()
+	if pi.snap == nil { // dropped (expired) meanwhile
+		pi.close()
+		return p.fresh(ctx, env)
+	}
 	if pi.snap != snapped && pi.snap.image != nil {
 		// Taken (anew) while this instance was made: its memory does not
 		// map the image, and resetting it would copy the whole memory.
@@ -349,23 +347,20 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 // new one, instances of the old one are closed when they come back, and
 // the old image is closed (mappings of it keep it alive).
 func (p *instancePool) expire(cutoff time.Time) {
-	p.mu.Lock()
-	old := p.snap
-	if old == nil || !old.taken.Before(cutoff) {
-		p.mu.Unlock()
+	old := p.snap.Load()
+	if old == nil || !old.taken.Before(cutoff) || !p.snap.CompareAndSwap(old, nil) {
 		return
 	}
-	p.snap = nil
-	p.mu.Unlock()
 	old.image.close()
 	p.trim(time.Now().Add(time.Hour)) // every idle instance is of the old one
 }
 
-// takeSnapshot runs _initialize in pi and keeps what it left (p.mu held).
-func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env []string) error {
+// takeSnapshot runs _initialize in pi and keeps what it left (p.mu held:
+// one snapshot is taken at a time).
+func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env []string) (*snapshot, error) {
 	if p.m.hasInit {
 		if _, err := pi.inst.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
-			return fmt.Errorf("initializing module: %w", classify(ctx, err))
+			return nil, fmt.Errorf("initializing module: %w", classify(ctx, err))
 		}
 	}
 	b, _ := pi.memory.Read(0, pi.memory.Size())
@@ -376,8 +371,8 @@ func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env
 	if ownMemory() {
 		snap.image = newMemImage(snap.memory)
 	}
-	p.snap = snap
-	return nil
+	p.snap.Store(snap)
+	return snap, nil
 }
 
 // reset sets an instance to the snapshot: every byte of memory (copying
@@ -450,8 +445,8 @@ func (p *instancePool) close() {
 	p.once.Do(func() {
 		close(p.stop)
 		p.mu.Lock()
-		if p.snap != nil {
-			p.snap.image.close()
+		if snap := p.snap.Load(); snap != nil {
+			snap.image.close()
 		}
 		p.mu.Unlock()
 	})
