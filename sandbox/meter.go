@@ -32,12 +32,12 @@ func charge(ctx context.Context, mod api.Module, units int64) {
 	}
 	st := stateFrom(ctx)
 	g := st.fuel
-	if g == nil {
+	if g == nil || st.fuelOf != mod {
 		var ok bool
 		if g, ok = mod.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal); !ok {
 			panic(&ABIError{Func: instrument.ImportRefill, Reason: "called by a module without its fuel counter"})
 		}
-		st.fuel = g
+		st.fuel, st.fuelOf = g, mod
 	}
 	cur := int64(g.Get()) - units
 	for cur < 0 {

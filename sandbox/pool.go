@@ -197,7 +197,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	}()
 	pi.fuel.Set(0)
 	pi.stack.Set(0)
-	st.fuel = pi.fuel
+	st.fuel, st.fuelOf = pi.fuel, pi.inst
 	pi.ctx = stateCtx{Context: ctx, st: st}
 	rep.Status, rep.Body, err = callExport(&pi.ctx, pi.call, abi.ExportCall, st)
 	pi.ctx = stateCtx{} // keeps nothing of the call

@@ -21,8 +21,9 @@ type callState struct {
 	// Fuel: fuelLeft is the part of the budget not yet handed to the guest,
 	// in slices of fuelSlice, by the refill import.
 	fuelLeft, fuelSlice int64
-	// fuel is the instance's fuel counter, once looked up.
-	fuel api.MutableGlobal
+	// fuel is the fuel counter of fuelOf, once looked up.
+	fuel   api.MutableGlobal
+	fuelOf api.Module
 }
 
 type stateKey struct{}
