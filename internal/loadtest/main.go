@@ -19,6 +19,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -56,7 +57,14 @@ func main() {
 			os.Exit(0)
 		}()
 	}
-	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool}})
+	var poolMu sync.Mutex
+	poolEvents := map[string]int{}
+	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool,
+		PoolEvents: func(ev sandbox.PoolEvent) {
+			poolMu.Lock()
+			poolEvents[ev.Kind+"/"+ev.Reason]++
+			poolMu.Unlock()
+		}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -112,6 +120,11 @@ func main() {
 			h.reset()
 		}
 		return c.JSON(http.StatusOK, out)
+	})
+	srv.Echo().GET("/bench/pool", func(c echo.Context) error {
+		poolMu.Lock()
+		defer poolMu.Unlock()
+		return c.JSON(http.StatusOK, poolEvents)
 	})
 	srv.Echo().GET("/bench/rss", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]int64{"calls": calls.Load(), "rssAfter10k": rss[0].Load(), "rssAfter100k": rss[1].Load()})
