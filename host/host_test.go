@@ -109,7 +109,7 @@ func TestLoadCollectsEveryProblem(t *testing.T) {
 			map[string][]byte{"counter.wasm": counterWasm(t)},
 			[]string{"hostile.counter: input schema does not compile", "hostile.counter: output schema does not compile"}},
 		{"duplicates", indexJSON(good+","+good,
-			`{"id":"g1","checkId":"c","kind":"k","action":"a","checkModulePath":"counter.wasm"},{"id":"c","kind":"k","action":"a","checkModulePath":"counter.wasm"}`),
+			`{"id":"g1","checkId":"c","kind":"k","action":{},"checkModulePath":"counter.wasm"},{"id":"c","kind":"k","action":{},"checkModulePath":"counter.wasm"}`),
 			map[string][]byte{"counter.wasm": counterWasm(t)},
 			[]string{"Duplicate tool hostile.counter version 1.0.0", "Duplicate check c", `c: module counter.wasm does not serve check "c"`}},
 		{"module does not serve the id", indexJSON(tool("other.id", "", "counter.wasm"), ""),

@@ -36,8 +36,11 @@ type ToolSpec struct {
 
 // GuardrailSpec is one entry of the index's guardrails.
 type GuardrailSpec struct {
-	ID, CheckID, Kind, Action, ModulePath string
-	ConfigSchema                          any // nil when absent
+	ID, CheckID, Kind, ModulePath string
+	// Action is what the runtime does on a violation, an open object such
+	// as {"on-violation": "halt"}; packd keeps it and does not read it.
+	Action       *ojson.Object
+	ConfigSchema any // nil when absent
 	// Fuel is limits.fuel, the check's fuel budget per call (0: the default).
 	Fuel int64
 	// Fresh is limits.instance "fresh" (see ToolSpec.Fresh).
@@ -61,7 +64,9 @@ var (
 		"effects", "needs", "needsSpec", "sandbox", "limits", "network", "mutating", "spec")
 	guardrailKeys = keySet("id", "kind", "action", "checkModulePath", "checkId",
 		"configSchema", "config", "name", "severity", "scope", "sandbox", "limits", "network")
-	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envName       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	agentRequired = []string{"id", "version", "name", "instructions", "capabilities", "tools", "modulePath"}
+	flowRequired  = []string{"id", "version", "nodes", "edges", "kernelPayloadVersion", "modulePath"}
 )
 
 func keySet(keys ...string) map[string]bool {
@@ -94,10 +99,14 @@ func ParseIndex(data []byte) (idx *Index, problems []string) {
 	idx.PackVersion = p.str(top, "packVersion", "Index", true)
 	idx.ArtifactVersion = p.str(top, "artifactVersion", "Index", true)
 	idx.PublishedAt = p.str(top, "publishedAt", "Index", true)
-	for _, k := range []string{"agents", "flows"} {
-		if v, ok := top.Get(k); ok {
-			if _, isArr := v.([]any); !isArr {
-				p.add("Index %q must be an array", k)
+	// Agents and flows are data only: checked for their shape, then ignored.
+	for i, a := range p.array(top, "agents") {
+		p.entry(fmt.Sprintf("agents[%d]", i), a, agentRequired)
+	}
+	for i, f := range p.array(top, "flows") {
+		if o := p.entry(fmt.Sprintf("flows[%d]", i), f, flowRequired); o != nil {
+			if v, ok := o.Get("kernelPayloadVersion"); ok && v != float64(1) {
+				p.add("flows[%d] \"kernelPayloadVersion\" must be 1", i)
 			}
 		}
 	}
@@ -245,8 +254,16 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 		Description: p.str(o, "description", where, false),
 		ModulePath:  p.str(o, "modulePath", where, true),
 	}
-	t.Input, _ = o.Get("input")
-	t.Output, _ = o.Get("output")
+	t.Input = p.schema(o, "input", where)
+	t.Output = p.schema(o, "output", where)
+	for _, k := range []string{"effects", "needs"} {
+		p.objects(o, k, where)
+	}
+	for _, k := range []string{"needsSpec", "network", "spec"} {
+		p.object(o, k, where)
+	}
+	p.str(o, "sandbox", where, false)
+	p.boolean(o, "mutating", where)
 	t.Limits, t.Fuel = p.limits(o, where)
 	t.Fresh = p.fresh(t.Limits, where)
 	if len(p.list) > n {
@@ -268,10 +285,21 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 		ID:         p.str(o, "id", where, true),
 		CheckID:    p.str(o, "checkId", where, true),
 		Kind:       p.str(o, "kind", where, true),
-		Action:     p.str(o, "action", where, true),
+		Action:     p.object(o, "action", where),
 		ModulePath: p.str(o, "checkModulePath", where, true),
 	}
-	g.ConfigSchema, _ = o.Get("configSchema")
+	for _, k := range []string{"name", "severity", "sandbox"} {
+		p.str(o, k, where, false)
+	}
+	for _, k := range []string{"scope", "config", "network"} {
+		p.object(o, k, where)
+	}
+	if cs, ok := o.Get("configSchema"); ok {
+		if _, isObj := cs.(*ojson.Object); !isObj {
+			p.add("%s \"configSchema\" must be a JSON Schema object", where)
+		}
+		g.ConfigSchema = cs
+	}
 	var lo *ojson.Object
 	lo, g.Fuel = p.limits(o, where)
 	g.Fresh = p.fresh(lo, where)
@@ -279,6 +307,92 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 		return nil
 	}
 	return g
+}
+
+// entry checks an agents or flows entry: an object with its required keys
+// (open otherwise: packd does not read them).
+func (p *problemList) entry(where string, v any, required []string) *ojson.Object {
+	o, ok := v.(*ojson.Object)
+	if !ok {
+		p.add("%s must be an object", where)
+		return nil
+	}
+	for _, k := range required {
+		if _, ok := o.Get(k); !ok {
+			p.add("%s is missing %q", where, k)
+		}
+	}
+	return o
+}
+
+// object reads an open object field; nil when absent.
+func (p *problemList) object(o *ojson.Object, key, where string) *ojson.Object {
+	v, ok := o.Get(key)
+	if !ok {
+		return nil
+	}
+	obj, isObj := v.(*ojson.Object)
+	if !isObj {
+		p.add("%s %q must be an object (found %s)", where, key, jsonType(v))
+	}
+	return obj
+}
+
+// objects checks an array-of-objects field.
+func (p *problemList) objects(o *ojson.Object, key, where string) {
+	v, ok := o.Get(key)
+	if !ok {
+		return
+	}
+	arr, isArr := v.([]any)
+	if !isArr {
+		p.add("%s %q must be an array of objects (found %s)", where, key, jsonType(v))
+		return
+	}
+	for i, e := range arr {
+		if _, isObj := e.(*ojson.Object); !isObj {
+			p.add("%s %s[%d] must be an object (found %s)", where, key, i, jsonType(e))
+		}
+	}
+}
+
+func (p *problemList) boolean(o *ojson.Object, key, where string) {
+	if v, ok := o.Get(key); ok {
+		if _, isBool := v.(bool); !isBool {
+			p.add("%s %q must be true or false (found %s)", where, key, jsonType(v))
+		}
+	}
+}
+
+// schema reads a JSON Schema field: an object or a boolean.
+func (p *problemList) schema(o *ojson.Object, key, where string) any {
+	v, ok := o.Get(key)
+	if !ok {
+		return nil
+	}
+	switch v.(type) {
+	case *ojson.Object, bool:
+	default:
+		p.add("%s %q must be a JSON Schema (an object or a boolean; found %s)", where, key, jsonType(v))
+	}
+	return v
+}
+
+// jsonType names the JSON type of a decoded value.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
 }
 
 // fresh reads limits.instance: "fresh" or "pooled" (the default).

@@ -204,11 +204,11 @@ func TestGoGuestEnvOutputAndConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 	_ = sb.Close(ctx) // the lines are written from a queue: Close waits for them
-	want := `{"v":2,"kind":"result","output":{"leaked":true}}` + "\n"
+	want := "noisy: a line on stdout\n" + `{"v":2,"kind":"result","output":{"ok":false}}` + "\n"
 	if got := stdout.String(); got != strings.Repeat(want, 4) {
 		t.Errorf("stdout lines = %q", got)
 	}
-	if got := stderr.String(); strings.Count(got, "conformance.noisy: a line on stderr\n") != 4 {
+	if got := stderr.String(); strings.Count(got, "noisy: a line on stderr\n") != 4 {
 		t.Errorf("stderr lines = %q", got)
 	}
 }

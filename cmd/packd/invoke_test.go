@@ -144,8 +144,8 @@ func TestConformancePack(t *testing.T) {
 	})
 	t.Run("guest output goes to stderr, never into the response", func(t *testing.T) {
 		r := invokeTool(t, conformance, "conformance.noisy", `{}`)
-		if !strings.Contains(r.stderr, `{"v":2,"kind":"result","output":{"leaked":true}}`+"\n") ||
-			!strings.Contains(r.stderr, "conformance.noisy: a line on stderr\n") || strings.Contains(r.stdout, "leaked") {
+		if !strings.Contains(r.stderr, "noisy: a line on stdout\n"+`{"v":2,"kind":"result","output":{"ok":false}}`+"\n") ||
+			!strings.Contains(r.stderr, "noisy: a line on stderr\n") || r.stdout != `{"v":2,"kind":"result","output":{"ok":true}}`+"\n" {
 			t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
 		}
 		r = invokeTool(t, conformance, "conformance.hold", `{"release":"r-9","ms":1}`)

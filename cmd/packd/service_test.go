@@ -407,11 +407,13 @@ func conformanceOverHTTP(t *testing.T, s *service) {
 	t.Run("guest output goes into records of its own", func(t *testing.T) {
 		r := s.invoke(t, invokeBody("conformance.noisy", "", `{}`, conformanceCtx))
 		expect(t, r, 200, `{"v":2,"kind":"result","output":{"ok":true}}`)
-		rec := record(t, s.stderr.waitFor(t, 10*time.Second, guestLine("stdout", `{"v":2,"kind":"result","output":{"leaked":true}}`)))
-		if rec["toolId"] != "conformance.noisy" || rec["tenantId"] != "t-conformance" || rec["level"] != "info" {
-			t.Errorf("record %v", rec)
+		for _, line := range []string{"noisy: a line on stdout", `{"v":2,"kind":"result","output":{"ok":false}}`} {
+			rec := record(t, s.stderr.waitFor(t, 10*time.Second, guestLine("stdout", line)))
+			if rec["toolId"] != "conformance.noisy" || rec["tenantId"] != "t-conformance" || rec["level"] != "info" {
+				t.Errorf("record %v", rec)
+			}
 		}
-		rec = record(t, s.stderr.waitFor(t, 10*time.Second, guestLine("stderr", "conformance.noisy: a line on stderr")))
+		rec := record(t, s.stderr.waitFor(t, 10*time.Second, guestLine("stderr", "noisy: a line on stderr")))
 		if rec["toolId"] != "conformance.noisy" || rec["level"] != "warn" {
 			t.Errorf("record %v", rec)
 		}
@@ -897,5 +899,56 @@ func TestServicePooledTenantsInterleave(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestServiceKindgiWrittenIndex: an index as a kindgi indexer writes it
+// (PROTOCOL-NOTES §1's real example: sorted keys, a guardrail whose action
+// is an object, agents and flows) passes packd check and serves its tool
+// and check.
+func TestServiceKindgiWrittenIndex(t *testing.T) {
+	idx := filepath.Join("..", "..", "testdata", "kindgi", "index.json")
+	if r := packd(t, "check", "--index", idx); r.code != 0 || !strings.Contains(r.stdout, "ok: pack acme.ledger 1.0.0, 1 tool(s), 1 check(s)") {
+		t.Fatalf("check: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	s := start(t, idx, nil)
+	expect(t, s.invoke(t, invokeBody("acme.ledger.record-expense", "1.0.0", `{"vendor":"v","amountCents":5}`, conformanceCtx)),
+		200, `{"v":2,"kind":"result","output":{"expenseId":"exp-1"}}`)
+	expect(t, s.invoke(t, `{"v":2,"kind":"check-invoke","check":{"id":"acme.ledger.checks.response-not-empty"},"config":{},"trace":{"output":"x"}}`),
+		200, `{"v":2,"kind":"check-result","result":{"passed":true}}`)
+}
+
+// TestServiceRefusesIndexFieldsOfTheWrongType: every field the index
+// schema types is checked, and the problem names the field.
+func TestServiceRefusesIndexFieldsOfTheWrongType(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kindgi", "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ from, to, problem string }{
+		{`"action": {
+        "on-violation": "halt"
+      }`, `"action": "halt"`, `guardrails[0] "action" must be an object (found a string)`},
+		{`"severity": "error"`, `"severity": 3`, `guardrails[0] "severity" must be a non-empty string`},
+		{`"scope": {
+        "when": "runtime-only"
+      }`, `"scope": []`, `guardrails[0] "scope" must be an object (found an array)`},
+		{`"effects": [
+        {`, `"effects": [7, {`, `effects[0] must be an object (found a number)`},
+		{`"kernelPayloadVersion": 1`, `"kernelPayloadVersion": 2`, `flows[0] "kernelPayloadVersion" must be 1`},
+		{`"instructions": "Record the expenses the user reports.",`, ``, `agents[0] is missing "instructions"`},
+	} {
+		if !strings.Contains(string(data), c.from) {
+			t.Fatalf("the fixture has no %s", c.from)
+		}
+		dir := t.TempDir()
+		bad := filepath.Join(dir, "index.json")
+		if err := os.WriteFile(bad, []byte(strings.Replace(string(data), c.from, c.to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := packd(t, "check", "--index", bad, "--module-root", filepath.Join("..", "..", "testdata", "kindgi"))
+		if r.code == 0 || !strings.Contains(r.stdout+r.stderr, c.problem) {
+			t.Errorf("%s: %d\n%s%s\nwant %s", c.to, r.code, r.stdout, r.stderr, c.problem)
+		}
 	}
 }

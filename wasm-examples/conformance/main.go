@@ -94,8 +94,9 @@ func init() {
 		return ordered{{"released", true}}, nil
 	})
 	guest.Tool("conformance.noisy", func(json.RawMessage, *guest.Context) (any, error) {
-		fmt.Println(`{"v":2,"kind":"result","output":{"leaked":true}}`)
-		fmt.Fprintln(os.Stderr, "conformance.noisy: a line on stderr")
+		fmt.Println("noisy: a line on stdout")
+		fmt.Println(`{"v":2,"kind":"result","output":{"ok":false}}`)
+		fmt.Fprintln(os.Stderr, "noisy: a line on stderr")
 		return ordered{{"ok", true}}, nil
 	})
 	guest.Tool("conformance.process-env", func(json.RawMessage, *guest.Context) (any, error) {
