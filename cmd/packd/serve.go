@@ -53,7 +53,7 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 	fs.SetOutput(io.Discard)
 	c.load.register(fs)
 	fs.StringVar(&c.host, "host", "", "the address to listen on (default: every interface)")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", envOr(getenv, "PACKD_METRICS_ADDR", ":9464"), `where /metrics listens ("off" turns it off; default $PACKD_METRICS_ADDR, else :9464)`)
+	fs.StringVar(&c.metricsAddr, "metrics-addr", getenv("PACKD_METRICS_ADDR"), `where /metrics listens ("off" turns it off; default $PACKD_METRICS_ADDR, else port 9464 on --host, or a free port when 9464 is taken)`)
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
@@ -235,7 +235,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		{Key: "artifactVersion", Value: pack.Index.ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.load.memoryBudgetMiB)},
 		{Key: "poolSize", Value: float64(hc.Sandbox.PoolSize)}}
 	if cfg.metricsAddr != "off" {
-		mln, err := net.Listen("tcp", cfg.metricsAddr)
+		mln, err := listenMetrics(cfg.metricsAddr, cfg.host, rec)
 		if err != nil {
 			_ = ln.Close()
 			return bootFailed("Cannot listen for metrics: " + err.Error())
@@ -267,6 +267,34 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	<-served
 	rec.Lifecycle("stopped", "info", "Stopped")
 	return exitOK
+}
+
+// defaultMetricsPort is where /metrics listens unless told otherwise.
+const defaultMetricsPort = 9464
+
+// listenMetrics listens where the operator said, or by default on port
+// 9464 of the service's own host. Several services on one host is normal
+// (one per pack, tests, sidecars): when the default port is taken, the
+// metrics listen on a free port instead, said in a warning record and in
+// the listening record's metricsPort. An address the operator set that
+// cannot be bound fails the boot.
+func listenMetrics(addr, host string, rec *server.Recorder) (net.Listener, error) {
+	if addr != "" {
+		return net.Listen("tcp", addr)
+	}
+	mln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(defaultMetricsPort)))
+	if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+		return mln, err
+	}
+	mln, err2 := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err2 != nil {
+		return nil, err
+	}
+	port := mln.Addr().(*net.TCPAddr).Port
+	rec.Lifecycle("metrics-port-taken", "warn",
+		fmt.Sprintf("Port %d is taken (another service on this host?): /metrics listens on port %d", defaultMetricsPort, port),
+		server.Field{Key: "metricsPort", Value: port}, server.Field{Key: "wanted", Value: defaultMetricsPort})
+	return mln, nil
 }
 
 // metricsHandler serves the registry at /metrics (OpenMetrics when asked,

@@ -952,3 +952,40 @@ func TestServiceRefusesIndexFieldsOfTheWrongType(t *testing.T) {
 		}
 	}
 }
+
+// TestServicesShareAHost: several packd on one host all boot. By default
+// /metrics listens on port 9464 of --host; when that is taken each serves
+// on a free port, says so in a warning record and in metricsPort, and
+// answers there. An address the operator named that is taken fails the
+// boot.
+func TestServicesShareAHost(t *testing.T) {
+	// Hold the default port, whatever else on this machine may hold it.
+	if hold, err := net.Listen("tcp", "127.0.0.1:9464"); err == nil {
+		defer hold.Close()
+	}
+	for i := 0; i < 2; i++ {
+		s := start(t, conformance, nil, "--metrics-addr=")
+		rec := record(t, s.stderr.waitFor(t, 5*time.Second, kindIs("listening")))
+		port, _ := rec["metricsPort"].(float64)
+		warn := record(t, s.stderr.waitFor(t, time.Second, kindIs("metrics-port-taken")))
+		if port == 0 || port == 9464 || warn["level"] != "warn" || warn["metricsPort"] != port {
+			t.Fatalf("service %d: listening %v, warning %v", i, rec, warn)
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", int(port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "packd_build_info") {
+			t.Fatalf("service %d metrics: %d %.200s", i, resp.StatusCode, body)
+		}
+	}
+	s := launch(t, conformance, nil, "--metrics-addr", "127.0.0.1:9464")
+	if code := s.wait(t, 30*time.Second); code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	s.stderr.waitFor(t, time.Second, func(l string) bool {
+		return kindIs("boot-failed")(l) && strings.Contains(l, "Cannot listen for metrics")
+	})
+}
