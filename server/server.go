@@ -458,6 +458,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, int, string) {
 	limit := s.cfg.MaxBodyBytes
 	if req.ContentLength > limit {
 		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
+		s.discardBody(c)
 		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
 	}
 	// Without a real connection (tests through the handler) there is no
@@ -473,9 +474,34 @@ func (s *Server) readBody(c echo.Context) ([]byte, int, string) {
 	}
 	if int64(len(body)) > limit {
 		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
+		s.discardBody(c)
 		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
 	}
 	return body, 0, ""
+}
+
+// Refusing a body too large: what of the rest is read and dropped before
+// the answer, so that a client that writes its whole body before reading
+// (Python's http.client and requests do) gets the 413 rather than a broken
+// pipe, as with the other pack services. At most discardBytes more are
+// read, for at most discardTime; a body longer still, or slower, gets the
+// 413 and the connection closes.
+const (
+	discardBytes = 64 << 20
+	discardTime  = 5 * time.Second
+)
+
+func (s *Server) discardBody(c echo.Context) {
+	req := c.Request()
+	if req.ContentLength > discardBytes+s.cfg.MaxBodyBytes {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		return
+	}
+	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(discardTime))
+	n, err := io.Copy(io.Discard, io.LimitReader(req.Body, discardBytes))
+	if err != nil || n == discardBytes {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
 }
 
 var traceparent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}`)

@@ -989,3 +989,40 @@ func TestServicesShareAHost(t *testing.T) {
 		return kindIs("boot-failed")(l) && strings.Contains(l, "Cannot listen for metrics")
 	})
 }
+
+// TestServiceTooLargeBodyIsAnsweredToClientsThatWriteItAll: a client that
+// writes its whole body before reading (as Python's requests does) gets
+// the 413 and its body, with a Content-Length and chunked.
+func TestServiceTooLargeBodyIsAnsweredToClientsThatWriteItAll(t *testing.T) {
+	s := start(t, conformance, nil)
+	addr := strings.TrimPrefix(s.base, "http://")
+	body := bytes.Repeat([]byte("x"), 11<<20)
+	for _, chunked := range []bool{false, true} {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+		head := "POST /v1/invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nkindgi-pack-token: " + s.token + "\r\n"
+		var msg []byte
+		if chunked {
+			msg = append([]byte(head+"Transfer-Encoding: chunked\r\n\r\n"), fmt.Sprintf("%x\r\n", len(body))...)
+			msg = append(append(msg, body...), "\r\n0\r\n\r\n"...)
+		} else {
+			msg = append([]byte(head+fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))), body...)
+		}
+		if _, err := conn.Write(msg); err != nil {
+			t.Fatalf("chunked %v: writing the whole body: %v", chunked, err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("chunked %v: %v", chunked, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != 413 || string(got) != `{"error":"Request body too large"}` {
+			t.Fatalf("chunked %v: %d %s", chunked, resp.StatusCode, got)
+		}
+	}
+}
