@@ -33,6 +33,10 @@ type Config struct {
 	// LookupEnv reads the process environment (default os.LookupEnv). Guests
 	// see only the names the index declares.
 	LookupEnv func(string) (string, bool)
+	// PassEnv, when set, is the whole environment guests see instead
+	// (KEY=VALUE; KINDGI_PACK_ENV_FILTER=off): the caller leaves out what
+	// pack code must never see.
+	PassEnv []string
 	// Gate is consulted before every dispatch; nil allows every call.
 	Gate Gate
 	// GuestOutput, when set, receives every line a call's pack code writes,
@@ -121,6 +125,9 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 		lookup = os.LookupEnv
 	}
 	p.env = declaredEnv(idx, lookup)
+	if cfg.PassEnv != nil {
+		p.env = slices.Sorted(slices.Values(cfg.PassEnv))
+	}
 
 	modules, stats, modProblems := loadModules(ctx, sb, root, idx)
 	p.stats, p.modules = stats, modules
@@ -148,6 +155,16 @@ func declaredEnv(idx *Index, lookup func(string) (string, bool)) []string {
 	}
 	sort.Strings(env)
 	return env
+}
+
+// GuestEnvNames are the environment names pack code sees, sorted.
+func (p *Pack) GuestEnvNames() []string {
+	names := make([]string, 0, len(p.env))
+	for _, kv := range p.env {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	return names
 }
 
 // MissingEnv lists the index's required env names that are unset or empty,

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type serviceConfig struct {
 	load           loadFlags
 	host           string
 	metricsAddr    string
+	envFilterOff   bool // KINDGI_PACK_ENV_FILTER=off: guests see the process environment
 	tenantLabel    bool
 	policy         string
 	auditLog       string
@@ -104,6 +106,13 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 		c.envCheck = "warn"
 	default:
 		problems = append(problems, fmt.Sprintf(`KINDGI_PACK_ENV_CHECK must be "strict" or "warn", got %q`, v))
+	}
+	switch v := getenv("KINDGI_PACK_ENV_FILTER"); v {
+	case "", "on":
+	case "off":
+		c.envFilterOff = true
+	default:
+		problems = append(problems, fmt.Sprintf(`KINDGI_PACK_ENV_FILTER must be "on" or "off", got %q`, v))
 	}
 	c.tenantID = getenv("KINDGI_PACK_TENANT_ID")
 	return c, problems
@@ -183,6 +192,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		policy = p
 	}
 	hc.Gate = host.Gates(pin, policy)
+	if cfg.envFilterOff {
+		hc.PassEnv = passedEnv(os.Environ())
+	}
 	ctx := context.Background()
 	pack, err := host.Load(ctx, hc)
 	if err != nil {
@@ -198,6 +210,10 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer pack.Close(ctx)
 
+	if dropped := droppedEnv(os.Environ(), pack.GuestEnvNames()); len(dropped) > 0 {
+		rec.Lifecycle("env-dropped", "info", fmt.Sprintf("Pack code will not see %d environment name(s) of this process", len(dropped)),
+			server.Field{Key: "filter", Value: map[bool]string{false: "on", true: "off"}[cfg.envFilterOff]}, server.Field{Key: "names", Value: dropped})
+	}
 	missing := pack.MissingEnv(os.LookupEnv)
 	if len(missing) > 0 {
 		rec.Lifecycle("missing-env", "warn", "Required env names are not set: "+strings.Join(missing, ", "),
@@ -267,6 +283,32 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	<-served
 	rec.Lifecycle("stopped", "info", "Stopped")
 	return exitOK
+}
+
+// passedEnv is what pack code sees with KINDGI_PACK_ENV_FILTER=off: the
+// process environment without the KINDGI_ names (the token and the
+// service's own settings).
+func passedEnv(environ []string) []string {
+	env := []string{}
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "KINDGI_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// droppedEnv names the process environment names pack code does not see.
+func droppedEnv(environ, seen []string) []string {
+	dropped := []string{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(seen, name) && !slices.Contains(dropped, name) {
+			dropped = append(dropped, name)
+		}
+	}
+	slices.Sort(dropped)
+	return dropped
 }
 
 // defaultMetricsPort is where /metrics listens unless told otherwise.

@@ -1026,3 +1026,53 @@ func TestServiceTooLargeBodyIsAnsweredToClientsThatWriteItAll(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceEnvFilter: KINDGI_PACK_ENV_FILTER as the other pack services
+// read it. By default pack code sees the declared names only, and an
+// env-dropped record names the rest; "off" passes the process
+// environment through but for the KINDGI_ names (the token among them);
+// anything else is a configuration error.
+func TestServiceEnvFilter(t *testing.T) {
+	envNames := func(s *service) string {
+		r := s.invoke(t, invokeBody("conformance.process-env", "", `{}`, conformanceCtx))
+		if r.status != 200 {
+			t.Fatalf("process-env: %d %s", r.status, r.body)
+		}
+		return r.body
+	}
+	env := map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"}
+	s := start(t, conformance, env)
+	if got := envNames(s); got != `{"v":2,"kind":"result","output":{"names":["CONFORMANCE_VISIBLE"]}}` {
+		t.Fatalf("filter on: %s", got)
+	}
+	rec := record(t, s.stderr.waitFor(t, time.Second, kindIs("env-dropped")))
+	names := fmt.Sprint(rec["names"])
+	if rec["filter"] != "on" || !strings.Contains(names, "UNDECLARED_SECRET") || strings.Contains(names, "CONFORMANCE_VISIBLE") || strings.Contains(names, "=") {
+		t.Fatalf("env-dropped: %v", rec)
+	}
+
+	env["KINDGI_PACK_ENV_FILTER"] = "off"
+	s = start(t, conformance, env)
+	got := envNames(s)
+	for _, name := range []string{"CONFORMANCE_VISIBLE", "UNDECLARED_SECRET", "PATH", "PORT"} {
+		if !strings.Contains(got, `"`+name+`"`) {
+			t.Errorf("filter off: %s is not seen: %s", name, got)
+		}
+	}
+	if strings.Contains(got, "KINDGI_") {
+		t.Errorf("filter off: pack code sees a KINDGI_ name: %s", got)
+	}
+	rec = record(t, s.stderr.waitFor(t, time.Second, kindIs("env-dropped")))
+	if rec["filter"] != "off" || fmt.Sprint(rec["names"]) != "[KINDGI_PACK_ENV_FILTER]" {
+		t.Fatalf("env-dropped: %v", rec)
+	}
+
+	env["KINDGI_PACK_ENV_FILTER"] = "loose"
+	bad := launch(t, conformance, env)
+	if code := bad.wait(t, 30*time.Second); code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	bad.stderr.waitFor(t, time.Second, func(l string) bool {
+		return kindIs("config-invalid")(l) && strings.Contains(l, `KINDGI_PACK_ENV_FILTER must be \"on\" or \"off\", got \"loose\"`)
+	})
+}
