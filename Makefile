@@ -90,8 +90,10 @@ loadtest: build wasm
 memtest: build fixtures
 	$(GO) run ./internal/memtest -packd $(BIN)
 
-# Regenerate testdata/ajv/golden.json with real Ajv (needs node and npm).
+# Regenerate testdata/ajv/golden.json with real Ajv (needs node and npm);
+# testdata/ajv/matrix.py first rewrites the keyword x instance-type cases.
 ajv-golden:
+	python3 testdata/ajv/matrix.py
 	npm install --silent --prefix build/ajv ajv@8 ajv-formats@3
 	node testdata/ajv/gen.mjs $(CURDIR)/build/ajv
 

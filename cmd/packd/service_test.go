@@ -1076,3 +1076,26 @@ func TestServiceEnvFilter(t *testing.T) {
 		return kindIs("config-invalid")(l) && strings.Contains(l, `KINDGI_PACK_ENV_FILTER must be \"on\" or \"off\", got \"loose\"`)
 	})
 }
+
+// TestServiceOrdersIndexLikeKeysAsJavaScript: keys that are array indices
+// come first, in numeric order, in what packd answers (as JSON.stringify
+// writes them) and in its validation issues (as Ajv walks them).
+func TestServiceOrdersIndexLikeKeysAsJavaScript(t *testing.T) {
+	s := start(t, conformance, nil)
+	expect(t, s.invoke(t, invokeBody("conformance.defaults", "", `{"name":"Ada","b":1,"10":2,"a":3,"2":4}`, conformanceCtx)),
+		200, `{"v":2,"kind":"result","output":{"2":4,"10":2,"name":"Ada","b":1,"a":3,"greeting":"Hello","options":{"loud":false}}}`)
+	r := s.invoke(t, invokeBody("conformance.echo", "", `{"message":"m","b":1,"10":2,"a":3,"2":4}`, conformanceCtx))
+	var got struct {
+		Issues []struct {
+			Params map[string]any `json:"params"`
+		} `json:"issues"`
+	}
+	_ = json.Unmarshal([]byte(r.body), &got)
+	var order []string
+	for _, is := range got.Issues {
+		order = append(order, fmt.Sprint(is.Params["additionalProperty"]))
+	}
+	if strings.Join(order, ",") != "2,10,b,a" {
+		t.Fatalf("issues in order %v: %s", order, r.body)
+	}
+}

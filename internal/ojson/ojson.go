@@ -19,8 +19,12 @@ import (
 	"unicode/utf8"
 )
 
-// Object is a JSON object with its keys in document order. A key that appears
-// twice keeps its first position and its last value, as JSON.parse does.
+// Object is a JSON object with its keys in JavaScript's order: keys that
+// are array indices ("0", "2", "10": canonical integers below 2^32-1)
+// first, in numeric order, then the others in document order, as
+// JSON.parse builds objects and as JSON.stringify and for-in (so Ajv) walk
+// them. A key that appears twice keeps its first position and its last
+// value, as JSON.parse does.
 // Keys and Vals may be set directly when building an object; Set and Get
 // keep an index of the keys once there are more than a few, so building and
 // reading an object of n keys is linear.
@@ -71,10 +75,74 @@ func (o *Object) Set(key string, v any) {
 		o.Vals[i] = v
 		return
 	}
+	if n, ok := arrayIndex(key); ok {
+		// Among the leading index keys, in numeric order.
+		at := 0
+		for at < len(o.Keys) {
+			m, isIndex := arrayIndex(o.Keys[at])
+			if !isIndex || m > n {
+				break
+			}
+			at++
+		}
+		if at < len(o.Keys) {
+			o.Keys = slices.Insert(o.Keys, at, key)
+			o.Vals = slices.Insert(o.Vals, at, v)
+			o.index = nil // positions moved: rebuilt when next needed
+			return
+		}
+	}
 	o.Keys = append(o.Keys, key)
 	o.Vals = append(o.Vals, v)
 	if o.index != nil {
 		o.index[key] = len(o.Keys) - 1
+	}
+}
+
+// arrayIndex reports whether a key is an array index as JavaScript orders
+// object keys (a canonical integer from 0 to 2^32-2), and its value.
+func arrayIndex(k string) (uint64, bool) {
+	if k == "" || len(k) > 10 || (k[0] == '0' && len(k) > 1) {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, n < 1<<32-1
+}
+
+// jsOrder puts an object's array-index keys first, in numeric order, the
+// others keeping theirs (keys are unique).
+func jsOrder(keys []string, vals []any) {
+	type kv struct {
+		k string
+		v any
+		n uint64
+	}
+	var idx, rest []kv
+	for i, k := range keys {
+		if n, ok := arrayIndex(k); ok {
+			idx = append(idx, kv{k, vals[i], n})
+		} else {
+			rest = append(rest, kv{k, vals[i], 0})
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b kv) int {
+		if a.n < b.n {
+			return -1
+		}
+		if a.n > b.n {
+			return 1
+		}
+		return 0
+	})
+	for i, e := range append(idx, rest...) {
+		keys[i], vals[i] = e.k, e.v
 	}
 }
 
@@ -189,6 +257,10 @@ func (d *decoder) object(depth int) (any, error) {
 		}
 		if !owned {
 			obj.Keys, obj.Vals = slices.Clone(d.keys[base:]), slices.Clone(d.vals[base:])
+		}
+		if slices.ContainsFunc(obj.Keys, func(k string) bool { _, ok := arrayIndex(k); return ok }) {
+			jsOrder(obj.Keys, obj.Vals)
+			obj.index = nil
 		}
 		return obj, d.expect('}')
 	}

@@ -90,8 +90,17 @@ func (w *walker) validate(schema any, sp string, data any, ip string) (r result)
 func (w *walker) object(sch *ojson.Object, sp string, data any, ip string, r *result) {
 	get := func(k string) (any, bool) { return sch.Get(k) }
 
+	// Ajv checks the type first, except when the schema names one type
+	// that has keywords of its own here: then the type error comes where
+	// that type's keywords would run, after the keywords of any type
+	// (Ajv's coerceAndCheckDataType and schemaKeywords).
+	deferred := ""
 	if t, ok := get("type"); ok && !typeMatches(t, data) {
-		r.add(ip, sp, "type", obj("type", t), "must be "+typeText(t))
+		if ts, isStr := t.(string); isStr && hasKeywordsOf(sch, ts) {
+			deferred = ts
+		} else {
+			r.add(ip, sp, "type", obj("type", t), "must be "+typeText(t))
+		}
 	}
 	for _, k := range []string{"$ref", "$dynamicRef"} {
 		if ref, ok := get(k); ok {
@@ -130,46 +139,91 @@ func (w *walker) object(sch *ojson.Object, sp string, data any, ip string, r *re
 		w.ifThenElse(sch, cond, sp, data, ip, r)
 	}
 
-	switch d := data.(type) {
-	case float64:
-		w.number(sch, sp, d, ip, r)
-	case string:
-		w.str(sch, sp, d, ip, r)
-	case []any:
-		w.array(sch, sp, d, ip, r)
-	case *ojson.Object:
-		w.obj(sch, sp, d, ip, r)
+	// The keywords of each type, in Ajv's order of types; those of the
+	// data's own type run, and a deferred type error takes its type's place.
+	for _, group := range typeGroups {
+		if group == deferred {
+			t, _ := get("type")
+			r.add(ip, sp, "type", obj("type", t), "must be "+typeText(t))
+		}
+		switch d := data.(type) {
+		case float64:
+			if group == "number" {
+				w.number(sch, sp, d, ip, r)
+			}
+		case string:
+			if group == "string" {
+				w.str(sch, sp, d, ip, r)
+			}
+		case []any:
+			if group == "array" {
+				w.array(sch, sp, d, ip, r)
+				w.unevaluatedItems(sch, sp, d, ip, r)
+			}
+		case *ojson.Object:
+			if group == "object" {
+				w.obj(sch, sp, d, ip, r)
+				w.unevaluatedProperties(sch, sp, d, ip, r)
+			}
+		}
 	}
+}
 
-	if u, ok := get("unevaluatedProperties"); ok {
-		if d, ok := data.(*ojson.Object); ok && !r.allProps {
-			for i, k := range d.Keys {
-				if r.props[k] {
-					continue
-				}
-				if b, isBool := u.(bool); isBool && !b {
-					r.add(ip, sp, "unevaluatedProperties", obj("unevaluatedProperty", k), "must NOT have unevaluated properties")
-				} else {
-					r.issues = append(r.issues, w.validate(u, sp+"/unevaluatedProperties", d.Vals[i], ip+"/"+escapePointer(k)).issues...)
-				}
-			}
-			r.allProps = true
+// typeGroups are the types with keywords of their own, in Ajv's order.
+var typeGroups = []string{"number", "string", "array", "object"}
+
+// groupKeywords are each type's keywords (Ajv 2020's RULES).
+var groupKeywords = map[string][]string{
+	"number": {"maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "format"},
+	"string": {"maxLength", "minLength", "pattern", "format", "formatMaximum", "formatMinimum", "formatExclusiveMaximum", "formatExclusiveMinimum"},
+	"array":  {"maxItems", "minItems", "prefixItems", "items", "contains", "uniqueItems", "maxContains", "minContains", "unevaluatedItems"},
+	"object": {"maxProperties", "minProperties", "required", "propertyNames", "additionalProperties", "dependencies",
+		"properties", "patternProperties", "dependentRequired", "dependentSchemas", "unevaluatedProperties"},
+}
+
+// hasKeywordsOf reports whether the schema has a keyword of the type's own.
+func hasKeywordsOf(sch *ojson.Object, t string) bool {
+	for _, k := range groupKeywords[t] {
+		if _, ok := sch.Get(k); ok {
+			return true
 		}
 	}
-	if u, ok := get("unevaluatedItems"); ok {
-		if d, ok := data.([]any); ok && !r.allItems {
-			if b, isBool := u.(bool); isBool && !b {
-				if len(d) > r.items {
-					r.add(ip, sp, "unevaluatedItems", obj("limit", float64(r.items)), "must NOT have more than "+strconv.Itoa(r.items)+" items")
-				}
-			} else {
-				for i := r.items; i < len(d); i++ {
-					r.issues = append(r.issues, w.validate(u, sp+"/unevaluatedItems", d[i], ip+"/"+strconv.Itoa(i)).issues...)
-				}
-			}
-			r.allItems = true
+	return false
+}
+
+func (w *walker) unevaluatedProperties(sch *ojson.Object, sp string, d *ojson.Object, ip string, r *result) {
+	u, ok := sch.Get("unevaluatedProperties")
+	if !ok || r.allProps {
+		return
+	}
+	for i, k := range d.Keys {
+		if r.props[k] {
+			continue
+		}
+		if b, isBool := u.(bool); isBool && !b {
+			r.add(ip, sp, "unevaluatedProperties", obj("unevaluatedProperty", k), "must NOT have unevaluated properties")
+		} else {
+			r.issues = append(r.issues, w.validate(u, sp+"/unevaluatedProperties", d.Vals[i], ip+"/"+escapePointer(k)).issues...)
 		}
 	}
+	r.allProps = true
+}
+
+func (w *walker) unevaluatedItems(sch *ojson.Object, sp string, d []any, ip string, r *result) {
+	u, ok := sch.Get("unevaluatedItems")
+	if !ok || r.allItems {
+		return
+	}
+	if b, isBool := u.(bool); isBool && !b {
+		if len(d) > r.items {
+			r.add(ip, sp, "unevaluatedItems", obj("limit", float64(r.items)), "must NOT have more than "+strconv.Itoa(r.items)+" items")
+		}
+	} else {
+		for i := r.items; i < len(d); i++ {
+			r.issues = append(r.issues, w.validate(u, sp+"/unevaluatedItems", d[i], ip+"/"+strconv.Itoa(i)).issues...)
+		}
+	}
+	r.allItems = true
 }
 
 func (w *walker) anyOf(a any, sp string, data any, ip string, r *result) {
@@ -404,9 +458,10 @@ func (w *walker) array(sch *ojson.Object, sp string, d []any, ip string, r *resu
 			r.add(ip, sp, "minItems", obj("limit", lim), "must NOT have fewer than "+num(lim)+" items")
 		}
 	}
-	start := 0
+	start, prefixed := 0, false
 	if v, ok := sch.Get("prefixItems"); ok {
 		if subs, ok := v.([]any); ok {
+			prefixed = true
 			start = len(subs)
 			for i := 0; i < len(subs) && i < len(d); i++ {
 				r.issues = append(r.issues, w.validate(subs[i], sp+"/prefixItems/"+strconv.Itoa(i), d[i], ip+"/"+strconv.Itoa(i)).issues...)
@@ -415,7 +470,9 @@ func (w *walker) array(sch *ojson.Object, sp string, d []any, ip string, r *resu
 		}
 	}
 	if v, ok := sch.Get("items"); ok {
-		if b, isBool := v.(bool); isBool && !b {
+		// Ajv reports "items": false as a limit only after prefixItems;
+		// alone, every item fails the false schema.
+		if b, isBool := v.(bool); isBool && !b && prefixed {
 			if len(d) > start {
 				r.add(ip, sp, "items", obj("limit", float64(start)), "must NOT have more than "+strconv.Itoa(start)+" items")
 			}
