@@ -99,6 +99,20 @@ func (o *Object) Set(key string, v any) {
 	}
 }
 
+// add is Set without JavaScript's order, for the decoder, which orders the
+// object once it is whole (Set's ordered insert is linear per key).
+func (o *Object) add(key string, v any) {
+	if i := o.find(key); i >= 0 {
+		o.Vals[i] = v
+		return
+	}
+	o.Keys = append(o.Keys, key)
+	o.Vals = append(o.Vals, v)
+	if o.index != nil {
+		o.index[key] = len(o.Keys) - 1
+	}
+}
+
 // arrayIndex reports whether a key is an array index as JavaScript orders
 // object keys (a canonical integer from 0 to 2^32-2), and its value.
 func arrayIndex(k string) (uint64, bool) {
@@ -202,8 +216,9 @@ type decoder struct {
 
 // object decodes an object's members after its '{'. Up to indexFrom keys
 // they gather on the scratch stack (a duplicate key replaces the value in
-// place, as Set does); past that the object takes them over and Set's
-// index keeps decoding linear.
+// place, as Set does); past that the object takes them over and its key
+// index keeps decoding linear. Array-index keys are put in JavaScript's
+// order once, at the end (n log n).
 func (d *decoder) object(depth int) (any, error) {
 	obj := &Object{}
 	base := len(d.keys)
@@ -232,7 +247,7 @@ func (d *decoder) object(depth int) (any, error) {
 			return nil, err
 		}
 		if owned {
-			obj.Set(key, v)
+			obj.add(key, v)
 		} else {
 			dup := -1
 			for i := base; i < len(d.keys); i++ {

@@ -1,6 +1,9 @@
 package ojson
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestArrayIndexKeysComeFirst: keys that are array indices are ordered as
 // JavaScript orders them (first, in numeric order), when decoded and when
@@ -30,5 +33,24 @@ func TestArrayIndexKeysComeFirst(t *testing.T) {
 	}
 	if v, ok := o.Get("10"); !ok || v != 1 {
 		t.Errorf("get after insert: %v %v", v, ok)
+	}
+}
+
+// TestManyIndexKeys: an object of 200,000 array-index keys in descending
+// order (each one before all the others) decodes in n log n: inserting
+// each in order took quadratic time.
+func TestManyIndexKeys(t *testing.T) {
+	b := []byte{'{'}
+	for i := 200_000; i > 0; i-- {
+		b = append(b, fmt.Sprintf(`"%d":%d,`, i, i)...)
+	}
+	b = append(b, `"x":0}`...)
+	v, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := v.(*Object)
+	if o.Len() != 200_001 || o.Keys[0] != "1" || o.Keys[199_999] != "200000" || o.Keys[200_000] != "x" {
+		t.Fatalf("len %d, first %q, last %q", o.Len(), o.Keys[0], o.Keys[o.Len()-1])
 	}
 }
