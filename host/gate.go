@@ -55,10 +55,14 @@ func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
 func (r *Refusal) Unwrap() error { return r.Err }
 
 func (p *Pack) consultGate(ctx context.Context, req GateRequest) *Refusal {
-	if p.gate == nil {
+	gate := p.gate
+	if pin, ok := ctx.Value(pinKey{}).(tenantPin); ok {
+		gate = Gates(pin, gate)
+	}
+	if gate == nil {
 		return nil
 	}
-	err := p.gate.Check(ctx, req)
+	err := gate.Check(ctx, req)
 	if err == nil {
 		return nil
 	}
@@ -71,6 +75,16 @@ func (p *Pack) consultGate(ctx context.Context, req GateRequest) *Refusal {
 		return &Refusal{Code: code, Reason: d.Reason, Err: err}
 	}
 	return &Refusal{Code: RefusalGateFailed, Reason: "the gate could not decide", Err: err}
+}
+
+type pinKey struct{}
+
+// WithTenantPin makes the dispatches under ctx refuse a tool call whose
+// ctx.tenantId is not tenant (RefusalTenantMismatch), whatever gate the
+// pack was loaded with: a transport that pins its tenant by header pins
+// the body's half with it.
+func WithTenantPin(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, pinKey{}, tenantPin(tenant))
 }
 
 // PinTenant is the gate of a service pinned to one tenant: a tool call whose

@@ -299,3 +299,62 @@ func TestDescribeParamsFromTheInputSchema(t *testing.T) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestAGateRefusalWithAnUnknownCodeFailsClosed: a gate that refuses with a
+// code this service does not know is a gate that could not decide (503,
+// recorded), not a silent 403 with a made-up code.
+func TestAGateRefusalWithAnUnknownCodeFailsClosed(t *testing.T) {
+	o := newOperated(t, gateFunc(func(context.Context, host.GateRequest) error {
+		return &host.Deny{Code: "made-up", Reason: "no"}
+	}))
+	r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"))
+	if r.Code != 503 || r.Header().Get("Retry-After") != "1" || r.Body.String() != `{"error":"The call could not be checked","code":"pack-gate-failed"}` {
+		t.Fatalf("%d %s", r.Code, r.Body)
+	}
+	if !strings.Contains(o.records.String(), `unknown code \"made-up\"`) {
+		t.Errorf("not recorded: %s", o.records.String())
+	}
+	if got := testutil.ToFloat64(o.m.refusals.WithLabelValues("503", "pack-gate-failed")); got != 1 {
+		t.Errorf("503 refusals = %v", got)
+	}
+}
+
+// TestEveryHostRefusalHasItsRow: each refusal code host can return has a
+// row in the refusal table, whose reason is the code.
+func TestEveryHostRefusalHasItsRow(t *testing.T) {
+	for _, code := range []string{host.RefusalTenantMismatch, host.RefusalGateDenied, host.RefusalGateFailed, host.RefusalOverloaded} {
+		r, ok := hostRefusals[code]
+		if !ok || r.reason != code || r.status == 0 {
+			t.Errorf("%s: %+v %v", code, r, ok)
+		}
+	}
+}
+
+// TestATenantPinCannotBeHalfWired: a server pinned to a tenant refuses a
+// call whose header names it but whose ctx.tenantId names another, with
+// no other wiring (the pack was loaded without host.PinTenant).
+func TestATenantPinCannotBeHalfWired(t *testing.T) {
+	p := testPack(t)
+	s, err := New(Config{Pack: p, Token: "tok", TenantID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(invokeMsg("hostile.counter", "t2")))
+	req.Header.Set("kindgi-pack-token", "tok")
+	req.Header.Set("content-type", "application/json")
+	req.Header.Set("kindgi-tenant-id", "t1")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != 421 || !strings.Contains(rec.Body.String(), `"code":"pack-tenant-mismatch"`) {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	req = httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(invokeMsg("hostile.counter", "t1")))
+	req.Header.Set("kindgi-pack-token", "tok")
+	req.Header.Set("content-type", "application/json")
+	req.Header.Set("kindgi-tenant-id", "t1")
+	rec = httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("the pinned tenant: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -270,23 +270,21 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		got := sha256.Sum256([]byte(c.Request().Header.Get("kindgi-pack-token")))
 		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
-			s.cfg.Metrics.refused(http.StatusUnauthorized, "bad-token")
-			return sendError(c, http.StatusUnauthorized, "Bad pack token")
+			return s.refuse(c, refuseBadToken, "")
 		}
 		if pin := s.cfg.TenantID; pin != "" {
 			tenant := c.Request().Header.Get("kindgi-tenant-id")
 			if tenant != pin {
-				msg := "This pack service is pinned to another tenant"
+				r := refuseTenantPinned
 				if tenant == "" {
-					msg = "The kindgi-tenant-id header is required by this pack service"
+					r = refuseTenantMissing
 				}
-				s.cfg.Metrics.refused(http.StatusMisdirectedRequest, host.RefusalTenantMismatch)
 				if c.Request().URL.Path == "/v1/invoke" {
 					s.runHooks(Event{Time: time.Now(), Outcome: host.RefusalTenantMismatch,
-						Status: http.StatusMisdirectedRequest, TenantID: tenant,
+						Status: r.status, TenantID: tenant,
 						TraceID: traceIDFrom(c.Request().Header.Get("traceparent"))})
 				}
-				return sendError(c, http.StatusMisdirectedRequest, msg, "code", host.RefusalTenantMismatch)
+				return s.refuse(c, r, "")
 			}
 		}
 		return h(c)
@@ -298,25 +296,13 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) unavailable(c echo.Context) (bool, error) {
 	switch {
 	case s.draining.Load():
-		return true, s.send503(c, "draining")
+		return true, s.refuse(c, refuseDraining, "")
 	case s.cfg.StrictEnv && len(s.cfg.MissingEnv) > 0:
-		return true, s.send503(c, "missing env", "missingEnv", s.cfg.MissingEnv)
+		return true, s.refuse(c, refuseMissingEnv, "", "missingEnv", s.cfg.MissingEnv)
 	case !s.ready.Load():
-		return true, s.send503(c, "not ready")
+		return true, s.refuse(c, refuseNotReady, "")
 	}
 	return false, nil
-}
-
-func (s *Server) send503(c echo.Context, msg string, extra ...any) error {
-	if c.Request().URL.Path == "/v1/invoke" {
-		reason := strings.ReplaceAll(msg, " ", "-")
-		if len(extra) >= 2 && extra[0] == "code" {
-			reason = extra[1].(string)
-		}
-		s.cfg.Metrics.refused(http.StatusServiceUnavailable, reason)
-	}
-	c.Response().Header().Set("Retry-After", "1")
-	return sendError(c, http.StatusServiceUnavailable, msg, extra...)
 }
 
 func (s *Server) readyz(c echo.Context) error {
@@ -376,12 +362,11 @@ func (s *Server) invoke(c echo.Context) error {
 	}
 	req := c.Request()
 	if !strings.Contains(strings.ToLower(req.Header.Get(echo.HeaderContentType)), "application/json") {
-		s.cfg.Metrics.refused(http.StatusUnsupportedMediaType, "content-type")
-		return sendError(c, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return s.refuse(c, refuseContentType, "")
 	}
-	body, status, msg := s.readBody(c)
-	if status != 0 {
-		return sendError(c, status, msg)
+	body, refused := s.readBody(c)
+	if refused != nil {
+		return s.refuse(c, *refused, "")
 	}
 	select {
 	case s.sem <- struct{}{}:
@@ -401,7 +386,11 @@ func (s *Server) invoke(c echo.Context) error {
 	}
 	admitted := time.Now()
 
-	out := s.cfg.Pack.Dispatch(req.Context(), body, timeoutFrom(req.Header.Get("kindgi-timeout-ms")))
+	ctx := req.Context()
+	if pin := s.cfg.TenantID; pin != "" {
+		ctx = host.WithTenantPin(ctx, pin) // the body's half of the pin; the header's is checked above
+	}
+	out := s.cfg.Pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get("kindgi-timeout-ms")))
 	elapsed := time.Since(admitted)
 	e := Event{
 		Time: admitted, Parsed: out.Parsed, Target: out.Target, ID: out.ID, Version: out.Version,
@@ -418,24 +407,25 @@ func (s *Server) invoke(c echo.Context) error {
 	}
 	if r := out.Refusal; r != nil {
 		e.Outcome = r.Code
-		switch r.Code {
-		case host.RefusalTenantMismatch:
-			e.Status = http.StatusMisdirectedRequest
-			s.cfg.Metrics.refused(e.Status, r.Code)
-			return sendError(c, e.Status, r.Reason, "code", r.Code)
-		case host.RefusalOverloaded:
-			e.Status = http.StatusServiceUnavailable
-			return s.send503(c, "overloaded")
-		case host.RefusalGateFailed:
-			e.Status = http.StatusServiceUnavailable
+		rf, known := hostRefusals[r.Code]
+		if !known || r.Code == host.RefusalGateFailed {
+			// A code this service does not know fails closed, as a gate
+			// that could not decide.
+			err := r.Err
+			if !known {
+				err = fmt.Errorf("the gate refused with unknown code %q: %v", r.Code, r.Err)
+				rf, r = refuseGateFailed, &host.Refusal{Code: host.RefusalGateFailed, Reason: "The call could not be checked", Err: err}
+				e.Outcome = r.Code
+			}
 			s.cfg.Records.Record("error", "The gate failed; the call was refused", Field{"event", "gate-failed"},
-				Field{"kind", "gate-failed"}, Field{"error", r.Err.Error()})
-			return s.send503(c, r.Reason, "code", r.Code)
-		default:
-			e.Status = http.StatusForbidden
-			s.cfg.Metrics.refused(e.Status, r.Code)
-			return sendError(c, e.Status, r.Reason, "code", r.Code)
+				Field{"kind", "gate-failed"}, Field{"error", fmt.Sprint(err)})
 		}
+		e.Status = rf.status
+		message := r.Reason
+		if r.Code == host.RefusalOverloaded {
+			message = "" // the table's: {"error":"overloaded"}
+		}
+		return s.refuse(c, rf, message)
 	}
 	h := c.Response().Header()
 	h.Set("kindgi-duration-ms", strconv.FormatInt(elapsed.Milliseconds(), 10))
@@ -445,21 +435,20 @@ func (s *Server) invoke(c echo.Context) error {
 
 func (s *Server) overloaded(c echo.Context) error {
 	if s.draining.Load() {
-		return s.send503(c, "draining")
+		return s.refuse(c, refuseDraining, "")
 	}
-	return s.send503(c, "overloaded")
+	return s.refuse(c, refuseOverloaded, "")
 }
 
 // readBody reads an invoke body, bounded in size (MaxBodyBytes, refused on
 // Content-Length alone when it says more) and in time (BodyTimeout). It
-// returns the status and message of a refusal, or status 0.
-func (s *Server) readBody(c echo.Context) ([]byte, int, string) {
+// returns the body, or the refusal to answer.
+func (s *Server) readBody(c echo.Context) ([]byte, *refusal) {
 	req := c.Request()
 	limit := s.cfg.MaxBodyBytes
 	if req.ContentLength > limit {
-		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
 		s.discardBody(c)
-		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
+		return nil, &refuseBodyTooLarge
 	}
 	// Without a real connection (tests through the handler) there is no
 	// deadline to set; the reader then bounds only the size.
@@ -467,17 +456,15 @@ func (s *Server) readBody(c echo.Context) ([]byte, int, string) {
 	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			s.cfg.Metrics.refused(http.StatusRequestTimeout, "body-too-slow")
-			return nil, http.StatusRequestTimeout, "Request body too slow"
+			return nil, &refuseBodyTooSlow
 		}
-		return nil, http.StatusBadRequest, "Cannot read the request body"
+		return nil, &refuseUnreadableBody
 	}
 	if int64(len(body)) > limit {
-		s.cfg.Metrics.refused(http.StatusRequestEntityTooLarge, "body-too-large")
 		s.discardBody(c)
-		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
+		return nil, &refuseBodyTooLarge
 	}
-	return body, 0, ""
+	return body, nil
 }
 
 // Refusing a body too large: what of the rest is read and dropped before

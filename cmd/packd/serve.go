@@ -180,18 +180,15 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: problems})
 		return exitError
 	}
-	var pin, policy host.Gate
-	if cfg.tenantID != "" {
-		pin = host.PinTenant(cfg.tenantID)
-	}
+	// The tenant pin is the server's (server.Config.TenantID): it checks
+	// both the header and the call's ctx.tenantId.
 	if cfg.policy != "" {
 		p, err := host.LoadPolicy(cfg.policy)
 		if err != nil {
 			return bootFailed(err.Error())
 		}
-		policy = p
+		hc.Gate = p
 	}
-	hc.Gate = host.Gates(pin, policy)
 	if cfg.envFilterOff {
 		hc.PassEnv = passedEnv(os.Environ())
 	}
