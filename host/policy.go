@@ -65,6 +65,11 @@ func LoadPolicy(path string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the policy: %w", err)
 	}
+	return parsePolicy(data, path)
+}
+
+// parsePolicy reads and checks a policy document (name says where from).
+func parsePolicy(data []byte, path string) (*Policy, error) {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	var p Policy
