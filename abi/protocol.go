@@ -28,13 +28,16 @@ const (
 	CodeCancelled              Code = "cancelled"
 )
 
-// Codes lists every error code in the order the protocol schema gives them.
-var Codes = []Code{
-	CodeInputValidationFailed, CodeOutputValidationFailed, CodeHandlerImportFailed,
-	CodeHandlerShapeInvalid, CodeHandlerThrow, CodeCheckShapeInvalid,
-	CodeMalformedMessage, CodeUnknownProtocolVersion, CodeUnexpectedMessageKind,
-	CodeToolNotInPack, CodeCheckNotInPack, CodeToolVersionMismatch,
-	CodeDeadlineExceeded, CodeCancelled,
+// Codes lists every error code in the order the protocol schema gives them
+// (a new slice each time: callers cannot change the list).
+func Codes() []Code {
+	return []Code{
+		CodeInputValidationFailed, CodeOutputValidationFailed, CodeHandlerImportFailed,
+		CodeHandlerShapeInvalid, CodeHandlerThrow, CodeCheckShapeInvalid,
+		CodeMalformedMessage, CodeUnknownProtocolVersion, CodeUnexpectedMessageKind,
+		CodeToolNotInPack, CodeCheckNotInPack, CodeToolVersionMismatch,
+		CodeDeadlineExceeded, CodeCancelled,
+	}
 }
 
 // Cause is a serialized throw: `{name, message, stack}`.

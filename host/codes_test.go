@@ -81,7 +81,7 @@ func TestEveryErrorCodeIsProduced(t *testing.T) {
 	}
 	seen[o.Code] = true
 
-	for _, code := range abi.Codes {
+	for _, code := range abi.Codes() {
 		if !seen[code] {
 			t.Errorf("no case produced %s", code)
 		}
