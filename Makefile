@@ -82,8 +82,8 @@ bench: build wasm fixtures
 # echo handler in the same server, at concurrency 1 and 32, and RSS after
 # 10k and 100k calls (installs wrk from Debian when it is missing).
 loadtest: build wasm
-	$(GO) build -o bin/loadtest ./internal/loadtest
-	internal/loadtest/run.sh
+	$(GO) build -o bin/loadtest ./cmd/loadtest
+	cmd/loadtest/run.sh
 
 # RSS of packd serve at its defaults under a burst of 64 memory-hungry calls
 # (192 MiB each), and how soon it returns to idle (about a minute; Linux).

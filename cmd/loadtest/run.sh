@@ -35,7 +35,7 @@ serve() {
 measure() { # concurrency path
   local threads=2; [ "$1" = 1 ] && threads=1
   curl -s "http://$ADDR/bench/latency" >/dev/null
-  wrk -t "$threads" -c "$1" -d "$DURATION" --latency -s internal/loadtest/post.lua "http://$ADDR$2" | awk '
+  wrk -t "$threads" -c "$1" -d "$DURATION" --latency -s cmd/loadtest/post.lua "http://$ADDR$2" | awk '
     function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
     /Requests\/sec/ { rps = $2 } / 50%/ { p50 = ms($2) } / 99%/ { p99 = ms($2) } /Non-2xx/ { bad = $NF }
     END { printf "%.0f %.3f %.3f %d ", rps, p50, p99, bad }'
@@ -67,7 +67,7 @@ stop
 # A fresh server: RSS after the first 10k calls and after 100k.
 serve
 for _ in $(seq 60); do
-  wrk -t 2 -c 32 -d 5s -s internal/loadtest/post.lua "http://$ADDR/v1/invoke" >/dev/null
+  wrk -t 2 -c 32 -d 5s -s cmd/loadtest/post.lua "http://$ADDR/v1/invoke" >/dev/null
   calls=$(curl -s "http://$ADDR/bench/rss" | sed -n 's/.*"calls":\([0-9]*\).*/\1/p')
   [ "${calls:-0}" -ge 100000 ] && break
 done
