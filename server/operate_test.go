@@ -358,3 +358,30 @@ func TestATenantPinCannotBeHalfWired(t *testing.T) {
 		t.Fatalf("the pinned tenant: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestMetricsNeedNotBeGivenTwice: a server given Metrics counts every call
+// without the metrics also being in Hooks, and counts it once when they are.
+func TestMetricsNeedNotBeGivenTwice(t *testing.T) {
+	for _, inHooks := range []bool{false, true} {
+		p := testPack(t)
+		m, err := NewMetrics(prometheus.NewPedanticRegistry(), MetricsConfig{Pack: p, Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Pack: p, Token: "tok", Metrics: m}
+		if inHooks {
+			cfg.Hooks = []Hook{m}
+		}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(invokeMsg("hostile.counter", "t1")))
+		req.Header.Set("kindgi-pack-token", "tok")
+		req.Header.Set("content-type", "application/json")
+		s.Handler().ServeHTTP(httptest.NewRecorder(), req)
+		if got := testutil.ToFloat64(m.calls.WithLabelValues("tool", "hostile.counter", "ok")); got != 1 {
+			t.Errorf("metrics in hooks %v: %v calls counted, want 1", inHooks, got)
+		}
+	}
+}

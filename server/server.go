@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,16 +46,17 @@ type Config struct {
 	MissingEnv []string
 	StrictEnv  bool
 	// TenantID pins the service to one tenant (protocol 2.7.0); empty: none.
-	// The pack should have been loaded with host.PinTenant(TenantID) so that
-	// ctx.tenantId is checked too.
+	// The server checks both the kindgi-tenant-id header and each call's
+	// ctx.tenantId (421 pack-tenant-mismatch).
 	TenantID string
 	// Records receives the service's records; nil discards them.
 	Records *Recorder
 	// Hooks are told of every call after its answer (see Hook). nil means
 	// CallRecords(Records) alone.
 	Hooks []Hook
-	// Metrics, when set, counts refusals, in-flight calls and hook panics
-	// (add it to Hooks too for the per-call metrics).
+	// Metrics, when set, counts refusals, in-flight calls, hook panics and
+	// every call (it runs as a hook after those in Hooks unless Hooks
+	// already holds it).
 	Metrics *Metrics
 	// MaxBodyBytes bounds a request body (default 10 MiB).
 	MaxBodyBytes int64
@@ -113,6 +115,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Hooks == nil {
 		cfg.Hooks = []Hook{CallRecords(cfg.Records)}
+	}
+	if cfg.Metrics != nil && !slices.ContainsFunc(cfg.Hooks, func(h Hook) bool { m, ok := h.(*Metrics); return ok && m == cfg.Metrics }) {
+		cfg.Hooks = append(slices.Clone(cfg.Hooks), cfg.Metrics)
 	}
 	s := &Server{
 		cfg:       cfg,

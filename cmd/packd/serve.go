@@ -222,7 +222,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		return bootFailed(err.Error())
 	}
 	metricsOnce.Store(metrics)
-	hooks := []server.Hook{server.CallRecords(rec), metrics}
+	hooks := []server.Hook{server.CallRecords(rec)} // metrics run as a hook of their own (server.Config.Metrics)
 	if cfg.auditLog != "" {
 		audit, err := server.OpenAuditLog(cfg.auditLog, pack.Index.ArtifactVersion, metrics, rec)
 		if err != nil {
@@ -258,7 +258,11 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,
 		}
-		go func() { _ = msrv.Serve(mln) }()
+		go func() {
+			if err := msrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				rec.Lifecycle("metrics-stopped", "error", "/metrics stopped serving: "+err.Error())
+			}
+		}()
 		defer msrv.Close()
 		listening = append(listening, server.Field{Key: "metricsPort", Value: mln.Addr().(*net.TCPAddr).Port})
 	}
