@@ -28,6 +28,8 @@ type AuditLog struct {
 	records         *Recorder
 	done            chan struct{}
 	closeOnce       sync.Once
+	sending         sync.RWMutex // held to send on queue, and to close it
+	closed          bool
 	mu              sync.Mutex // guards the counters below
 	errors, dropped int64
 }
@@ -55,11 +57,25 @@ func newAuditLog(w io.WriteCloser, artifactVersion string, m *Metrics, r *Record
 }
 
 // OnCall implements Hook: it queues the call's line without waiting.
+// A call that ends after Close (a late one, past the drain's timeout) is
+// counted as dropped.
 func (a *AuditLog) OnCall(e Event) {
 	line := a.line(e)
-	select {
-	case a.queue <- line:
-	default:
+	a.sending.RLock()
+	queued := false
+	if !a.closed {
+		select {
+		case a.queue <- line:
+			queued = true
+		default:
+		}
+	}
+	closed := a.closed
+	a.sending.RUnlock()
+	switch {
+	case closed:
+		a.lost(&a.dropped, func(m *Metrics) prometheus.Counter { return m.AuditDropped }, "audit-dropped", "A call ended after the audit log closed")
+	case !queued:
 		a.lost(&a.dropped, func(m *Metrics) prometheus.Counter { return m.AuditDropped }, "audit-dropped", "The audit log fell behind")
 	}
 }
@@ -114,11 +130,14 @@ func (a *AuditLog) writer() {
 }
 
 // Close writes out what is queued (waiting at most timeout) and closes the
-// file. Calls must have stopped. Safe twice.
+// file; a call that ends later is counted as dropped. Safe twice.
 func (a *AuditLog) Close(timeout time.Duration) error {
 	var err error
 	a.closeOnce.Do(func() {
+		a.sending.Lock()
+		a.closed = true
 		close(a.queue)
+		a.sending.Unlock()
 		select {
 		case <-a.done:
 		case <-time.After(timeout):

@@ -385,3 +385,25 @@ func TestMetricsNeedNotBeGivenTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestACallEndingAfterTheAuditLogClosedIsCountedNotAPanic: a late call
+// (past the drain's timeout) ends after the audit log closed: its line is
+// counted as dropped, and no hook panics.
+func TestACallEndingAfterTheAuditLogClosedIsCountedNotAPanic(t *testing.T) {
+	audit, err := OpenAuditLog(filepath.Join(t.TempDir(), "audit.log"), "a", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOperated(t, nil, audit)
+	audit.metrics = o.m
+	_ = audit.Close(time.Second)
+	if r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1")); r.Code != 200 {
+		t.Fatalf("%d %s", r.Code, r.Body)
+	}
+	if got := testutil.ToFloat64(o.m.hookPanics); got != 0 {
+		t.Errorf("hook panics = %v", got)
+	}
+	if got := testutil.ToFloat64(o.m.AuditDropped); got != 1 {
+		t.Errorf("audit lines dropped = %v", got)
+	}
+}
