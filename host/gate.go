@@ -55,14 +55,13 @@ func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
 func (r *Refusal) Unwrap() error { return r.Err }
 
 func (p *Pack) consultGate(ctx context.Context, req GateRequest) *Refusal {
-	gate := p.gate
+	var err error
 	if pin, ok := ctx.Value(pinKey{}).(tenantPin); ok {
-		gate = Gates(pin, gate)
+		err = pin.Check(ctx, req) // the transport's pin, before any gate
 	}
-	if gate == nil {
-		return nil
+	if err == nil && p.gate != nil {
+		err = p.gate.Check(ctx, req)
 	}
-	err := gate.Check(ctx, req)
 	if err == nil {
 		return nil
 	}
