@@ -53,11 +53,13 @@ type lines struct {
 	mu   sync.Mutex
 	all  []string
 	more chan struct{}
+	done chan struct{} // closed at the stream's end
 }
 
 func collect(r io.Reader) *lines {
-	l := &lines{more: make(chan struct{}, 1)}
+	l := &lines{more: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
+		defer close(l.done)
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -173,7 +175,13 @@ func launch(t *testing.T, index string, env map[string]string, args ...string) *
 		t.Fatal(err)
 	}
 	s.stdout, s.stderr = collect(out), collect(errp)
-	go func() { s.exited <- s.cmd.Wait() }()
+	// Wait closes the pipes, so it runs only once both streams are read to
+	// their end (else the last lines of a process that exits are lost).
+	go func() {
+		<-s.stdout.done
+		<-s.stderr.done
+		s.exited <- s.cmd.Wait()
+	}()
 	t.Cleanup(func() {
 		_ = s.cmd.Process.Kill()
 		select {
