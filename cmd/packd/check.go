@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/kindgi/packd/host"
 )
@@ -16,7 +17,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("packd check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var lf loadFlags
-	lf.register(fs)
+	lf.register(fs, os.Getenv)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}

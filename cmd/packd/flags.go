@@ -30,15 +30,16 @@ type loadFlags struct {
 	compileTimeout, loadTimeout time.Duration
 }
 
-func (l *loadFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&l.index, "index", os.Getenv("KINDGI_PACK_INDEX"), "the pack index (default $KINDGI_PACK_INDEX, else /app/index.json)")
+// register adds the flags to fs; their defaults read getenv.
+func (l *loadFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	fs.StringVar(&l.index, "index", getenv("KINDGI_PACK_INDEX"), "the pack index (default $KINDGI_PACK_INDEX, else /app/index.json)")
 	fs.StringVar(&l.moduleRoot, "module-root", "", "where module paths resolve (default: the index's directory)")
-	fs.StringVar(&l.cacheDir, "cache-dir", defaultCacheDir(), `wazero's compilation cache ("" keeps it in memory)`)
+	fs.StringVar(&l.cacheDir, "cache-dir", defaultCacheDir(getenv), `wazero's compilation cache ("" keeps it in memory)`)
 	fs.UintVar(&l.memoryMiB, "memory-limit-mib", sandbox.DefaultMemoryLimitPages/16, "linear memory limit of every instance, MiB")
-	fs.Int64Var(&l.fuel, "fuel", envInt("PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
-	fs.Int64Var(&l.memoryBudgetMiB, "memory-budget-mib", envInt("PACKD_MEMORY_BUDGET_MIB", defaultMemoryBudget(nil)>>20),
+	fs.Int64Var(&l.fuel, "fuel", envInt(getenv, "PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
+	fs.Int64Var(&l.memoryBudgetMiB, "memory-budget-mib", envInt(getenv, "PACKD_MEMORY_BUDGET_MIB", defaultMemoryBudget(nil)>>20),
 		"memory the process may use, MiB: half for instances' linear memory (a call that does not fit answers 503 overloaded), half the Go heap's soft limit (default $PACKD_MEMORY_BUDGET_MIB, else 3/4 of the cgroup's or the machine's memory)")
-	fs.StringVar(&l.poolSize, "pool-size", envOr(os.Getenv, "PACKD_POOL_SIZE", "auto"),
+	fs.StringVar(&l.poolSize, "pool-size", envOr(getenv, "PACKD_POOL_SIZE", "auto"),
 		`instances of each module kept between calls, reset to their snapshot after _initialize; 0: a fresh instance for every call (default $PACKD_POOL_SIZE, else "auto": the service's concurrency cap)`)
 	fs.UintVar(&l.maxModuleMiB, "max-module-mib", sandbox.DefaultMaxModuleBytes>>20, "largest module packd loads, MiB")
 	fs.DurationVar(&l.compileTimeout, "compile-timeout", sandbox.DefaultCompileTimeout, "longest a module's compilation may take")
@@ -48,8 +49,8 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 
 // envInt reads an integer environment variable; unset gives def, and a bad
 // value gives -1, which the range checks refuse.
-func envInt(name string, def int64) int64 {
-	v := os.Getenv(name)
+func envInt(getenv func(string) string, name string, def int64) int64 {
+	v := getenv(name)
 	if v == "" {
 		return def
 	}
@@ -107,8 +108,8 @@ func (l *loadFlags) check() []string {
 	return problems
 }
 
-func defaultCacheDir() string {
-	if d := os.Getenv("PACKD_CACHE_DIR"); d != "" {
+func defaultCacheDir(getenv func(string) string) string {
+	if d := getenv("PACKD_CACHE_DIR"); d != "" {
 		return d
 	}
 	d, err := os.UserCacheDir()

@@ -25,7 +25,7 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		checkID, config, trace             string
 		timeoutMs                          int64
 	)
-	lf.register(fs)
+	lf.register(fs, os.Getenv)
 	fs.StringVar(&toolID, "tool", "", "the tool id to invoke")
 	fs.StringVar(&toolVersion, "version", "", "the tool version to ask for (default: none named)")
 	fs.StringVar(&input, "input", "{}", "the tool input: JSON, @file or @- for stdin")

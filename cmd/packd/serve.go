@@ -2,27 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
-	"time"
 	"unicode"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/sandbox"
 	"github.com/kindgi/packd/server"
 )
 
@@ -42,7 +31,6 @@ type serviceConfig struct {
 	token          string
 	maxConcurrency int
 	strictEnv      bool
-	envCheck       string
 	tenantID       string
 	guestOutput    string
 }
@@ -53,7 +41,7 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 	var problems []string
 	fs := flag.NewFlagSet("packd serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	c.load.register(fs)
+	c.load.register(fs, getenv)
 	fs.StringVar(&c.host, "host", "", "the address to listen on (default: every interface)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", getenv("PACKD_METRICS_ADDR"), `where /metrics listens ("off" turns it off; default $PACKD_METRICS_ADDR, else port 9464 on --host, or a free port when 9464 is taken)`)
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
@@ -101,9 +89,8 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 	}
 	switch v := getenv("KINDGI_PACK_ENV_CHECK"); v {
 	case "", "strict":
-		c.envCheck, c.strictEnv = "strict", true
+		c.strictEnv = true
 	case "warn":
-		c.envCheck = "warn"
 	default:
 		problems = append(problems, fmt.Sprintf(`KINDGI_PACK_ENV_CHECK must be "strict" or "warn", got %q`, v))
 	}
@@ -134,7 +121,8 @@ func digits(s string) bool {
 	return s != ""
 }
 
-// serveCmd is the process contract: configure, boot, listen, drain on SIGTERM.
+// serveCmd is the process contract: configure, boot, listen, drain on
+// SIGTERM. The service itself is server.Start's.
 func serveCmd(args []string, stdout, stderr io.Writer) int {
 	rec := server.NewRecorder(stderr)
 	cfg, problems := readServiceConfig(args, os.Getenv, stderr)
@@ -154,196 +142,28 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	cfg.load.setGoMemoryLimit()
-	// Pack code output never waits for its reader (the sandbox queues it)
-	// and, by default, never reaches the record stream as it is written.
-	var metricsOnce atomic.Pointer[server.Metrics]
-	dropped := func(stream string) {
-		if m := metricsOnce.Load(); m != nil {
-			m.GuestLineDropped(stream)
-		}
-	}
-	hc.Sandbox.DroppedLines = dropped
-	hc.Sandbox.PoolEvents = func(ev sandbox.PoolEvent) {
-		if m := metricsOnce.Load(); m != nil {
-			m.PoolEvent(ev)
-		}
-	}
-	if cfg.guestOutput == "records" {
-		guest := rec.GuestRecords(func() { dropped("records") })
-		defer guest.Close(time.Second) // after the pack's close has flushed into it
-		hc.Sandbox.Stdout, hc.Sandbox.Stderr = guest.Stream("stdout"), guest.Stream("stderr")
-		hc.GuestOutput = guest.Line
-	} else {
-		hc.Sandbox.Stderr = rec.Writer()
-	}
-	bootFailed := func(problems ...string) int {
-		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", server.Field{Key: "problems", Value: problems})
-		return exitError
-	}
-	// The tenant pin is the server's (server.Config.TenantID): it checks
-	// both the header and the call's ctx.tenantId.
-	if cfg.policy != "" {
-		p, err := host.LoadPolicy(cfg.policy)
-		if err != nil {
-			return bootFailed(err.Error())
-		}
-		hc.Gate = p
-	}
-	if cfg.envFilterOff {
-		hc.PassEnv = passedEnv(os.Environ())
-	}
-	ctx := context.Background()
-	pack, err := host.Load(ctx, hc)
-	if err != nil {
-		var le *host.LoadError
-		problems := []string{err.Error()}
-		if errors.As(err, &le) {
-			problems = le.Problems
-		}
-		if pack != nil {
-			_ = pack.Close(ctx)
-		}
-		return bootFailed(problems...)
-	}
-	defer pack.Close(ctx)
-
-	if dropped := droppedEnv(os.Environ(), pack.GuestEnvNames()); len(dropped) > 0 {
-		rec.Lifecycle("env-dropped", "info", fmt.Sprintf("Pack code will not see %d environment name(s) of this process", len(dropped)),
-			server.Field{Key: "filter", Value: map[bool]string{false: "on", true: "off"}[cfg.envFilterOff]}, server.Field{Key: "names", Value: dropped})
-	}
-	missing := pack.MissingEnv(os.LookupEnv)
-	if len(missing) > 0 {
-		rec.Lifecycle("missing-env", "warn", "Required env names are not set: "+strings.Join(missing, ", "),
-			server.Field{Key: "check", Value: cfg.envCheck}, server.Field{Key: "names", Value: missing})
-	}
-	reg := prometheus.NewRegistry()
-	metrics, err := server.NewMetrics(reg, server.MetricsConfig{Pack: pack, Version: version, TenantLabel: cfg.tenantLabel, GoCollectors: true})
-	if err != nil {
-		return bootFailed(err.Error())
-	}
-	metricsOnce.Store(metrics)
-	hooks := []server.Hook{server.CallRecords(rec)} // metrics run as a hook of their own (server.Config.Metrics)
-	if cfg.auditLog != "" {
-		audit, err := server.OpenAuditLog(cfg.auditLog, pack.Index.ArtifactVersion, metrics, rec)
-		if err != nil {
-			return bootFailed(err.Error())
-		}
-		defer audit.Close(5 * time.Second)
-		hooks = append(hooks, audit)
-	}
-	srv, err := server.New(server.Config{
-		Pack: pack, Token: cfg.token, MaxConcurrency: cfg.maxConcurrency,
-		MissingEnv: missing, StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, Records: rec,
-		Hooks: hooks, Metrics: metrics,
-	})
-	if err != nil {
-		return bootFailed(err.Error())
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
-	if err != nil {
-		return bootFailed("Cannot listen: " + err.Error())
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	listening := []server.Field{{Key: "port", Value: port}, {Key: "packId", Value: pack.Index.PackID},
-		{Key: "artifactVersion", Value: pack.Index.ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.load.memoryBudgetMiB)},
-		{Key: "poolSize", Value: float64(hc.Sandbox.PoolSize)}}
-	if cfg.metricsAddr != "off" {
-		mln, err := listenMetrics(cfg.metricsAddr, cfg.host, rec)
-		if err != nil {
-			_ = ln.Close()
-			return bootFailed("Cannot listen for metrics: " + err.Error())
-		}
-		msrv := &http.Server{
-			Handler:           metricsHandler(reg),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       120 * time.Second,
-		}
-		go func() {
-			if err := msrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				rec.Lifecycle("metrics-stopped", "error", "/metrics stopped serving: "+err.Error())
-			}
-		}()
-		defer msrv.Close()
-		listening = append(listening, server.Field{Key: "metricsPort", Value: mln.Addr().(*net.TCPAddr).Port})
-	}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(signals)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	rec.Lifecycle("listening", "info", fmt.Sprintf("Listening on port %d", port), listening...)
-
+	ctx := context.Background()
+	svc, err := server.Start(ctx, server.ServiceConfig{
+		Load: hc,
+		Server: server.Config{Token: cfg.token, MaxConcurrency: cfg.maxConcurrency,
+			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID},
+		Policy: cfg.policy, Host: cfg.host, Port: cfg.port,
+		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog,
+		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
+		Version: version, MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Records: rec,
+	})
+	if err != nil {
+		return exitError // said in the boot-failed record
+	}
 	select {
 	case <-signals:
-	case err := <-served:
-		rec.Lifecycle("stopped", "error", "The pack service stopped: "+err.Error())
+	case <-svc.Done():
+	}
+	if svc.Shutdown(ctx) != nil {
 		return exitError
 	}
-	_ = srv.Drain(ctx) // writes the draining record
-
-	<-served
-	rec.Lifecycle("stopped", "info", "Stopped")
 	return exitOK
-}
-
-// passedEnv is what pack code sees with KINDGI_PACK_ENV_FILTER=off: the
-// process environment without the KINDGI_ names (the token and the
-// service's own settings).
-func passedEnv(environ []string) []string {
-	env := []string{}
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "KINDGI_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// droppedEnv names the process environment names pack code does not see.
-func droppedEnv(environ, seen []string) []string {
-	dropped := []string{}
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(seen, name) && !slices.Contains(dropped, name) {
-			dropped = append(dropped, name)
-		}
-	}
-	slices.Sort(dropped)
-	return dropped
-}
-
-// defaultMetricsPort is where /metrics listens unless told otherwise.
-const defaultMetricsPort = 9464
-
-// listenMetrics listens where the operator said, or by default on port
-// 9464 of the service's own host. Several services on one host is normal
-// (one per pack, tests, sidecars): when the default port is taken, the
-// metrics listen on a free port instead, said in a warning record and in
-// the listening record's metricsPort. An address the operator set that
-// cannot be bound fails the boot.
-func listenMetrics(addr, host string, rec *server.Recorder) (net.Listener, error) {
-	if addr != "" {
-		return net.Listen("tcp", addr)
-	}
-	mln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(defaultMetricsPort)))
-	if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
-		return mln, err
-	}
-	mln, err2 := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err2 != nil {
-		return nil, err
-	}
-	port := mln.Addr().(*net.TCPAddr).Port
-	rec.Lifecycle("metrics-port-taken", "warn",
-		fmt.Sprintf("Port %d is taken (another service on this host?): /metrics listens on port %d", defaultMetricsPort, port),
-		server.Field{Key: "metricsPort", Value: port}, server.Field{Key: "wanted", Value: defaultMetricsPort})
-	return mln, nil
-}
-
-// metricsHandler serves the registry at /metrics (OpenMetrics when asked,
-// which carries the trace id exemplars) and nothing else.
-func metricsHandler(reg *prometheus.Registry) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
-	return mux
 }
