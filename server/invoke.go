@@ -1,0 +1,177 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kindgi/packd/host"
+)
+
+// /v1/invoke: the concurrency cap, the body (bounded in size and time),
+// the dispatch and its event.
+
+var digits = regexp.MustCompile(`^[0-9]+$`)
+
+// timeoutFrom reads kindgi-timeout-ms; missing or invalid gives the default.
+func timeoutFrom(h string) time.Duration {
+	if !digits.MatchString(h) {
+		return host.DefaultTimeout
+	}
+	ms, err := strconv.ParseInt(h, 10, 64)
+	if err != nil || ms <= 0 {
+		return host.DefaultTimeout
+	}
+	if ms > maxTimeout.Milliseconds() {
+		return maxTimeout
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func (s *Server) invoke(c echo.Context) error {
+	if answered, err := s.unavailable(c); answered {
+		return err
+	}
+	// The checks keep the protocol's order (the cap before the content
+	// type and the body), but the slot is taken only once the body is in.
+	if len(s.sem) == cap(s.sem) {
+		return s.overloaded(c)
+	}
+	req := c.Request()
+	if !strings.Contains(strings.ToLower(req.Header.Get(echo.HeaderContentType)), "application/json") {
+		return s.refuse(c, refuseContentType, "")
+	}
+	body, refused := s.readBody(c)
+	if refused != nil {
+		return s.refuse(c, *refused, "")
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return s.overloaded(c)
+	}
+	var event *Event
+	defer func() {
+		if event != nil {
+			s.runHooks(*event) // after the answer, and after the slot is free
+		}
+	}()
+	defer func() { <-s.sem }()
+	if m := s.cfg.Metrics; m != nil {
+		m.inFlight.Inc()
+		defer m.inFlight.Dec()
+	}
+	admitted := time.Now()
+
+	ctx := req.Context()
+	if pin := s.cfg.TenantID; pin != "" {
+		ctx = host.WithTenantPin(ctx, pin) // the body's half of the pin; the header's is checked above
+	}
+	out := s.cfg.Pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get("kindgi-timeout-ms")))
+	elapsed := time.Since(admitted)
+	e := Event{
+		Time: admitted, Parsed: out.Parsed, Target: out.Target, ID: out.ID, Version: out.Version,
+		Outcome: "ok", Status: http.StatusOK, Duration: elapsed, Fuel: out.FuelUsed, MemoryBytes: out.MemoryBytes,
+		TenantID: out.CtxString("tenantId"), ProjectID: out.CtxString("projectId"), OrgID: out.CtxString("orgId"),
+		RunID: out.CtxString("runId"), RequestID: out.CtxString("requestId"),
+		TraceID: traceIDFrom(req.Header.Get("traceparent")), SpanID: newSpanID(),
+	}
+	if out.Code != "" {
+		e.Outcome = string(out.Code)
+	}
+	if out.Parsed {
+		event = &e
+	}
+	if r := out.Refusal; r != nil {
+		e.Outcome = r.Code
+		rf, known := hostRefusals[r.Code]
+		if !known || r.Code == host.RefusalGateFailed {
+			// A code this service does not know fails closed, as a gate
+			// that could not decide.
+			err := r.Err
+			if !known {
+				err = fmt.Errorf("the gate refused with unknown code %q: %v", r.Code, r.Err)
+				rf, r = refuseGateFailed, &host.Refusal{Code: host.RefusalGateFailed, Reason: "The call could not be checked", Err: err}
+				e.Outcome = r.Code
+			}
+			s.cfg.Records.Record("error", "The gate failed; the call was refused", Field{"event", "gate-failed"},
+				Field{"kind", "gate-failed"}, Field{"error", fmt.Sprint(err)})
+		}
+		e.Status = rf.status
+		message := r.Reason
+		if r.Code == host.RefusalOverloaded {
+			message = "" // the table's: {"error":"overloaded"}
+		}
+		return s.refuse(c, rf, message)
+	}
+	h := c.Response().Header()
+	h.Set("kindgi-duration-ms", strconv.FormatInt(elapsed.Milliseconds(), 10))
+	h.Set("kindgi-artifact-version", s.cfg.Pack.Index.ArtifactVersion)
+	return send(c, http.StatusOK, out.Response)
+}
+
+func (s *Server) overloaded(c echo.Context) error {
+	if s.draining.Load() {
+		return s.refuse(c, refuseDraining, "")
+	}
+	return s.refuse(c, refuseOverloaded, "")
+}
+
+// readBody reads an invoke body, bounded in size (MaxBodyBytes, refused on
+// Content-Length alone when it says more) and in time (BodyTimeout). It
+// returns the body, or the refusal to answer.
+func (s *Server) readBody(c echo.Context) ([]byte, *refusal) {
+	req := c.Request()
+	limit := s.cfg.MaxBodyBytes
+	if req.ContentLength > limit {
+		s.discardBody(c)
+		return nil, &refuseBodyTooLarge
+	}
+	// Without a real connection (tests through the handler) there is no
+	// deadline to set; the reader then bounds only the size.
+	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &refuseBodyTooSlow
+		}
+		return nil, &refuseUnreadableBody
+	}
+	if int64(len(body)) > limit {
+		s.discardBody(c)
+		return nil, &refuseBodyTooLarge
+	}
+	return body, nil
+}
+
+// Refusing a body too large: what of the rest is read and dropped before
+// the answer, so that a client that writes its whole body before reading
+// (Python's http.client and requests do) gets the 413 rather than a broken
+// pipe, as with the other pack services. At most discardBytes more are
+// read, for at most discardTime; a body longer still, or slower, gets the
+// 413 and the connection closes.
+const (
+	discardBytes = 64 << 20
+	discardTime  = 5 * time.Second
+)
+
+func (s *Server) discardBody(c echo.Context) {
+	req := c.Request()
+	if req.ContentLength > discardBytes+s.cfg.MaxBodyBytes {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		return
+	}
+	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(discardTime))
+	n, err := io.Copy(io.Discard, io.LimitReader(req.Body, discardBytes))
+	if err != nil || n == discardBytes {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
+}
