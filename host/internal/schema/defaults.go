@@ -54,22 +54,19 @@ func (w *walker) fill(schema any, data any) {
 		pp, _ := pat.(*ojson.Object)
 		ap, hasAP := sch.Get("additionalProperties")
 		for i, k := range d.Keys {
-			declared := false
 			if po != nil {
 				if sub, ok := po.Get(k); ok {
 					w.fill(sub, d.Vals[i])
-					declared = true
 				}
 			}
 			if pp != nil {
 				for pi, p := range pp.Keys {
-					if re := compileRegexp(p); re != nil && re.MatchString(k) {
+					if re := w.s.regexp(p); re != nil && re.MatchString(k) {
 						w.fill(pp.Vals[pi], d.Vals[i])
-						declared = true
 					}
 				}
 			}
-			if !declared && hasAP {
+			if hasAP && !w.s.declared(po, pp, k) {
 				w.fill(ap, d.Vals[i])
 			}
 		}

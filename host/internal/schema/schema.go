@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -40,6 +39,11 @@ type Schema struct {
 	doc      any // ordered, as written
 	compiled *jsonschema.Schema
 	anchors  map[string]anchored
+	// Every pattern (pattern, patternProperties' keys) and format the
+	// schema names, compiled once at Compile: bounded by the schema, and
+	// gone with it (nil: does not compile).
+	patterns map[string]*regexp.Regexp
+	formats  map[string]*jsonschema.Schema
 }
 
 type anchored struct {
@@ -64,13 +68,15 @@ func Compile(doc any) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Schema{doc: doc, compiled: compiled, anchors: map[string]anchored{}}
-	s.collectAnchors(doc, "#")
+	s := &Schema{doc: doc, compiled: compiled, anchors: map[string]anchored{},
+		patterns: map[string]*regexp.Regexp{}, formats: map[string]*jsonschema.Schema{}}
+	s.index(doc, "#")
 	return s, nil
 }
 
-// collectAnchors indexes $anchor and $dynamicAnchor names for "#name" refs.
-func (s *Schema) collectAnchors(node any, path string) {
+// index collects what the walk looks up: $anchor and $dynamicAnchor names
+// for "#name" refs, and every pattern and format, compiled.
+func (s *Schema) index(node any, path string) {
 	switch n := node.(type) {
 	case *ojson.Object:
 		for _, k := range []string{"$anchor", "$dynamicAnchor"} {
@@ -80,15 +86,32 @@ func (s *Schema) collectAnchors(node any, path string) {
 				}
 			}
 		}
+		if p, ok := n.Get("pattern"); ok {
+			if p, ok := p.(string); ok {
+				s.patterns[p] = compileRegexp(p)
+			}
+		}
+		if pp, ok := n.Get("patternProperties"); ok {
+			if pp, ok := pp.(*ojson.Object); ok {
+				for _, p := range pp.Keys {
+					s.patterns[p] = compileRegexp(p)
+				}
+			}
+		}
+		if f, ok := n.Get("format"); ok {
+			if f, ok := f.(string); ok {
+				s.formats[f] = compileFormat(f)
+			}
+		}
 		for i, k := range n.Keys {
 			if k == "enum" || k == "const" || k == "default" || k == "examples" {
 				continue
 			}
-			s.collectAnchors(n.Vals[i], path+"/"+escapeSchemaSeg(k))
+			s.index(n.Vals[i], path+"/"+escapeSchemaSeg(k))
 		}
 	case []any:
 		for i, e := range n {
-			s.collectAnchors(e, fmt.Sprintf("%s/%d", path, i))
+			s.index(e, fmt.Sprintf("%s/%d", path, i))
 		}
 	}
 }
@@ -178,37 +201,42 @@ func encodeURIComponent(s string) string {
 	return b.String()
 }
 
-var (
-	regexpCache sync.Map // pattern -> *regexp.Regexp (nil when it does not compile)
-	formatCache sync.Map // format name -> *jsonschema.Schema (nil: unknown format)
-)
+// regexp is a pattern of the schema, compiled; nil when it does not
+// compile (v6 then refused the schema, so the walk never asks).
+func (s *Schema) regexp(p string) *regexp.Regexp {
+	if re, ok := s.patterns[p]; ok {
+		return re
+	}
+	return compileRegexp(p) // not named by the schema: not kept
+}
 
 func compileRegexp(p string) *regexp.Regexp {
-	if re, ok := regexpCache.Load(p); ok {
-		return re.(*regexp.Regexp)
-	}
 	re, err := regexp.Compile(p)
 	if err != nil {
-		re = nil
+		return nil
 	}
-	regexpCache.Store(p, re)
 	return re
 }
 
 // formatOK validates a string against a format with v6's format checkers.
 // Unknown formats pass, as v6 and Ajv (outside strict mode) let them.
-func formatOK(format, value string) bool {
-	v, ok := formatCache.Load(format)
+func (s *Schema) formatOK(format, value string) bool {
+	sch, ok := s.formats[format]
 	if !ok {
-		c := jsonschema.NewCompiler()
-		c.DefaultDraft(jsonschema.Draft2020)
-		c.AssertFormat()
-		var sch *jsonschema.Schema
-		if err := c.AddResource("mem://packd/format.json", map[string]any{"format": format}); err == nil {
-			sch, _ = c.Compile("mem://packd/format.json")
-		}
-		v, _ = formatCache.LoadOrStore(format, sch)
+		sch = compileFormat(format) // not named by the schema: not kept
 	}
-	sch, _ := v.(*jsonschema.Schema)
 	return sch == nil || sch.Validate(value) == nil
+}
+
+// compileFormat is a schema of the one format (which lets any string
+// through when v6 does not know the format), or nil.
+func compileFormat(format string) *jsonschema.Schema {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource("mem://packd/format.json", map[string]any{"format": format}); err != nil {
+		return nil
+	}
+	sch, _ := c.Compile("mem://packd/format.json")
+	return sch
 }
