@@ -25,7 +25,7 @@ func hostileWasm(t *testing.T, name string) []byte {
 // slowGate takes its time, as a gate backed by a remote policy store may.
 type slowGate time.Duration
 
-func (g slowGate) Check(ctx context.Context, _ host.GateRequest) error {
+func (g slowGate) Check(ctx context.Context, _ host.Call) error {
 	select {
 	case <-time.After(time.Duration(g)):
 	case <-ctx.Done():

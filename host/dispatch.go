@@ -13,43 +13,44 @@ import (
 	"github.com/kindgi/packd/sandbox"
 )
 
-// DefaultTimeout is a call's deadline when the caller names none.
-const DefaultTimeout = 120 * time.Second
+// A call's time limit: DefaultTimeout when the caller names none, and
+// never more than MaxTimeout.
+const (
+	DefaultTimeout = 120 * time.Second
+	MaxTimeout     = 24 * time.Hour
+)
 
-// Outcome is what one dispatch produced: the response message, and what the
-// call record needs.
+// callTimeout is the one place a call's time limit is decided: what the
+// caller named (≤ 0: nothing), bounded.
+func callTimeout(named time.Duration) time.Duration {
+	switch {
+	case named <= 0:
+		return DefaultTimeout
+	case named > MaxTimeout:
+		return MaxTimeout
+	}
+	return named
+}
+
+// Outcome is what one dispatch produced: the response message, and the
+// call as parsed with what it used, for its hooks.
 type Outcome struct {
 	// Response is the protocol response message (result, check-result or
 	// error). It is nil only when Refusal is set.
 	Response []byte
-	// Parsed is false when the message did not parse: no call record then.
+	// Parsed is false when the message did not parse: Call is empty, and
+	// there is no call record.
 	Parsed bool
-	// Target is "tool" or "check"; ID and Version what the caller named
-	// (Version as resolved when the tool was found).
-	Target, ID, Version string
+	Call   Call
 	// Code is the error code, empty on success.
 	Code abi.Code
-	// Ctx holds the call's ctx (nil for checks and unparsed messages).
-	Ctx *ojson.Object
 	// Refusal is set when the gate refused the call: no response message then.
 	Refusal *Refusal
-	// FuelUsed is the fuel the call's pack code burnt (0 when none ran);
-	// MemoryBytes its instance's linear memory at the end.
-	FuelUsed, MemoryBytes int64
+	Usage   Usage
 }
 
 // OK reports whether the call produced a result.
 func (o *Outcome) OK() bool { return o.Code == "" && o.Refusal == nil }
-
-// CtxString returns a string field of the call's ctx, or "".
-func (o *Outcome) CtxString(key string) string {
-	if o.Ctx == nil {
-		return ""
-	}
-	v, _ := o.Ctx.Get(key)
-	s, _ := v.(string)
-	return s
-}
 
 func (o *Outcome) fail(e *abi.Error) *Outcome {
 	if o.Refusal != nil { // refused on the way: no response message
@@ -60,8 +61,9 @@ func (o *Outcome) fail(e *abi.Error) *Outcome {
 	return o
 }
 
-// Dispatch runs one request message. timeout (≤ 0: DefaultTimeout) starts
-// once the message has parsed; ctx carries the caller's cancellation.
+// Dispatch runs one request message. timeout is what the caller named (≤ 0:
+// nothing; see DefaultTimeout and MaxTimeout); it starts once the message
+// has parsed. ctx carries the caller's cancellation.
 func (p *Pack) Dispatch(ctx context.Context, body []byte, timeout time.Duration) *Outcome {
 	o := &Outcome{}
 	doc, err := ojson.Decode(body)
@@ -76,12 +78,9 @@ func (p *Pack) Dispatch(ctx context.Context, body []byte, timeout time.Duration)
 		return o.fail(&abi.Error{Code: abi.CodeUnknownProtocolVersion, Message: "Expected protocol v2, got " + jsText(v, ok)})
 	}
 	kind, hasKind := msg.Get("kind")
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
 	// The deadline covers everything from here: the gate, validation, the
 	// guest, decoding and validating what it answered.
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, callTimeout(timeout))
 	defer cancel()
 	switch kind {
 	case abi.KindInvoke:
@@ -147,19 +146,15 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 	if !ok {
 		return o.fail(malformed("`ctx` needs string `tenantId` and `runId`"))
 	}
-	o.Parsed, o.Target, o.ID, o.Version, o.Ctx = true, "tool", id, version, callCtx
-	t := target{id: id}
+	o.Parsed, o.Call = true, Call{Target: TargetTool, ID: id, Version: version, Correlation: readCorrelation(callCtx)}
+	t := &o.Call
 
 	entry, rerr := p.resolveTool(id, version, hasVersion)
 	if rerr != nil {
 		return o.fail(rerr)
 	}
-	o.Version = entry.spec.Version
-	if r := p.consultGate(ctx, GateRequest{
-		Target: "tool", ID: id, Version: entry.spec.Version,
-		TenantID: o.CtxString("tenantId"), ProjectID: o.CtxString("projectId"),
-		OrgID: o.CtxString("orgId"), RunID: o.CtxString("runId"),
-	}); r != nil {
+	t.Version = entry.spec.Version
+	if r := p.consultGate(ctx, t); r != nil {
 		o.Refusal = r
 		return o
 	}
@@ -207,7 +202,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 }
 
 func (p *Pack) resolveTool(id, version string, named bool) (*tool, *abi.Error) {
-	t := target{id: id}
+	t := &Call{Target: TargetTool, ID: id}
 	entries := p.tools[id]
 	if len(entries) == 0 {
 		return nil, t.errorFor(abi.CodeToolNotInPack, fmt.Sprintf("This pack has no tool %q", id))
@@ -249,14 +244,14 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 		return o.fail(malformed("`config` must be an object"))
 	}
 	trace, _ := msg.Get("trace")
-	o.Parsed, o.Target, o.ID = true, "check", id
-	t := target{check: true, id: id}
+	o.Parsed, o.Call = true, Call{Target: TargetCheck, ID: id}
+	t := &o.Call
 
 	c := p.checks[id]
 	if c == nil {
 		return o.fail(t.errorFor(abi.CodeCheckNotInPack, fmt.Sprintf("This pack has no check %q", id)))
 	}
-	if r := p.consultGate(ctx, GateRequest{Target: "check", ID: id}); r != nil {
+	if r := p.consultGate(ctx, t); r != nil {
 		o.Refusal = r
 		return o
 	}
@@ -300,7 +295,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 // run hands the request message to the module under the call's deadline
 // (ctx's), with the fuel and instance limits in call, and returns what the guest answered with StatusOK, or
 // the error message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, call sandbox.Request, req *ojson.Object) ([]byte, *abi.Error) {
+func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, call sandbox.Request, req *ojson.Object) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
@@ -309,7 +304,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, call 
 	}
 	call.Body, call.Env = ojson.Encode(req), p.env
 	if p.output != nil {
-		who := GuestLine{Target: o.Target, ID: t.id, TenantID: o.CtxString("tenantId")}
+		who := GuestLine{Call: *t}
 		call.Output = func(stream string, line []byte) {
 			l := who
 			l.Stream, l.Line = stream, bytes.TrimSuffix(line, []byte{'\n'})
@@ -317,7 +312,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, call 
 		}
 	}
 	rep, err := mod.mod.Call(ctx, call)
-	o.FuelUsed, o.MemoryBytes = rep.FuelUsed, rep.MemoryBytes
+	o.Usage = Usage{Fuel: rep.FuelUsed, MemoryBytes: rep.MemoryBytes}
 	if errors.Is(err, sandbox.ErrMemoryBudget) {
 		o.Refusal = &Refusal{Code: RefusalOverloaded, Reason: "overloaded", Err: err}
 		return nil, &abi.Error{} // fail keeps the refusal
@@ -327,7 +322,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t target, mod *module, call 
 	}
 	switch rep.Status {
 	case abi.StatusNoHandler:
-		return nil, t.errorFor(t.shapeCode(), fmt.Sprintf("Module %s has no handler for %s %q", mod.path, t.kind(), t.id))
+		return nil, t.errorFor(t.shapeCode(), fmt.Sprintf("Module %s has no handler for %s %q", mod.path, t.kind(), t.ID))
 	case abi.StatusThrown:
 		return nil, t.thrown(thrownCause(rep.Body))
 	}

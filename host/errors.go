@@ -10,47 +10,37 @@ import (
 	"github.com/kindgi/packd/sandbox"
 )
 
-// target is what a call is about: a tool or a check, by id. It words every
-// error message about it.
-type target struct {
-	check bool
-	id    string
-}
+// The methods below word every error message about a call.
 
-func (t target) kind() string {
-	if t.check {
-		return "check"
-	}
-	return "tool"
-}
+func (t *Call) kind() string { return string(t.Target) }
 
 // errorFor builds an error message about t.
-func (t target) errorFor(code abi.Code, msg string) *abi.Error {
+func (t *Call) errorFor(code abi.Code, msg string) *abi.Error {
 	e := &abi.Error{Code: code, Message: msg}
-	if t.check {
-		e.CheckID = t.id
+	if t.Target == TargetCheck {
+		e.CheckID = t.ID
 	} else {
-		e.ToolID = t.id
+		e.ToolID = t.ID
 	}
 	return e
 }
 
-func (t target) shapeCode() abi.Code {
-	if t.check {
+func (t *Call) shapeCode() abi.Code {
+	if t.Target == TargetCheck {
 		return abi.CodeCheckShapeInvalid
 	}
 	return abi.CodeHandlerShapeInvalid
 }
 
-func (t target) thrown(c abi.Cause) *abi.Error {
-	e := t.errorFor(abi.CodeHandlerThrow, fmt.Sprintf("Handler for %s %q threw: %s: %s", t.kind(), t.id, c.Name, c.Message))
+func (t *Call) thrown(c abi.Cause) *abi.Error {
+	e := t.errorFor(abi.CodeHandlerThrow, fmt.Sprintf("Handler for %s %q threw: %s: %s", t.kind(), t.ID, c.Name, c.Message))
 	e.Cause = &c
 	return e
 }
 
 // late is the deadline or cancellation error once the call's context is
 // done, else nil: the deadline covers validation and decoding too.
-func (t target) late(ctx context.Context) *abi.Error {
+func (t *Call) late(ctx context.Context) *abi.Error {
 	switch err := ctx.Err(); {
 	case err == nil:
 		return nil
@@ -63,7 +53,7 @@ func (t target) late(ctx context.Context) *abi.Error {
 
 // guestError maps everything the sandbox can return, and a module that could
 // not be loaded, to a protocol error. It is the one place that does so.
-func (t target) guestError(modPath string, err error, fuelUsed int64) *abi.Error {
+func (t *Call) guestError(modPath string, err error, fuelUsed int64) *abi.Error {
 	var (
 		exit *sandbox.ExitError
 		trap *sandbox.TrapError
@@ -71,11 +61,11 @@ func (t target) guestError(modPath string, err error, fuelUsed int64) *abi.Error
 	)
 	switch {
 	case errors.Is(err, sandbox.ErrDeadline):
-		return t.errorFor(abi.CodeDeadlineExceeded, t.id+" passed its deadline")
+		return t.errorFor(abi.CodeDeadlineExceeded, t.ID+" passed its deadline")
 	case errors.Is(err, sandbox.ErrCancelled):
-		return t.errorFor(abi.CodeCancelled, t.id+" was cancelled")
+		return t.errorFor(abi.CodeCancelled, t.ID+" was cancelled")
 	case errors.Is(err, sandbox.ErrOutOfFuel):
-		return t.errorFor(abi.CodeDeadlineExceeded, fmt.Sprintf("%s passed its deadline: it ran out of fuel after using %d units", t.id, fuelUsed))
+		return t.errorFor(abi.CodeDeadlineExceeded, fmt.Sprintf("%s passed its deadline: it ran out of fuel after using %d units", t.ID, fuelUsed))
 	case errors.As(err, &exit):
 		return t.thrown(abi.Cause{Name: "ExitError", Message: exit.Error()})
 	case errors.As(err, &trap):
@@ -83,16 +73,16 @@ func (t target) guestError(modPath string, err error, fuelUsed int64) *abi.Error
 	case errors.As(err, &abiE):
 		return t.thrown(abi.Cause{Name: "AbiError", Message: abiE.Error()})
 	case errors.Is(err, sandbox.ErrOutputTooLarge):
-		if t.check {
-			return t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q produced a result over the response size limit", t.id))
+		if t.Target == TargetCheck {
+			return t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q produced a result over the response size limit", t.ID))
 		}
-		return t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output over the response size limit", t.id))
+		return t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output over the response size limit", t.ID))
 	case errors.Is(err, sandbox.ErrNoResponse):
-		return t.errorFor(t.shapeCode(), fmt.Sprintf("Handler for %s %q returned without writing a response", t.kind(), t.id))
+		return t.errorFor(t.shapeCode(), fmt.Sprintf("Handler for %s %q returned without writing a response", t.kind(), t.ID))
 	case errors.Is(err, sandbox.ErrMissingExport):
-		return t.errorFor(t.shapeCode(), fmt.Sprintf("Module %s has no handler for %s %q: %v", modPath, t.kind(), t.id, err))
+		return t.errorFor(t.shapeCode(), fmt.Sprintf("Module %s has no handler for %s %q: %v", modPath, t.kind(), t.ID, err))
 	default:
-		e := t.errorFor(abi.CodeHandlerImportFailed, fmt.Sprintf("Handler for %s %q could not be loaded from %s: %v", t.kind(), t.id, modPath, err))
+		e := t.errorFor(abi.CodeHandlerImportFailed, fmt.Sprintf("Handler for %s %q could not be loaded from %s: %v", t.kind(), t.ID, modPath, err))
 		e.Cause = &abi.Cause{Name: "Error", Message: err.Error()}
 		return e
 	}

@@ -61,8 +61,8 @@ func FuzzParsePolicy(f *testing.F) {
 					t.Fatalf("bad pattern %q kept", pat)
 				}
 			}
-			_ = p.Check(context.Background(), GateRequest{Target: "tool", ID: "pack.read-x", TenantID: tenant})
+			_ = p.Check(context.Background(), Call{Target: TargetTool, ID: "pack.read-x", Correlation: Correlation{TenantID: tenant}})
 		}
-		_ = p.Check(context.Background(), GateRequest{Target: "tool", ID: "x", TenantID: "unlisted"})
+		_ = p.Check(context.Background(), Call{Target: TargetTool, ID: "x", Correlation: Correlation{TenantID: "unlisted"}})
 	})
 }

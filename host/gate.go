@@ -5,23 +5,12 @@ import (
 	"errors"
 )
 
-// GateRequest is what a gate decides on: the resolved target and the call's
-// identity, never its input.
-type GateRequest struct {
-	Target    string // "tool" or "check"
-	ID        string
-	Version   string
-	TenantID  string // empty for a check (a check-invoke carries no ctx)
-	ProjectID string
-	OrgID     string
-	RunID     string
-}
-
-// Gate decides whether a call may run, after its message parsed and before
-// any pack code runs. It returns nil to allow, a *Deny to refuse, and any
+// Gate decides whether a call may run, after its message parsed and its
+// target resolved, before any pack code runs; it sees the Call, never the
+// input. It returns nil to allow, a *Deny to refuse, and any
 // other error when it cannot decide: the call is then refused (fail closed).
 type Gate interface {
-	Check(ctx context.Context, req GateRequest) error
+	Check(ctx context.Context, call Call) error
 }
 
 // Refusal codes: what a caller is told when a call did not run.
@@ -54,13 +43,13 @@ type Refusal struct {
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
 func (r *Refusal) Unwrap() error { return r.Err }
 
-func (p *Pack) consultGate(ctx context.Context, req GateRequest) *Refusal {
+func (p *Pack) consultGate(ctx context.Context, req *Call) *Refusal {
 	var err error
 	if pin, ok := ctx.Value(pinKey{}).(tenantPin); ok {
-		err = pin.Check(ctx, req) // the transport's pin, before any gate
+		err = pin.Check(ctx, *req) // the transport's pin, before any gate
 	}
 	if err == nil && p.gate != nil {
-		err = p.gate.Check(ctx, req)
+		err = p.gate.Check(ctx, *req)
 	}
 	if err == nil {
 		return nil
@@ -93,8 +82,8 @@ func PinTenant(tenant string) Gate { return tenantPin(tenant) }
 
 type tenantPin string
 
-func (t tenantPin) Check(_ context.Context, req GateRequest) error {
-	if req.Target == "tool" && req.TenantID != string(t) {
+func (t tenantPin) Check(_ context.Context, req Call) error {
+	if req.Target == TargetTool && req.TenantID != string(t) {
 		return &Deny{Code: RefusalTenantMismatch, Reason: "This pack service is pinned to another tenant than the call's ctx.tenantId"}
 	}
 	return nil

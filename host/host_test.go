@@ -120,6 +120,9 @@ func TestLoadCollectsEveryProblem(t *testing.T) {
 		{"bad fuel limits", indexJSON(`{"id":"hostile.counter","input":{},"output":{},"modulePath":"counter.wasm","limits":{"fuel":-1}},{"id":"b","version":"2","input":{},"output":{},"modulePath":"counter.wasm","limits":{"fuel":"lots"}}`, ""),
 			map[string][]byte{"counter.wasm": counterWasm(t)},
 			[]string{"tools[0] (hostile.counter) limits.fuel must be a positive integer", "tools[1] (b) limits.fuel must be a positive integer"}},
+		{"fuel limits that are not int64 budgets", indexJSON(`{"id":"hostile.counter","input":{},"output":{},"modulePath":"counter.wasm","limits":{"fuel":1.5}},{"id":"b","version":"2","input":{},"output":{},"modulePath":"counter.wasm","limits":{"fuel":1e19}},{"id":"c","version":"2","input":{},"output":{},"modulePath":"counter.wasm","limits":{"fuel":4611686018427389952}}`, ""),
+			map[string][]byte{"counter.wasm": counterWasm(t)},
+			[]string{"tools[0] (hostile.counter) limits.fuel must be a positive integer up to 4611686018427387904", "tools[1] (b) limits.fuel must be a positive integer", "tools[2] (c) limits.fuel must be a positive integer"}},
 		{"bad instance limit", indexJSON(`{"id":"hostile.counter","input":{},"output":{},"modulePath":"counter.wasm","limits":{"instance":"shared"}}`, ""),
 			map[string][]byte{"counter.wasm": counterWasm(t)},
 			[]string{`tools[0] (hostile.counter) limits.instance must be "fresh" or "pooled"`}},
@@ -248,21 +251,21 @@ func TestMalformedMessagesGetTheExactErrors(t *testing.T) {
 func TestNamedVersionRunsThatVersion(t *testing.T) {
 	p := versionsPack(t, nil)
 	o, _ := dispatch(p, `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter","version":"2.0.0"},"input":{},"ctx":{"tenantId":"t","runId":"r","extra":1}}`)
-	if string(o.Response) != `{"v":2,"kind":"result","output":{"global":1,"memory":1}}` || o.Version != "2.0.0" || !o.OK() {
+	if string(o.Response) != `{"v":2,"kind":"result","output":{"global":1,"memory":1}}` || o.Call.Version != "2.0.0" || !o.OK() {
 		t.Fatalf("%s %+v", o.Response, o)
 	}
-	if o.CtxString("tenantId") != "t" || o.CtxString("runId") != "r" {
+	if o.Call.TenantID != "t" || o.Call.RunID != "r" {
 		t.Errorf("ctx ids not kept for the record")
 	}
 }
 
-type gateFunc func(context.Context, host.GateRequest) error
+type gateFunc func(context.Context, host.Call) error
 
-func (f gateFunc) Check(ctx context.Context, r host.GateRequest) error { return f(ctx, r) }
+func (f gateFunc) Check(ctx context.Context, r host.Call) error { return f(ctx, r) }
 
 func TestGateDeniesAndFailsClosed(t *testing.T) {
-	var seen []host.GateRequest
-	p := versionsPack(t, gateFunc(func(_ context.Context, r host.GateRequest) error {
+	var seen []host.Call
+	p := versionsPack(t, gateFunc(func(_ context.Context, r host.Call) error {
 		seen = append(seen, r)
 		switch r.TenantID {
 		case "denied":
@@ -315,12 +318,12 @@ func TestToolFuelLimitAndOutOfFuel(t *testing.T) {
 	// hostile.fill has limits.fuel 20000000 in the index.
 	o, m := dispatch(p, `{"v":2,"kind":"invoke","tool":{"id":"hostile.fill"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)
 	want := "hostile.fill passed its deadline: it ran out of fuel after using 20000000 units"
-	if m["code"] != "deadline-exceeded" || m["message"] != want || o.FuelUsed != 20000000 {
-		t.Fatalf("%s (fuel %d)", o.Response, o.FuelUsed)
+	if m["code"] != "deadline-exceeded" || m["message"] != want || o.Usage.Fuel != 20000000 {
+		t.Fatalf("%s (fuel %d)", o.Response, o.Usage.Fuel)
 	}
 	o, _ = dispatch(p, `{"v":2,"kind":"invoke","tool":{"id":"hostile.work"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)
 	o2, _ := dispatch(p, `{"v":2,"kind":"invoke","tool":{"id":"hostile.work"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)
-	if !o.OK() || o.FuelUsed <= 0 || o.FuelUsed != o2.FuelUsed {
-		t.Fatalf("work: %s, fuel %d then %d", o.Response, o.FuelUsed, o2.FuelUsed)
+	if !o.OK() || o.Usage.Fuel <= 0 || o.Usage.Fuel != o2.Usage.Fuel {
+		t.Fatalf("work: %s, fuel %d then %d", o.Response, o.Usage.Fuel, o2.Usage.Fuel)
 	}
 }

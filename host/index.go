@@ -427,8 +427,11 @@ func (p *problemList) limits(o *ojson.Object, where string) (*ojson.Object, int6
 		return lo, 0
 	}
 	n, isNum := f.(float64)
-	if !isNum || n < 1 || n != math.Trunc(n) || n > sandbox.MaxFuel {
-		p.add("%s limits.fuel must be a positive integer up to %d", where, int64(sandbox.MaxFuel))
+	if !isNum || n != math.Trunc(n) || math.Abs(n) >= 1<<63 {
+		n = 0 // not an int64: refused below, in the same words
+	}
+	if err := sandbox.CheckFuel(int64(n)); err != nil {
+		p.add("%s limits.fuel %v", where, err)
 		return lo, 0
 	}
 	return lo, int64(n)

@@ -47,11 +47,9 @@ type Config struct {
 
 // GuestLine is one whole line of a call's pack code output.
 type GuestLine struct {
-	Target   string // "tool" or "check"
-	ID       string // the tool or check id
-	TenantID string // the call's ctx.tenantId ("" for a check)
-	Stream   string // "stdout" or "stderr"
-	Line     []byte // without its newline
+	Call          // who wrote it
+	Stream string // "stdout" or "stderr"
+	Line   []byte // without its newline
 }
 
 // LoadError lists every problem found while loading a pack.

@@ -25,7 +25,7 @@ func Gates(gates ...Gate) Gate {
 
 type multiGate []Gate
 
-func (m multiGate) Check(ctx context.Context, req GateRequest) error {
+func (m multiGate) Check(ctx context.Context, req Call) error {
 	for _, g := range m {
 		if err := g.Check(ctx, req); err != nil {
 			return err
@@ -103,8 +103,8 @@ func matches(patterns []string, id string) bool {
 }
 
 // Check implements Gate.
-func (p *Policy) Check(_ context.Context, req GateRequest) error {
-	if req.Target != "tool" {
+func (p *Policy) Check(_ context.Context, req Call) error {
+	if req.Target != TargetTool {
 		return nil
 	}
 	tp, listed := p.Tenants[req.TenantID]

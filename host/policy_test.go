@@ -50,13 +50,13 @@ func TestPolicy(t *testing.T) {
 		{"stranger", "pack.read-docs", false},
 	}
 	for _, c := range cases {
-		err := p.Check(context.Background(), host.GateRequest{Target: "tool", ID: c.id, TenantID: c.tenant})
+		err := p.Check(context.Background(), host.Call{Target: host.TargetTool, ID: c.id, Correlation: host.Correlation{TenantID: c.tenant}})
 		var d *host.Deny
 		if (err == nil) != c.allowed || (err != nil && (!errors.As(err, &d) || d.Code != host.RefusalGateDenied)) {
 			t.Errorf("%s calling %s: %v", c.tenant, c.id, err)
 		}
 	}
-	if err := p.Check(context.Background(), host.GateRequest{Target: "check", ID: "c"}); err != nil {
+	if err := p.Check(context.Background(), host.Call{Target: host.TargetCheck, ID: "c"}); err != nil {
 		t.Errorf("checks are not subject to the policy: %v", err)
 	}
 	if host.Gates(nil, nil) != nil {

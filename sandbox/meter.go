@@ -28,7 +28,7 @@ const (
 // is spent, before any of the work is done.
 func charge(ctx context.Context, mod api.Module, units int64) {
 	if ctx.Err() != nil {
-		panic(ErrCancelled) // classify reads the context for deadline or cancel
+		stopForContext()
 	}
 	st := stateFrom(ctx)
 	g := st.fuel
@@ -84,3 +84,9 @@ func writeLines(ctx context.Context, mod api.Module, w *lineWriter, ptr, n uint3
 	}
 	return true
 }
+
+// stopForContext stops the guest because its call's context is done: the
+// one way host code does so (the fuel refill, charged host work, a sleep in
+// poll_oneoff). classify then reads the context to tell a deadline from a
+// cancellation.
+func stopForContext() { panic(ErrCancelled) }

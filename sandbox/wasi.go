@@ -331,7 +331,7 @@ func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+				stopForContext()
 			}
 		}
 		ready = clocks

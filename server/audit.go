@@ -97,18 +97,17 @@ func (a *AuditLog) lost(counter *int64, metric func(*Metrics) prometheus.Counter
 }
 
 func (a *AuditLog) line(e Event) []byte {
-	idKey := "toolId"
-	if e.Target == "check" {
-		idKey = "checkId"
-	}
 	o := &ojson.Object{}
 	o.Set("time", e.Time.UTC().Format("2006-01-02T15:04:05.000Z"))
-	for _, f := range []Field{{"tenantId", e.TenantID}, {"projectId", e.ProjectID}, {"orgId", e.OrgID},
-		{"runId", e.RunID}, {"requestId", e.RequestID}, {"target", e.Target}, {idKey, e.ID}, {"version", e.Version}} {
-		if s := f.Value.(string); s != "" {
-			o.Set(f.Key, s)
+	set := func(k, v string) {
+		if v != "" {
+			o.Set(k, v)
 		}
 	}
+	e.Correlation.Each(set)
+	set("target", string(e.Target))
+	set(idKey(e.Target), e.ID)
+	set("version", e.Version)
 	o.Set("outcome", e.Outcome)
 	o.Set("status", float64(e.Status))
 	o.Set("durationMs", float64(e.Duration.Milliseconds()))

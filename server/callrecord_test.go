@@ -5,14 +5,34 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/kindgi/packd/host"
 )
 
 var callEvents = []Event{
-	{Parsed: true, Target: "tool", ID: "echo.message", Version: "1.0.0", Outcome: "ok", Duration: 1200 * time.Microsecond, Fuel: 123456,
-		TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331", TenantID: "t1", RunID: "r1", RequestID: "q1"},
-	{Parsed: true, Target: "check", ID: "c.\"quoted\"\n", Outcome: "handler-throw", Duration: 3 * time.Second, Fuel: 1e15,
-		TenantID: "t\u2028", ProjectID: "p", OrgID: "o"},
-	{Parsed: true, Target: "tool", ID: "x", Outcome: "deadline-exceeded"},
+	{Parsed: true, Call: host.Call{Target: host.TargetTool, ID: "echo.message", Version: "1.0.0",
+		Correlation: host.Correlation{TenantID: "t1", RunID: "r1", RequestID: "q1"}},
+		Outcome: "ok", Duration: 1200 * time.Microsecond, Usage: host.Usage{Fuel: 123456},
+		TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331"},
+	{Parsed: true, Call: host.Call{Target: host.TargetCheck, ID: "c.\"quoted\"\n",
+		Correlation: host.Correlation{TenantID: "t\u2028", ProjectID: "p", OrgID: "o"}},
+		Outcome: "handler-throw", Duration: 3 * time.Second, Usage: host.Usage{Fuel: 1e15}},
+	{Parsed: true, Call: host.Call{Target: host.TargetTool, ID: "x"}, Outcome: "deadline-exceeded"},
+}
+
+// TestCallRecordFieldOrder: a call record lists the trace, then the
+// correlation fields in host.Correlation's order, then the tool or check.
+func TestCallRecordFieldOrder(t *testing.T) {
+	var b bytes.Buffer
+	r := NewRecorder(&b)
+	r.now = func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
+	CallRecords(r).OnCall(callEvents[0])
+	want := `{"time":"2026-11-30T12:00:00.000Z","level":"info","severity":"INFO","subsystem":"pack","message":"tool echo.message ok 1ms",` +
+		`"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","tenantId":"t1","runId":"r1","requestId":"q1","toolId":"echo.message",` +
+		`"event":"call","kind":"call","target":"tool","id":"echo.message","version":"1.0.0","outcome":"ok","durationMs":1,"fuel":123456}` + "\n"
+	if b.String() != want {
+		t.Fatalf("call record\n%s\nwant\n%s", b.String(), want)
+	}
 }
 
 // TestCallRecordsAreRecords: the call record written for every call is,

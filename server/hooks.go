@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/kindgi/packd/host"
 )
 
 // Event is what happened to one call to /v1/invoke: a dispatched call, or a
@@ -13,14 +15,15 @@ type Event struct {
 	Time time.Time
 	// Parsed is false for a call refused before its message was read
 	// (a tenant header mismatch): such a call has no call record.
-	Parsed                                       bool
-	Target, ID, Version                          string
-	Outcome                                      string // "ok", an error code or a refusal code
-	Status                                       int    // the HTTP status answered
-	Duration                                     time.Duration
-	Fuel, MemoryBytes                            int64
-	TenantID, ProjectID, OrgID, RunID, RequestID string
-	TraceID, SpanID                              string
+	Parsed bool
+	// Call is the call's target and identity, as host parsed it.
+	host.Call
+	Outcome  string // "ok", an error code or a refusal code
+	Status   int    // the HTTP status answered
+	Duration time.Duration
+	// Usage is what its pack code used (fuel, memory).
+	host.Usage
+	TraceID, SpanID string
 }
 
 // Hook is told of every call after its answer is written. A hook cannot
@@ -75,16 +78,10 @@ func CallRecords(r *Recorder) Hook {
 // callRecord writes without them.
 func callRecordFields(e Event) (string, []Field) {
 	ms := e.Duration.Milliseconds()
-	idKey := "toolId"
-	if e.Target == "check" {
-		idKey = "checkId"
-	}
-	fields := []Field{
-		{"traceId", e.TraceID}, {"spanId", e.SpanID},
-		{"tenantId", e.TenantID}, {"projectId", e.ProjectID}, {"orgId", e.OrgID},
-		{"runId", e.RunID}, {"requestId", e.RequestID}, {idKey, e.ID},
-		{"event", "call"}, {"kind", "call"}, {"target", e.Target}, {"id", e.ID},
-	}
+	fields := []Field{{"traceId", e.TraceID}, {"spanId", e.SpanID}}
+	e.Correlation.Each(func(k, v string) { fields = append(fields, Field{k, v}) })
+	fields = append(fields, Field{idKey(e.Target), e.ID},
+		Field{"event", "call"}, Field{"kind", "call"}, Field{"target", string(e.Target)}, Field{"id", e.ID})
 	if e.Version != "" {
 		fields = append(fields, Field{"version", e.Version})
 	}
@@ -93,5 +90,13 @@ func callRecordFields(e Event) (string, []Field) {
 }
 
 func callMessage(e Event, ms int64) string {
-	return e.Target + " " + e.ID + " " + e.Outcome + " " + strconv.FormatInt(ms, 10) + "ms"
+	return string(e.Target) + " " + e.ID + " " + e.Outcome + " " + strconv.FormatInt(ms, 10) + "ms"
+}
+
+// idKey is the record field that names a call's tool or check.
+func idKey(t host.Target) string {
+	if t == host.TargetCheck {
+		return "checkId"
+	}
+	return "toolId"
 }

@@ -21,19 +21,18 @@ import (
 
 var digits = regexp.MustCompile(`^[0-9]+$`)
 
-// timeoutFrom reads kindgi-timeout-ms; missing or invalid gives the default.
+// timeoutFrom reads kindgi-timeout-ms: 0 (none named: host decides the
+// call's limit) when it is missing or not a positive integer.
 func timeoutFrom(h string) time.Duration {
 	if !digits.MatchString(h) {
-		return host.DefaultTimeout
+		return 0
 	}
 	ms, err := strconv.ParseInt(h, 10, 64)
 	if err != nil || ms <= 0 {
-		return host.DefaultTimeout
+		return 0
 	}
-	if ms > maxTimeout.Milliseconds() {
-		return maxTimeout
-	}
-	return time.Duration(ms) * time.Millisecond
+	// bounded here only so that it cannot overflow a Duration
+	return time.Duration(min(ms, host.MaxTimeout.Milliseconds()+1)) * time.Millisecond
 }
 
 func (s *Server) invoke(c echo.Context) error {
@@ -78,10 +77,8 @@ func (s *Server) invoke(c echo.Context) error {
 	out := s.cfg.Pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get("kindgi-timeout-ms")))
 	elapsed := time.Since(admitted)
 	e := Event{
-		Time: admitted, Parsed: out.Parsed, Target: out.Target, ID: out.ID, Version: out.Version,
-		Outcome: "ok", Status: http.StatusOK, Duration: elapsed, Fuel: out.FuelUsed, MemoryBytes: out.MemoryBytes,
-		TenantID: out.CtxString("tenantId"), ProjectID: out.CtxString("projectId"), OrgID: out.CtxString("orgId"),
-		RunID: out.CtxString("runId"), RequestID: out.CtxString("requestId"),
+		Time: admitted, Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
+		Outcome: "ok", Status: http.StatusOK, Duration: elapsed,
 		TraceID: traceIDFrom(req.Header.Get("traceparent")), SpanID: newSpanID(),
 	}
 	if out.Code != "" {

@@ -152,12 +152,12 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 // OnCall implements Hook.
 func (m *Metrics) OnCall(e Event) {
 	id := e.ID
-	if m.pack != nil && !(e.Target == "tool" && m.pack.HasTool(id) || e.Target == "check" && m.pack.HasCheck(id)) {
+	if m.pack != nil && !(e.Target == host.TargetTool && m.pack.HasTool(id) || e.Target == host.TargetCheck && m.pack.HasCheck(id)) {
 		id = "unknown"
 	}
-	target := e.Target
+	target := string(e.Target)
 	if target == "" {
-		target = "tool"
+		target = string(host.TargetTool)
 	}
 	labels := []string{target, id, e.Outcome}
 	if m.tenantLabel {

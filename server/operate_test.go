@@ -147,7 +147,7 @@ func TestMetricsCountCallsAndRefusals(t *testing.T) {
 
 func TestGateDenyIs403AndGateFailureIs503(t *testing.T) {
 	policy := &host.Policy{Default: "allow", Tenants: map[string]host.TenantPolicy{"t-blocked": {Deny: []string{"hostile.*"}}}}
-	broken := gateFunc(func(_ context.Context, r host.GateRequest) error {
+	broken := gateFunc(func(_ context.Context, r host.Call) error {
 		if r.TenantID == "t-broken" {
 			return errors.New("policy store 10.1.2.3 unreachable")
 		}
@@ -174,9 +174,9 @@ func TestGateDenyIs403AndGateFailureIs503(t *testing.T) {
 	}
 }
 
-type gateFunc func(context.Context, host.GateRequest) error
+type gateFunc func(context.Context, host.Call) error
 
-func (f gateFunc) Check(ctx context.Context, r host.GateRequest) error { return f(ctx, r) }
+func (f gateFunc) Check(ctx context.Context, r host.Call) error { return f(ctx, r) }
 
 func TestAHookThatPanicsCannotFailTheCall(t *testing.T) {
 	var after int
@@ -304,7 +304,7 @@ func TestDescribeParamsFromTheInputSchema(t *testing.T) {
 // code this service does not know is a gate that could not decide (503,
 // recorded), not a silent 403 with a made-up code.
 func TestAGateRefusalWithAnUnknownCodeFailsClosed(t *testing.T) {
-	o := newOperated(t, gateFunc(func(context.Context, host.GateRequest) error {
+	o := newOperated(t, gateFunc(func(context.Context, host.Call) error {
 		return &host.Deny{Code: "made-up", Reason: "no"}
 	}))
 	r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"))

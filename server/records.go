@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +33,9 @@ type Field struct {
 }
 
 // correlation fields, in the order they appear after message.
-var correlationKeys = []string{"traceId", "spanId", "tenantId", "projectId", "orgId", "runId", "requestId", "toolId", "checkId"}
+// correlationKeys are the record fields that follow message, in order: the
+// trace, the call's correlation (host.Correlation), and its tool or check.
+var correlationKeys = slices.Concat([]string{"traceId", "spanId"}, host.CorrelationKeys(), []string{"toolId", "checkId"})
 
 var severities = map[string]string{"info": "INFO", "warn": "WARNING", "error": "ERROR", "debug": "DEBUG"}
 
@@ -82,23 +85,13 @@ func (r *Recorder) callRecord(level string, e Event) {
 	b = ojson.AppendString(b, severities[level])
 	b = append(b, `,"subsystem":"pack","message":`...)
 	b = ojson.AppendString(b, callMessage(e, ms))
-	idKey := "toolId"
-	if e.Target == "check" {
-		idKey = "checkId"
+	for _, f := range [...]struct{ k, v string }{{"traceId", e.TraceID}, {"spanId", e.SpanID}} {
+		b = appendField(b, f.k, f.v)
 	}
-	for _, f := range [...]struct{ k, v string }{
-		{"traceId", e.TraceID}, {"spanId", e.SpanID}, {"tenantId", e.TenantID}, {"projectId", e.ProjectID},
-		{"orgId", e.OrgID}, {"runId", e.RunID}, {"requestId", e.RequestID}, {idKey, e.ID},
-	} {
-		if f.v != "" {
-			b = append(b, ',')
-			b = ojson.AppendString(b, f.k)
-			b = append(b, ':')
-			b = ojson.AppendString(b, f.v)
-		}
-	}
+	e.Correlation.Each(func(k, v string) { b = appendField(b, k, v) })
+	b = appendField(b, idKey(e.Target), e.ID)
 	b = append(b, `,"event":"call","kind":"call","target":`...)
-	b = ojson.AppendString(b, e.Target)
+	b = ojson.AppendString(b, string(e.Target))
 	b = append(b, `,"id":`...)
 	b = ojson.AppendString(b, e.ID)
 	if e.Version != "" {
@@ -115,6 +108,17 @@ func (r *Recorder) callRecord(level string, e Event) {
 	r.mu.Lock()
 	_, _ = r.w.Write(b)
 	r.mu.Unlock()
+}
+
+// appendField appends ,"k":"v" to a record being written, unless v is empty.
+func appendField(b []byte, k, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',')
+	b = ojson.AppendString(b, k)
+	b = append(b, ':')
+	return ojson.AppendString(b, v)
 }
 
 func isCorrelation(k string) bool {
@@ -165,11 +169,7 @@ func (r *Recorder) GuestRecords(onDrop func()) *GuestRecords {
 
 // Line takes one line of a call's pack code output.
 func (g *GuestRecords) Line(l host.GuestLine) {
-	idKey := "toolId"
-	if l.Target == "check" {
-		idKey = "checkId"
-	}
-	g.put(l.Stream, string(l.Line), Field{"tenantId", l.TenantID}, Field{idKey, l.ID})
+	g.put(l.Stream, string(l.Line), Field{"tenantId", l.TenantID}, Field{idKey(l.Target), l.ID})
 }
 
 func (g *GuestRecords) put(stream, line string, fields ...Field) {

@@ -85,7 +85,7 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 				}
 				if c.Request().URL.Path == "/v1/invoke" {
 					s.runHooks(Event{Time: time.Now(), Outcome: host.RefusalTenantMismatch,
-						Status: r.status, TenantID: tenant,
+						Status: r.status, Call: host.Call{Correlation: host.Correlation{TenantID: tenant}},
 						TraceID: traceIDFrom(c.Request().Header.Get("traceparent"))})
 				}
 				return s.refuse(c, r, "")

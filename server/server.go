@@ -25,8 +25,6 @@ const (
 	DefaultMaxConcurrency = 32
 	DefaultMaxBodyBytes   = 10 << 20 // 10 MiB
 	DefaultDrainTimeout   = 8 * time.Second
-	// maxTimeout bounds kindgi-timeout-ms so a huge value cannot overflow.
-	maxTimeout = 24 * time.Hour
 )
 
 // Config configures a Server. Pack and Token are required.

@@ -82,11 +82,11 @@ func (l *loadFlags) check() []string {
 	if l.memoryMiB == 0 || l.memoryMiB > 4096 {
 		problems = append(problems, "--memory-limit-mib must be between 1 and 4096")
 	}
-	if l.fuel <= 0 || l.fuel > sandbox.MaxFuel {
-		problems = append(problems, fmt.Sprintf("--fuel (or PACKD_FUEL) must be a positive integer up to %d", int64(sandbox.MaxFuel)))
+	if err := sandbox.CheckFuel(l.fuel); err != nil {
+		problems = append(problems, "--fuel (or PACKD_FUEL) "+err.Error())
 	}
-	if l.loadFuel <= 0 || l.loadFuel > sandbox.MaxFuel {
-		problems = append(problems, fmt.Sprintf("--load-fuel must be a positive integer up to %d", int64(sandbox.MaxFuel)))
+	if err := sandbox.CheckFuel(l.loadFuel); err != nil {
+		problems = append(problems, "--load-fuel "+err.Error())
 	}
 	if l.memoryBudgetMiB <= 0 {
 		problems = append(problems, "--memory-budget-mib (or PACKD_MEMORY_BUDGET_MIB) must be a positive integer")

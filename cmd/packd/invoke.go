@@ -106,7 +106,7 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	out := pack.Dispatch(ctx, ojson.Encode(msg), time.Duration(timeoutMs)*time.Millisecond)
 	_ = pack.Close(context.Background()) // writes out the guest's last lines first
-	fmt.Fprintf(stderr, "packd invoke: fuel used: %d\n", out.FuelUsed)
+	fmt.Fprintf(stderr, "packd invoke: fuel used: %d\n", out.Usage.Fuel)
 	if out.Refusal != nil {
 		fmt.Fprintln(stderr, "packd invoke: refused:", out.Refusal.Reason)
 		return exitError
