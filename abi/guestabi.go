@@ -1,8 +1,18 @@
 package abi
 
-// The guest ABI, version 1. GUEST-ABI.md is the normative text.
+import (
+	"encoding/json"
+
+	"github.com/kindgi/packd/internal/ojson"
+)
+
+// The guest ABI, version 1: every name, message and answer that crosses
+// between packd and a module is defined here, and nowhere else (the host
+// side in sandbox and host, the guest side in abi/guest and the C SDK).
+// GUEST-ABI.md is the normative text.
 const (
-	// GuestABIVersion is what a module's kindgi_abi_version export returns.
+	// GuestABIVersion is what a module's kindgi_abi_version export returns
+	// for the version this file describes.
 	GuestABIVersion = 1
 
 	// ImportModule is the module name of the host functions a guest imports.
@@ -19,6 +29,19 @@ const (
 	ExportInitialize = "_initialize"        // optional reactor initialiser
 	ExportMemory     = "memory"
 )
+
+// Names packd's instrumentation adds to every module (fuel metering, the
+// stack bound, the state of an instance). A module must not import or
+// export them itself: such a module is refused.
+const (
+	ImportFuelRefill   = "fuel_refill"  // () -> (), of ImportModule
+	ExportFuel         = "kindgi_fuel"  // the fuel counter
+	ExportStack        = "kindgi_stack" // the estimated bytes of open wasm frames
+	ExportGlobalPrefix = "kindgi_g"     // + index: each mutable global of the module
+)
+
+// Serves reports whether packd serves a module of guest ABI version v.
+func Serves(v int32) bool { return v == GuestABIVersion }
 
 // Status is what kindgi_call and kindgi_describe return.
 type Status int32
@@ -49,3 +72,83 @@ const (
 	KindInvoke      = "invoke"
 	KindCheckInvoke = "check-invoke"
 )
+
+// Request is the request message a guest reads from request_read, as it
+// decodes it: an invoke names its tool and carries input and ctx; a
+// check-invoke names its check and carries config and trace. Hosts write
+// it with EncodeInvoke and EncodeCheckInvoke.
+type Request struct {
+	Kind string `json:"kind"`
+	Tool struct {
+		ID      string `json:"id"`
+		Version string `json:"version,omitempty"`
+	} `json:"tool"`
+	Check struct {
+		ID string `json:"id"`
+	} `json:"check"`
+	Input  json.RawMessage `json:"input"`
+	Ctx    json.RawMessage `json:"ctx"`
+	Config json.RawMessage `json:"config"`
+	Trace  json.RawMessage `json:"trace"`
+}
+
+// EncodeInvoke is the request message of a tool call; input and ctx are
+// ordered JSON values (ojson), written with their key order.
+func EncodeInvoke(toolID, version string, input, ctx any) []byte {
+	tool := &ojson.Object{Keys: []string{"id"}, Vals: []any{toolID}}
+	if version != "" {
+		tool.Set("version", version)
+	}
+	return ojson.Encode(&ojson.Object{Keys: []string{"kind", "tool", "input", "ctx"}, Vals: []any{KindInvoke, tool, input, ctx}})
+}
+
+// EncodeCheckInvoke is the request message of a guardrail check.
+func EncodeCheckInvoke(checkID string, config, trace any) []byte {
+	return ojson.Encode(&ojson.Object{
+		Keys: []string{"kind", "check", "config", "trace"},
+		Vals: []any{KindCheckInvoke, &ojson.Object{Keys: []string{"id"}, Vals: []any{checkID}}, config, trace},
+	})
+}
+
+// Description is kindgi_describe's answer: the tool ids (or Wildcard) and
+// check ids a module serves.
+type Description struct {
+	Tools  []string `json:"tools"`
+	Checks []string `json:"checks"`
+}
+
+// Thrown is the response of a StatusThrown return: what the handler threw.
+// A guest writes it with EncodeThrown; the host reads it with ReadThrown.
+type Thrown struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+	Stack   string `json:"stack"`
+}
+
+// EncodeThrown is a thrown error's response bytes.
+func EncodeThrown(t Thrown) []byte {
+	b, _ := json.Marshal(t)
+	return b
+}
+
+// ReadThrown reads a StatusThrown response as the error's cause. A guest
+// may leave out name (then "Error") and stack; a response without a
+// string message is shown whole as the message.
+func ReadThrown(body []byte) Cause {
+	var t struct {
+		Name    *string `json:"name"`
+		Message *string `json:"message"`
+		Stack   *string `json:"stack"`
+	}
+	if err := json.Unmarshal(body, &t); err != nil || t.Message == nil {
+		return Cause{Name: "Error", Message: string(body)}
+	}
+	c := Cause{Name: "Error", Message: *t.Message}
+	if t.Name != nil && *t.Name != "" {
+		c.Name = *t.Name
+	}
+	if t.Stack != nil {
+		c.Stack = *t.Stack
+	}
+	return c
+}

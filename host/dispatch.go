@@ -170,14 +170,8 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		e.Issues = issues
 		return o.fail(e)
 	}
-	toolField := &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}
-	if entry.spec.Version != "" {
-		toolField.Set("version", entry.spec.Version)
-	}
-	body, gerr := p.run(ctx, o, t, entry.mod, sandbox.Request{Fuel: entry.spec.Fuel, Fresh: entry.spec.Fresh}, &ojson.Object{
-		Keys: []string{"kind", "tool", "input", "ctx"},
-		Vals: []any{abi.KindInvoke, toolField, input, callCtx},
-	})
+	body, gerr := p.run(ctx, o, t, entry.mod, sandbox.Request{Fuel: entry.spec.Fuel, Fresh: entry.spec.Fresh,
+		Body: abi.EncodeInvoke(id, entry.spec.Version, input, callCtx)})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -270,10 +264,8 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, c.mod, sandbox.Request{Fuel: c.spec.Fuel, Fresh: c.spec.Fresh}, &ojson.Object{
-		Keys: []string{"kind", "check", "config", "trace"},
-		Vals: []any{abi.KindCheckInvoke, &ojson.Object{Keys: []string{"id"}, Vals: []any{id}}, config, trace},
-	})
+	body, gerr := p.run(ctx, o, t, c.mod, sandbox.Request{Fuel: c.spec.Fuel, Fresh: c.spec.Fresh,
+		Body: abi.EncodeCheckInvoke(id, config, trace)})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -292,17 +284,17 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 	return o
 }
 
-// run hands the request message to the module under the call's deadline
-// (ctx's), with the fuel and instance limits in call, and returns what the guest answered with StatusOK, or
-// the error message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, call sandbox.Request, req *ojson.Object) ([]byte, *abi.Error) {
+// run hands call (its request message, fuel and instance limits) to the
+// module under the call's deadline (ctx's), and returns what the guest
+// answered with StatusOK, or the error message for everything else.
+func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, call sandbox.Request) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
 	if e := t.late(ctx); e != nil {
 		return nil, e
 	}
-	call.Body, call.Env = ojson.Encode(req), p.env
+	call.Env = p.env
 	if p.output != nil {
 		who := GuestLine{Call: *t}
 		call.Output = func(stream string, line []byte) {
@@ -324,7 +316,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, call s
 	case abi.StatusNoHandler:
 		return nil, t.errorFor(t.shapeCode(), fmt.Sprintf("Module %s has no handler for %s %q", mod.path, t.kind(), t.ID))
 	case abi.StatusThrown:
-		return nil, t.thrown(thrownCause(rep.Body))
+		return nil, t.thrown(abi.ReadThrown(rep.Body))
 	}
 	return rep.Body, nil
 }

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -86,24 +85,4 @@ func (t *Call) guestError(modPath string, err error, fuelUsed int64) *abi.Error 
 		e.Cause = &abi.Cause{Name: "Error", Message: err.Error()}
 		return e
 	}
-}
-
-// thrownCause reads the `{name, message, stack}` a guest wrote with StatusThrown.
-func thrownCause(body []byte) abi.Cause {
-	var c struct {
-		Name    *string `json:"name"`
-		Message *string `json:"message"`
-		Stack   *string `json:"stack"`
-	}
-	if err := json.Unmarshal(body, &c); err != nil || c.Message == nil {
-		return abi.Cause{Name: "Error", Message: string(body)}
-	}
-	out := abi.Cause{Name: "Error", Message: *c.Message}
-	if c.Name != nil && *c.Name != "" {
-		out.Name = *c.Name
-	}
-	if c.Stack != nil {
-		out.Stack = *c.Stack
-	}
-	return out
 }

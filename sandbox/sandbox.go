@@ -10,6 +10,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -274,7 +275,14 @@ type Module struct {
 	pool     *instancePool // nil: a fresh instance per call
 	hasInit  bool
 	shape    error // why the module does not implement the guest ABI, or nil
+	// abiVersion is the guest ABI version the module answered when it was
+	// described (0 before); packd serves only the versions abi.Serves.
+	abiVersion atomic.Int32
 }
+
+// ABIVersion is the guest ABI version the module declared when Describe
+// ran (0 before then).
+func (m *Module) ABIVersion() int32 { return m.abiVersion.Load() }
 
 // Compile validates, instruments (fuel) and compiles a module once. A module
 // that imports anything packd does not provide fails here; a module that
@@ -425,11 +433,8 @@ type Reply struct {
 	MemoryBytes int64
 }
 
-// Description is what a module says it serves.
-type Description struct {
-	Tools  []string `json:"tools"`
-	Checks []string `json:"checks"`
-}
+// Description is what a module says it serves (abi.Description).
+type Description = abi.Description
 
 // Describe runs the module once to ask which tool and check ids it serves,
 // under Config.LoadTimeout and Config.LoadFuel.
@@ -615,9 +620,11 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 		if err != nil {
 			return rep, classify(ctx, err)
 		}
-		if v := int32(res[0]); v != abi.GuestABIVersion {
+		v := int32(res[0])
+		if !abi.Serves(v) {
 			return rep, &ABIError{Func: abi.ExportABIVersion, Reason: fmt.Sprintf("guest ABI version %d, packd speaks %d", v, abi.GuestABIVersion)}
 		}
+		m.abiVersion.Store(v)
 	}
 	rep.Status, rep.Body, err = callExport(ctx, inst.ExportedFunction(export), export, st)
 	return rep, err

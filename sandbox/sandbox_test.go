@@ -240,3 +240,27 @@ func TestCloseIsSafeTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestModuleABIVersion: a module's guest ABI version is read when it is
+// described and kept; a version packd does not serve fails the describe.
+func TestModuleABIVersion(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{})
+	m := compile(t, sb, hostile("counter"))
+	if v := m.ABIVersion(); v != 0 {
+		t.Fatalf("ABIVersion before Describe = %d", v)
+	}
+	if _, err := m.Describe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v := m.ABIVersion(); v != abi.GuestABIVersion {
+		t.Fatalf("ABIVersion = %d, want %d", v, abi.GuestABIVersion)
+	}
+	m2 := compile(t, sb, hostile("abiv2"))
+	var abiErr *sandbox.ABIError
+	if _, err := m2.Describe(context.Background()); !errors.As(err, &abiErr) || !strings.Contains(err.Error(), "guest ABI version 2, packd speaks 1") {
+		t.Fatalf("Describe of a version 2 module: %v", err)
+	}
+	if v := m2.ABIVersion(); v != 0 {
+		t.Fatalf("ABIVersion of a refused module = %d", v)
+	}
+}

@@ -21,7 +21,7 @@ func decodeRequest(b []byte, r *request) bool {
 		case "kind":
 			return p.str(&r.Kind)
 		case "tool":
-			return p.idObject(&r.Tool.ID)
+			return p.toolObject(&r.Tool.ID, &r.Tool.Version)
 		case "check":
 			return p.idObject(&r.Check.ID)
 		case "input":
@@ -205,6 +205,19 @@ func (p *parser) idObject(id *string) bool {
 			return p.str(id)
 		}
 		return !folds(key, "id") && p.skip()
+	})
+}
+
+// toolObject reads a request's tool: its id and version.
+func (p *parser) toolObject(id, version *string) bool {
+	return p.object(func(key []byte) bool {
+		switch string(key) {
+		case "id":
+			return p.str(id)
+		case "version":
+			return p.str(version)
+		}
+		return !folds(key, "id", "version") && p.skip()
 	})
 }
 

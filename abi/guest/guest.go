@@ -98,10 +98,7 @@ func (e *Error) Error() string { return e.Name + ": " + e.Message }
 func Describe() []byte {
 	mu.Lock()
 	defer mu.Unlock()
-	d := struct {
-		Tools  []string `json:"tools"`
-		Checks []string `json:"checks"`
-	}{Tools: []string{}, Checks: []string{}}
+	d := abi.Description{Tools: []string{}, Checks: []string{}}
 	for id := range tools {
 		d.Tools = append(d.Tools, id)
 	}
@@ -117,19 +114,8 @@ func Describe() []byte {
 	return b
 }
 
-type request struct {
-	Kind string `json:"kind"`
-	Tool struct {
-		ID string `json:"id"`
-	} `json:"tool"`
-	Check struct {
-		ID string `json:"id"`
-	} `json:"check"`
-	Input  json.RawMessage `json:"input"`
-	Ctx    json.RawMessage `json:"ctx"`
-	Config json.RawMessage `json:"config"`
-	Trace  json.RawMessage `json:"trace"`
-}
+// request is the request message as abi defines it.
+type request = abi.Request
 
 // prewarm collects the runtime's start-up garbage, leaving heap free for
 // calls, then runs the SDK's encoding/json paths once (decoding a request
@@ -242,10 +228,5 @@ func thrown(err error) (abi.Status, []byte) {
 }
 
 func thrownStack(name, msg, stack string) (abi.Status, []byte) {
-	b, _ := json.Marshal(struct {
-		Name    string `json:"name"`
-		Message string `json:"message"`
-		Stack   string `json:"stack"`
-	}{name, msg, stack})
-	return abi.StatusThrown, b
+	return abi.StatusThrown, abi.EncodeThrown(abi.Thrown{Name: name, Message: msg, Stack: stack})
 }

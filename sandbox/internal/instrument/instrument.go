@@ -35,18 +35,21 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/kindgi/packd/abi"
 )
 
 const (
-	// ImportModule and ImportRefill name the host function the pass imports.
-	ImportModule = "kindgi"
-	ImportRefill = "fuel_refill"
+	// ImportModule and ImportRefill name the host function the pass imports
+	// (the names are the guest ABI's: abi).
+	ImportModule = abi.ImportModule
+	ImportRefill = abi.ImportFuelRefill
 	// GlobalExport names the fuel counter the pass adds and exports.
-	GlobalExport = "kindgi_fuel"
+	GlobalExport = abi.ExportFuel
 	// StackExport names the stack counter the pass adds and exports: the
 	// estimated bytes of the wasm frames open, which a function entry past
 	// Options.MaxStackBytes turns into a trap (unreachable).
-	StackExport = "kindgi_stack"
+	StackExport = abi.ExportStack
 	// DefaultMaxStackBytes is Options.MaxStackBytes when it is 0.
 	DefaultMaxStackBytes = 8 << 20
 	// frameBase and slotBytes estimate a function's frame: a fixed part and
@@ -146,7 +149,7 @@ type module struct {
 // GlobalPrefix: the pass exports every mutable global of the module as
 // GlobalPrefix followed by its index, so that the host can read and set
 // the whole state of an instance (to snapshot and reset it).
-const GlobalPrefix = "kindgi_g"
+const GlobalPrefix = abi.ExportGlobalPrefix
 
 // Info is what the pass learnt of a module that resetting an instance of
 // it needs.
