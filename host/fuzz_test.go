@@ -20,7 +20,7 @@ func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte(`{"v":1}`))
 	f.Add([]byte(`{"v":1,"packId":"p","packVersion":"1","artifactVersion":"a","publishedAt":"t","tools":[{"id":"x","input":true,"output":{},"modulePath":"m.wasm","limits":{"fuel":1e300}}],"guardrails":[{"id":"g","kind":"k","action":{},"checkModulePath":"m"}],"agents":[{}],"flows":[{"kernelPayloadVersion":"1"}],"env":{"required":["A"],"optional":["KINDGI_X"]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		idx, problems := ParseIndex(data)
+		idx, problems := parseIndex(data)
 		if idx == nil || !strings.HasPrefix(idx.Hash, "sha256:") {
 			t.Fatalf("no index or hash: %v", idx)
 		}

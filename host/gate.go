@@ -75,11 +75,9 @@ func WithTenantPin(ctx context.Context, tenant string) context.Context {
 	return context.WithValue(ctx, pinKey{}, tenantPin(tenant))
 }
 
-// PinTenant is the gate of a service pinned to one tenant: a tool call whose
-// ctx.tenantId names another tenant is refused with RefusalTenantMismatch.
-// (A check-invoke carries no ctx; the transport checks its tenant header.)
-func PinTenant(tenant string) Gate { return tenantPin(tenant) }
-
+// tenantPin is the pin WithTenantPin sets: a tool call whose ctx.tenantId
+// names another tenant is refused with RefusalTenantMismatch. (A
+// check-invoke carries no ctx; the transport checks its tenant header.)
 type tenantPin string
 
 func (t tenantPin) Check(_ context.Context, req Call) error {

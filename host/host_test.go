@@ -167,8 +167,8 @@ func TestValidPackLoadsWithoutProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(p.Index.Hash, "sha256:") || len(p.Index.Hash) != 71 {
-		t.Errorf("hash %q", p.Index.Hash)
+	if !strings.HasPrefix(p.Index().Hash, "sha256:") || len(p.Index().Hash) != 71 {
+		t.Errorf("hash %q", p.Index().Hash)
 	}
 	lookup := func(k string) (string, bool) {
 		v, ok := map[string]string{"DECLARED": "x", "EMPTY": ""}[k]
@@ -301,15 +301,19 @@ func TestGateDeniesAndFailsClosed(t *testing.T) {
 }
 
 func TestPinTenantRefusesOtherTenants(t *testing.T) {
-	p := versionsPack(t, host.PinTenant("t-pinned"))
-	msg := func(tenant string) string {
-		return `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter","version":"1.0.0"},"input":{},"ctx":{"tenantId":"` + tenant + `","runId":"r"}}`
+	p := versionsPack(t, nil)
+	pinned := host.WithTenantPin(context.Background(), "t-pinned")
+	msg := func(tenant string) []byte {
+		return []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.counter","version":"1.0.0"},"input":{},"ctx":{"tenantId":"` + tenant + `","runId":"r"}}`)
 	}
-	if o, _ := dispatch(p, msg("t-other")); o.Refusal == nil || o.Refusal.Code != host.RefusalTenantMismatch || o.Response != nil {
+	if o := p.Dispatch(pinned, msg("t-other"), 0); o.Refusal == nil || o.Refusal.Code != host.RefusalTenantMismatch || o.Response != nil {
 		t.Fatalf("other tenant: %+v", o)
 	}
-	if o, _ := dispatch(p, msg("t-pinned")); !o.OK() {
+	if o := p.Dispatch(pinned, msg("t-pinned"), 0); !o.OK() {
 		t.Fatalf("pinned tenant: %s", o.Response)
+	}
+	if o := p.Dispatch(context.Background(), msg("t-other"), 0); !o.OK() {
+		t.Fatalf("unpinned: %s", o.Response)
 	}
 }
 

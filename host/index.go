@@ -3,6 +3,7 @@ package host
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -25,8 +26,8 @@ type Index struct {
 // ToolSpec is one entry of the index's tools.
 type ToolSpec struct {
 	ID, Version, Description, ModulePath string
-	Input, Output                        any           // JSON Schemas as written (ojson)
-	Limits                               *ojson.Object // open; nil when absent
+	Input, Output                        any             // JSON Schemas as written (ojson)
+	Limits                               json.RawMessage // the open limits object as written; nil when absent
 	// Fuel is limits.fuel, the tool's fuel budget per call (0: the default).
 	Fuel int64
 	// Fresh is limits.instance "fresh": every call in a fresh instance, even
@@ -39,7 +40,7 @@ type GuardrailSpec struct {
 	ID, CheckID, Kind, ModulePath string
 	// Action is what the runtime does on a violation, an open object such
 	// as {"on-violation": "halt"}; packd keeps it and does not read it.
-	Action       *ojson.Object
+	Action       json.RawMessage
 	ConfigSchema any // nil when absent
 	// Fuel is limits.fuel, the check's fuel budget per call (0: the default).
 	Fuel int64
@@ -77,9 +78,9 @@ func keySet(keys ...string) map[string]bool {
 	return m
 }
 
-// ParseIndex reads an index. It collects every problem it finds rather than
+// parseIndex reads an index. It collects every problem it finds rather than
 // stopping at the first; the index is usable only when problems is empty.
-func ParseIndex(data []byte) (idx *Index, problems []string) {
+func parseIndex(data []byte) (idx *Index, problems []string) {
 	sum := sha256.Sum256(data)
 	idx = &Index{Hash: "sha256:" + hex.EncodeToString(sum[:])}
 	doc, err := ojson.Decode(data)
@@ -264,8 +265,8 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 	}
 	p.str(o, "sandbox", where, false)
 	p.boolean(o, "mutating", where)
-	t.Limits, t.Fuel = p.limits(o, where)
-	t.Fresh = p.fresh(t.Limits, where)
+	limits, fuel := p.limits(o, where)
+	t.Limits, t.Fuel, t.Fresh = raw(limits), fuel, p.fresh(limits, where)
 	if len(p.list) > n {
 		return nil
 	}
@@ -285,7 +286,7 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 		ID:         p.str(o, "id", where, true),
 		CheckID:    p.str(o, "checkId", where, true),
 		Kind:       p.str(o, "kind", where, true),
-		Action:     p.object(o, "action", where),
+		Action:     raw(p.object(o, "action", where)),
 		ModulePath: p.str(o, "checkModulePath", where, true),
 	}
 	for _, k := range []string{"name", "severity", "sandbox"} {
@@ -326,6 +327,14 @@ func (p *problemList) entry(where string, v any, required []string) *ojson.Objec
 }
 
 // object reads an open object field; nil when absent.
+// raw is an object as written (nil for none).
+func raw(o *ojson.Object) json.RawMessage {
+	if o == nil {
+		return nil
+	}
+	return ojson.Encode(o)
+}
+
 func (p *problemList) object(o *ojson.Object, key, where string) *ojson.Object {
 	v, ok := o.Get(key)
 	if !ok {

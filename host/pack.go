@@ -62,7 +62,7 @@ func (e *LoadError) Error() string {
 // Pack is a loaded pack: its index, compiled modules and registry. It is
 // immutable after Load and safe for concurrent dispatch.
 type Pack struct {
-	Index *Index
+	index *Index
 
 	sb       *sandbox.Sandbox
 	gate     Gate
@@ -94,6 +94,10 @@ type check struct {
 	mod    *module
 }
 
+// Index is the pack's index. The specs it lists are the pack's own: read
+// them, never change them.
+func (p *Pack) Index() Index { return *p.index }
+
 // Load reads the index, compiles every module and schema and builds the
 // registry. When anything is wrong it returns a *LoadError listing every
 // problem, together with a Pack that still serves what did load (a call to a
@@ -105,7 +109,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	if err != nil {
 		return nil, &LoadError{Problems: []string{"Cannot read the pack index: " + err.Error()}}
 	}
-	idx, problems := ParseIndex(data)
+	idx, problems := parseIndex(data)
 	if len(problems) > 0 && idx.PackID == "" && len(idx.Tools) == 0 && len(idx.Guardrails) == 0 {
 		return nil, &LoadError{Problems: problems}
 	}
@@ -117,7 +121,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pack{Index: idx, sb: sb, gate: cfg.Gate, output: cfg.GuestOutput, tools: map[string][]*tool{}, checks: map[string]*check{}}
+	p := &Pack{index: idx, sb: sb, gate: cfg.Gate, output: cfg.GuestOutput, tools: map[string][]*tool{}, checks: map[string]*check{}}
 	lookup := cfg.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -169,7 +173,7 @@ func (p *Pack) GuestEnvNames() []string {
 // in index order.
 func (p *Pack) MissingEnv(lookup func(string) (string, bool)) []string {
 	missing := []string{}
-	for _, name := range p.Index.EnvRequired {
+	for _, name := range p.index.EnvRequired {
 		if v, ok := lookup(name); !ok || v == "" {
 			missing = append(missing, name)
 		}
@@ -298,7 +302,7 @@ func readModule(r *os.Root, p string, limit int) ([]byte, error) {
 
 func (p *Pack) register(modules map[string]*module) []string {
 	var problems []string
-	for _, spec := range p.Index.Tools {
+	for _, spec := range p.index.Tools {
 		if slices.ContainsFunc(p.tools[spec.ID], func(t *tool) bool { return t.spec.Version == spec.Version }) {
 			continue // a duplicate, already a problem of the index
 		}
@@ -318,7 +322,7 @@ func (p *Pack) register(modules map[string]*module) []string {
 		}
 		p.tools[spec.ID] = append(p.tools[spec.ID], t)
 	}
-	for _, spec := range p.Index.Guardrails {
+	for _, spec := range p.index.Guardrails {
 		if p.checks[spec.Check()] != nil {
 			continue // a duplicate, already a problem of the index
 		}

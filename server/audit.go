@@ -34,8 +34,8 @@ type AuditLog struct {
 	errors, dropped int64
 }
 
-// AuditQueue is how many lines may wait for the disk.
-const AuditQueue = 4096
+// auditQueue is how many lines may wait for the disk.
+const auditQueue = 4096
 
 // OpenAuditLog opens (creating, appending) the audit file.
 func OpenAuditLog(path, artifactVersion string, m *Metrics, r *Recorder) (*AuditLog, error) {
@@ -50,7 +50,7 @@ func newAuditLog(w io.WriteCloser, artifactVersion string, m *Metrics, r *Record
 	if r == nil {
 		r = NewRecorder(io.Discard)
 	}
-	a := &AuditLog{w: w, queue: make(chan []byte, AuditQueue), artifactVersion: artifactVersion,
+	a := &AuditLog{w: w, queue: make(chan []byte, auditQueue), artifactVersion: artifactVersion,
 		metrics: m, records: r, done: make(chan struct{})}
 	go a.writer()
 	return a

@@ -44,7 +44,7 @@ func (s *Server) describe(c echo.Context) error {
 	}
 	return send(c, http.StatusOK, ojson.Encode(&ojson.Object{
 		Keys: []string{"verb", "pack", "description", "category", "params"},
-		Vals: []any{spec.ID, s.cfg.Pack.Index.PackID, spec.Description, "tool", params},
+		Vals: []any{spec.ID, s.cfg.Pack.Index().PackID, spec.Description, "tool", params},
 	}))
 }
 

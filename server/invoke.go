@@ -111,7 +111,7 @@ func (s *Server) invoke(c echo.Context) error {
 	}
 	h := c.Response().Header()
 	h.Set("kindgi-duration-ms", strconv.FormatInt(elapsed.Milliseconds(), 10))
-	h.Set("kindgi-artifact-version", s.cfg.Pack.Index.ArtifactVersion)
+	h.Set("kindgi-artifact-version", s.artifactVersion)
 	return send(c, http.StatusOK, out.Response)
 }
 

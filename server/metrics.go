@@ -141,7 +141,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	}
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	if p := cfg.Pack; p != nil {
-		packInfo.WithLabelValues(p.Index.PackID, p.Index.PackVersion, p.Index.ArtifactVersion).Set(1)
+		packInfo.WithLabelValues(p.Index().PackID, p.Index().PackVersion, p.Index().ArtifactVersion).Set(1)
 		for _, st := range p.ModuleStats() {
 			compile.WithLabelValues(st.Path).Set(st.CompileSeconds)
 		}

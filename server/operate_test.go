@@ -332,7 +332,7 @@ func TestEveryHostRefusalHasItsRow(t *testing.T) {
 
 // TestATenantPinCannotBeHalfWired: a server pinned to a tenant refuses a
 // call whose header names it but whose ctx.tenantId names another, with
-// no other wiring (the pack was loaded without host.PinTenant).
+// no other wiring (the pack was loaded without a gate).
 func TestATenantPinCannotBeHalfWired(t *testing.T) {
 	p := testPack(t)
 	s, err := New(Config{Pack: p, Token: "tok", TenantID: "t1"})

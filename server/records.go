@@ -147,32 +147,32 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.r.w.Write(p)
 }
 
-// GuestRecords carries pack code output inside records of their own (event
+// guestRecords carries pack code output inside records of their own (event
 // and kind "guest-output", the stream, the tool or check id and the tenant
 // when known, the line as message), so that no line a guest writes can be
 // read as one of packd's records. Lines are queued: a guest never waits
 // for the record stream; what does not fit is dropped, counted by onDrop
 // and reported in a "guest-output-dropped" record.
-type GuestRecords struct {
+type guestRecords struct {
 	r *Recorder
 	q *lineq.Queue
 }
 
-// GuestRecords starts the queue of guest-output records.
-func (r *Recorder) GuestRecords(onDrop func()) *GuestRecords {
+// guestOutput starts the queue of guest-output records.
+func (r *Recorder) guestOutput(onDrop func()) *guestRecords {
 	marker := func(n int64) []byte {
 		return r.format("warn", "Pack code output was dropped: the record stream was not read fast enough",
 			Field{"event", "guest-output-dropped"}, Field{"kind", "guest-output-dropped"}, Field{"lines", float64(n)})
 	}
-	return &GuestRecords{r: r, q: lineq.New(lockedWriter{r}, 0, marker, onDrop)}
+	return &guestRecords{r: r, q: lineq.New(lockedWriter{r}, 0, marker, onDrop)}
 }
 
 // Line takes one line of a call's pack code output.
-func (g *GuestRecords) Line(l host.GuestLine) {
+func (g *guestRecords) Line(l host.GuestLine) {
 	g.put(l.Stream, string(l.Line), Field{"tenantId", l.TenantID}, Field{idKey(l.Target), l.ID})
 }
 
-func (g *GuestRecords) put(stream, line string, fields ...Field) {
+func (g *guestRecords) put(stream, line string, fields ...Field) {
 	level := "info"
 	if stream == "stderr" {
 		level = "warn"
@@ -183,10 +183,10 @@ func (g *GuestRecords) put(stream, line string, fields ...Field) {
 
 // Stream is a writer of whole lines for output that belongs to no call
 // (a module's load-time code): each line becomes a guest-output record.
-func (g *GuestRecords) Stream(stream string) io.Writer { return guestStream{g, stream} }
+func (g *guestRecords) Stream(stream string) io.Writer { return guestStream{g, stream} }
 
 type guestStream struct {
-	g      *GuestRecords
+	g      *guestRecords
 	stream string
 }
 
@@ -198,4 +198,4 @@ func (s guestStream) Write(p []byte) (int, error) {
 }
 
 // Close writes what is queued (waiting up to wait) and stops.
-func (g *GuestRecords) Close(wait time.Duration) { g.q.Close(wait) }
+func (g *guestRecords) Close(wait time.Duration) { g.q.Close(wait) }

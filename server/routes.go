@@ -117,7 +117,7 @@ func (s *Server) readyz(c echo.Context) error {
 }
 
 func (s *Server) buildInfo() []byte {
-	idx := s.cfg.Pack.Index
+	idx := s.cfg.Pack.Index()
 	tools := make([]any, 0, len(idx.Tools))
 	for _, t := range idx.Tools {
 		o := &ojson.Object{Keys: []string{"id"}, Vals: []any{t.ID}}

@@ -72,7 +72,9 @@ type Server struct {
 	draining  atomic.Bool
 	ready     atomic.Bool
 	info      []byte
-	closeOnce sync.Once
+	// artifactVersion is the pack's, said in every answer's header.
+	artifactVersion string
+	closeOnce       sync.Once
 }
 
 // ErrConfig is wrapped by New's errors.
@@ -117,6 +119,7 @@ func New(cfg Config) (*Server, error) {
 		sem:       make(chan struct{}, cfg.MaxConcurrency),
 	}
 	s.info = s.buildInfo()
+	s.artifactVersion = cfg.Pack.Index().ArtifactVersion
 	s.e = s.routes()
 	s.http = &http.Server{
 		Handler:           s.e,

@@ -72,7 +72,7 @@ type Service struct {
 	ln       net.Listener
 	metrics  *http.Server // nil when off
 	audit    *AuditLog    // nil when off
-	guest    *GuestRecords
+	guest    *guestRecords
 	serving  bool          // the HTTP server owns ln
 	done     chan struct{} // closed when the HTTP server has stopped
 	served   error         // why it stopped on its own, if it did
@@ -115,7 +115,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	// and, by default, never reaches the record stream as it is written.
 	switch cfg.GuestOutput {
 	case "", "records":
-		s.guest = rec.GuestRecords(func() { dropped("records") })
+		s.guest = rec.guestOutput(func() { dropped("records") })
 		hc.Sandbox.Stdout, hc.Sandbox.Stderr = s.guest.Stream("stdout"), s.guest.Stream("stderr")
 		hc.GuestOutput = s.guest.Line
 	case "plain":
@@ -158,7 +158,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	metrics.Store(m)
 	hooks := []Hook{CallRecords(rec)} // the metrics run as a hook of their own (Config.Metrics)
 	if cfg.AuditLog != "" {
-		if s.audit, err = OpenAuditLog(cfg.AuditLog, pack.Index.ArtifactVersion, m, rec); err != nil {
+		if s.audit, err = OpenAuditLog(cfg.AuditLog, pack.Index().ArtifactVersion, m, rec); err != nil {
 			return err
 		}
 		hooks = append(hooks, s.audit)
@@ -172,8 +172,8 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 		return fmt.Errorf("Cannot listen: %w", err)
 	}
 	port := s.ln.Addr().(*net.TCPAddr).Port
-	listening := []Field{{Key: "port", Value: port}, {Key: "packId", Value: pack.Index.PackID},
-		{Key: "artifactVersion", Value: pack.Index.ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.MemoryBudgetMiB)},
+	listening := []Field{{Key: "port", Value: port}, {Key: "packId", Value: pack.Index().PackID},
+		{Key: "artifactVersion", Value: pack.Index().ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.MemoryBudgetMiB)},
 		{Key: "poolSize", Value: float64(hc.Sandbox.PoolSize)}}
 	if cfg.MetricsAddr != "off" {
 		mln, err := listenMetrics(cfg.MetricsAddr, cfg.Host, rec)

@@ -48,6 +48,6 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	fmt.Fprintf(stdout, "ok: pack %s %s, %d tool(s), %d check(s)\n",
-		pack.Index.PackID, pack.Index.PackVersion, len(pack.Index.Tools), len(pack.Index.Guardrails))
+		pack.Index().PackID, pack.Index().PackVersion, len(pack.Index().Tools), len(pack.Index().Guardrails))
 	return exitOK
 }
