@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -278,7 +279,8 @@ func readModule(r *os.Root, p string, limit int) ([]byte, error) {
 	f, err := r.Open(filepath.FromSlash(p))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("Missing module: %s", p)
+			dir, _ := filepath.Abs(r.Name())
+			return nil, fmt.Errorf("Missing module: %s (looked in %s, the module root: the index's directory unless --module-root says otherwise)", p, dir)
 		}
 		return nil, fmt.Errorf("%s: module path escapes the module root or cannot be opened: %v", p, err)
 	}
@@ -315,7 +317,7 @@ func (p *Pack) register(modules map[string]*module) []string {
 			problems = append(problems, fmt.Sprintf("%s: output schema does not compile: %v", spec.ID, err))
 		}
 		if t.mod.err == nil && !serves(t.mod.desc.Tools, spec.ID) {
-			problems = append(problems, fmt.Sprintf("%s: module %s does not serve tool %q", spec.ID, spec.ModulePath, spec.ID))
+			problems = append(problems, fmt.Sprintf("%s: module %s does not serve tool %q (it serves %s)", spec.ID, spec.ModulePath, spec.ID, idList(t.mod.desc.Tools)))
 		}
 		if t.in == nil || t.out == nil {
 			continue // a tool without its schemas cannot be called safely
@@ -335,11 +337,23 @@ func (p *Pack) register(modules map[string]*module) []string {
 			}
 		}
 		if c.mod.err == nil && !slices.Contains(c.mod.desc.Checks, spec.Check()) {
-			problems = append(problems, fmt.Sprintf("%s: module %s does not serve check %q", spec.Check(), spec.ModulePath, spec.Check()))
+			problems = append(problems, fmt.Sprintf("%s: module %s does not serve check %q (it serves %s)", spec.Check(), spec.ModulePath, spec.Check(), idList(c.mod.desc.Checks)))
 		}
 		p.checks[spec.Check()] = c
 	}
 	return problems
+}
+
+// idList names the ids a module serves, for a message.
+func idList(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = strconv.Quote(id)
+	}
+	return strings.Join(q, ", ")
 }
 
 func serves(ids []string, id string) bool {

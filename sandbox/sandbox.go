@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -310,7 +312,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
-	if err := checkImports(compiled); err != nil {
+	if err := s.checkImports(compiled); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err
 	}
@@ -379,14 +381,53 @@ func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte) (wazero.Compi
 	return nil, fmt.Errorf("%w (over %v)", ErrCompileTimeout, s.cfg.CompileTimeout)
 }
 
-func checkImports(c wazero.CompiledModule) error {
+func (s *Sandbox) checkImports(c wazero.CompiledModule) error {
 	for _, def := range c.ImportedFunctions() {
 		mod, name, _ := def.Import()
-		if mod != abi.ImportModule && mod != wasiModule {
-			return fmt.Errorf("%w: module imports %s.%s, which packd does not provide", ErrInvalidModule, mod, name)
+		host := s.rt.Module(mod)
+		if (mod != abi.ImportModule && mod != wasiModule) || host == nil {
+			return fmt.Errorf("%w: the module imports %s.%s, but packd provides functions of modules %q and %q only (see abi/GUEST-ABI.md)",
+				ErrInvalidModule, mod, name, abi.ImportModule, wasiModule)
+		}
+		provided := host.ExportedFunctionDefinitions()
+		want, ok := provided[name] // fuel_refill too: the pass imports it (a module's own import of it is refused by the pass)
+		if !ok {
+			var names []string
+			for n := range provided {
+				if n != abi.ImportFuelRefill {
+					names = append(names, n)
+				}
+			}
+			slices.Sort(names)
+			return fmt.Errorf("%w: the module imports %s.%s, which packd does not provide; %s has %s (see abi/GUEST-ABI.md)",
+				ErrInvalidModule, mod, name, mod, strings.Join(names, ", "))
+		}
+		if !slices.Equal(def.ParamTypes(), want.ParamTypes()) || !slices.Equal(def.ResultTypes(), want.ResultTypes()) {
+			return fmt.Errorf("%w: the module imports %s.%s with type %s, but packd's has type %s (see abi/GUEST-ABI.md)",
+				ErrInvalidModule, mod, name, signature(def), signature(want))
 		}
 	}
 	return nil
+}
+
+// signature writes a function type as the text format does:
+// (param i32 i32) (result i32).
+func signature(def api.FunctionDefinition) string {
+	part := func(kind string, types []api.ValueType) string {
+		if len(types) == 0 {
+			return ""
+		}
+		names := make([]string, len(types))
+		for i, t := range types {
+			names[i] = api.ValueTypeName(t)
+		}
+		return "(" + kind + " " + strings.Join(names, " ") + ")"
+	}
+	sig := strings.TrimSpace(part("param", def.ParamTypes()) + " " + part("result", def.ResultTypes()))
+	if sig == "" {
+		return "()"
+	}
+	return sig
 }
 
 func checkExports(c wazero.CompiledModule) error {

@@ -264,3 +264,25 @@ func TestModuleABIVersion(t *testing.T) {
 		t.Fatalf("ABIVersion of a refused module = %d", v)
 	}
 }
+
+// TestImportProblemsSayWhatPackdProvides: a module importing a kindgi
+// function packd does not have, or one of its functions with another type,
+// is refused at compile with the names and types packd provides (it was
+// refused at instantiation, in wazero's words: `"http_get" is not exported
+// in module "kindgi"`, `v_i64 != v_i32`).
+func TestImportProblemsSayWhatPackdProvides(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{})
+	for name, want := range map[string]string{
+		"missingimport": "the module imports kindgi.http_get, which packd does not provide; kindgi has log, request_len, request_read, response_write",
+		"wrongimport":   "the module imports kindgi.request_len with type (result i64), but packd's has type (result i32)",
+	} {
+		wasm, err := os.ReadFile(hostile(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = sb.Compile(context.Background(), wasm)
+		if !errors.Is(err, sandbox.ErrInvalidModule) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+}

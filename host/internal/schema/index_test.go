@@ -2,7 +2,11 @@ package schema
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/kindgi/packd/internal/ojson"
 )
@@ -58,5 +62,31 @@ func TestPatternsAndFormatsAreTheSchemas(t *testing.T) {
 	want := []string{" enum", "/pattern format", "/tags/1 pattern", "/code pattern", "/x-n type"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("issues %q, want %q", got, want)
+	}
+}
+
+// TestCompileErrorsSpeakTheSchemasTerms: an invalid schema is reported at
+// its JSON Pointer, without the internal URL it is compiled under.
+func TestCompileErrorsSpeakTheSchemasTerms(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"properties":{"a":{"type":"nonsense"}}}`: "not a valid JSON Schema (draft 2020-12): at /properties/a/type: value must be one of 'array'",
+		`{"minLength":-1}`:                         "at /minLength: ",
+		`{"$ref":"#/$defs/missing"}`:               "#/$defs/missing",
+	} {
+		v, _ := ojson.Decode([]byte(doc))
+		_, err := Compile(v)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "mem://") {
+			t.Errorf("Compile(%s) = %v, want it to say %q and no mem:// URL", doc, err, want)
+		}
+	}
+}
+
+// TestFallbackIssuesWordEveryKind: v6's own errors, when they are shown,
+// are worded with a printer (a nil one panics on kinds such as enum).
+func TestFallbackIssuesWordEveryKind(t *testing.T) {
+	err := &jsonschema.ValidationError{ErrorKind: &kind.Enum{Got: "x", Want: []any{"a", "b"}}, InstanceLocation: []string{"k"}}
+	issues := fallbackIssues(err)
+	if len(issues) != 1 || issues[0].InstancePath != "/k" || !strings.Contains(issues[0].Message, "a") {
+		t.Fatalf("%+v", issues)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/ojson"
@@ -66,13 +68,45 @@ func Compile(doc any) (*Schema, error) {
 	}
 	compiled, err := c.Compile(rootURL)
 	if err != nil {
-		return nil, err
+		return nil, compileError(err)
 	}
 	s := &Schema{doc: doc, compiled: compiled, anchors: map[string]anchored{},
 		patterns: map[string]*regexp.Regexp{}, formats: map[string]*jsonschema.Schema{}}
 	s.index(doc, "#")
 	return s, nil
 }
+
+// compileError words why a schema does not compile for its author: what
+// is wrong where, in the schema's own terms (JSON Pointers into it, never
+// the internal URL it is compiled under).
+func compileError(err error) error {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		var leaves []string
+		var walk func(e *jsonschema.ValidationError)
+		walk = func(e *jsonschema.ValidationError) {
+			if len(e.Causes) == 0 {
+				at := instancePointer(e.InstanceLocation)
+				if at == "" {
+					at = "the root"
+				}
+				leaves = append(leaves, "at "+at+": "+e.ErrorKind.LocalizedString(printer))
+				return
+			}
+			for _, c := range e.Causes {
+				walk(c)
+			}
+		}
+		walk(ve)
+		return fmt.Errorf("not a valid JSON Schema (draft 2020-12): %s", strings.Join(leaves, "; "))
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), rootURL, ""))
+}
+
+// printer words v6's messages (some kinds, such as enum, need one: a nil
+// printer panics).
+var printer = message.NewPrinter(language.English)
 
 // index collects what the walk looks up: $anchor and $dynamicAnchor names
 // for "#name" refs, and every pattern and format, compiled.
@@ -163,7 +197,7 @@ func fallbackIssues(err error) []abi.Issue {
 			SchemaPath:   sp,
 			Keyword:      keyword,
 			Params:       &ojson.Object{},
-			Message:      e.ErrorKind.LocalizedString(nil),
+			Message:      e.ErrorKind.LocalizedString(printer),
 		})
 	}
 	walk(ve)
