@@ -14,7 +14,7 @@ all: build wasm
 build: $(BIN)
 
 $(BIN): $(GOFILES) go.mod go.sum
-	$(GO) build -o $@ ./cmd/packd
+	$(GO) build -buildvcs=auto -o $@ ./cmd/packd
 
 wasm: $(EXAMPLES)
 

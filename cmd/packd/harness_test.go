@@ -34,7 +34,7 @@ func buildBinary() int {
 		return 1
 	}
 	packdPath = filepath.Join(binDir, "packd")
-	cmd := exec.Command("go", "build", "-o", packdPath, ".")
+	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", packdPath, ".")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building packd:", err)

@@ -17,11 +17,50 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=..."; else
+// versionString reads the build info.
+var version = ""
+
+// versionString is packd's version: the one set at build time, else the
+// module's version and the VCS revision it was built from (with "+dirty"
+// when the tree had changes), as the Go toolchain records them.
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build info)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	return fmt.Sprintf("%s (%s%s, %s)", v, rev, dirty, at)
+}
 
 const (
 	exitOK    = 0
@@ -45,10 +84,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "check":
 		return checkCmd(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "packd", version)
+		fmt.Fprintln(stdout, "packd", versionString())
 		return exitOK
 	case "help", "-h", "--help":
 		usage(stdout)
+		fmt.Fprintln(stdout)
+		serveUsage(stdout)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "packd: unknown command %q\n", args[0])
@@ -63,6 +104,6 @@ func usage(w io.Writer) {
   packd invoke --index I [--module-root R] --check ID --config JSON|@file --trace JSON|@file
   packd check --index I [--module-root R]
   packd version
-Run "packd invoke -h" or "packd check -h" for every flag.
+Run "packd serve -h", "packd invoke -h" or "packd check -h" for every flag.
 `)
 }

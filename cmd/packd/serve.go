@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,12 +34,11 @@ type serviceConfig struct {
 	strictEnv      bool
 	tenantID       string
 	guestOutput    string
+	help           bool // -h: print the flags, serve nothing
 }
 
-// readServiceConfig collects every problem with the configuration.
-func readServiceConfig(args []string, getenv func(string) string, stderr io.Writer) (serviceConfig, []string) {
-	var c serviceConfig
-	var problems []string
+// serveFlags are packd serve's flags, their defaults read from getenv.
+func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("packd serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c.load.register(fs, getenv)
@@ -48,7 +48,40 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
 	fs.StringVar(&c.guestOutput, "guest-output", envOr(getenv, "PACKD_GUEST_OUTPUT", "records"), `pack code output: "records" (each line in a guest-output record on stderr) or "plain" (as written, on stdout and stderr, like the other pack services; default $PACKD_GUEST_OUTPUT, else records)`)
+	return fs
+}
+
+// serveEnvironment is what packd serve reads from its environment besides
+// the flags' defaults.
+const serveEnvironment = `environment:
+  KINDGI_PACK_SERVICE_TOKEN            the token callers send (required)
+  PORT                                 the port calls are served on (default 8080)
+  KINDGI_PACK_SERVICE_MAX_CONCURRENCY  calls in flight at once (default 32)
+  KINDGI_PACK_TENANT_ID                pin the service to one tenant
+  KINDGI_PACK_ENV_CHECK                "strict" (default: not ready while a required env name is missing) or "warn"
+  KINDGI_PACK_ENV_FILTER               "on" (default: pack code sees only the index's env names) or "off"
+`
+
+// serveUsage prints packd serve's flags and environment.
+func serveUsage(w io.Writer) {
+	fmt.Fprint(w, "usage: packd [serve] [flags]\n\nflags:\n")
+	var c serviceConfig
+	fs := serveFlags(&c, os.Getenv)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\n"+serveEnvironment)
+}
+
+// readServiceConfig collects every problem with the configuration.
+func readServiceConfig(args []string, getenv func(string) string, stderr io.Writer) (serviceConfig, []string) {
+	var c serviceConfig
+	var problems []string
+	fs := serveFlags(&c, getenv)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.help = true
+			return c, nil
+		}
 		return c, []string{err.Error()}
 	}
 	if fs.NArg() > 0 {
@@ -126,6 +159,10 @@ func digits(s string) bool {
 func serveCmd(args []string, stdout, stderr io.Writer) int {
 	rec := server.NewRecorder(stderr)
 	cfg, problems := readServiceConfig(args, os.Getenv, stderr)
+	if cfg.help {
+		serveUsage(stdout)
+		return exitOK
+	}
 	if len(problems) > 0 {
 		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: problems})
 		return exitError
@@ -153,7 +190,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		Policy: cfg.policy, Host: cfg.host, Port: cfg.port,
 		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog,
 		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
-		Version: version, MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Records: rec,
+		Version: versionString(), MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Records: rec,
 	})
 	if err != nil {
 		return exitError // said in the boot-failed record
