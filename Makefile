@@ -14,7 +14,7 @@ all: build wasm
 build: $(BIN)
 
 $(BIN): $(GOFILES) go.mod go.sum
-	$(GO) build -buildvcs=auto -o $@ ./cmd/packd
+	$(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || $(GO) build -buildvcs=false -o $@ ./cmd/packd
 
 wasm: $(EXAMPLES)
 

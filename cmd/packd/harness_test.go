@@ -23,8 +23,9 @@ import (
 )
 
 var (
-	binDir    string
-	packdPath string
+	binDir     string
+	packdPath  string
+	vcsStamped bool // packd was built with -buildvcs=auto
 )
 
 func buildBinary() int {
@@ -34,7 +35,15 @@ func buildBinary() int {
 		return 1
 	}
 	packdPath = filepath.Join(binDir, "packd")
+	// With the VCS revision in its build info, as make build does; where
+	// git cannot tell it (not a checkout, a tree of another owner), without.
 	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", packdPath, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err == nil {
+		vcsStamped = true
+		return 0
+	}
+	cmd = exec.Command("go", "build", "-buildvcs=false", "-o", packdPath, ".")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building packd:", err)

@@ -53,11 +53,11 @@ func versionString() string {
 			}
 		}
 	}
-	if rev == "" {
-		return v
-	}
 	if len(rev) > 12 {
 		rev = rev[:12]
+	}
+	if rev == "" || strings.Contains(v, rev) { // a pseudo-version names it
+		return v
 	}
 	return fmt.Sprintf("%s (%s%s, %s)", v, rev, dirty, at)
 }
