@@ -41,7 +41,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		for _, p := range le.Problems {
 			fmt.Fprintln(stdout, p)
 		}
-		fmt.Fprintf(stderr, "packd check: %d problem(s)\n", len(le.Problems))
+		fmt.Fprintf(stderr, "packd check: %d problem(s) (the index format: docs/index-format.md)\n", len(le.Problems))
 		return exitError
 	case err != nil:
 		fmt.Fprintln(stderr, "packd check:", err)
