@@ -46,13 +46,16 @@ run: build wasm
 	echo "stop it with Ctrl-C"; \
 	KINDGI_PACK_SERVICE_TOKEN=$$token PORT=$(PORT) exec $(BIN) --index wasm-examples/echo/index.json
 
+# The Go SDK (abi/guest) is a module of its own: vetted and tested in it.
 vet:
 	$(GO) vet ./...
+	cd abi/guest && $(GO) vet ./... && $(WASM_ENV) $(GO) vet ./...
 	$(GO) vet -tags spectest ./sandbox/internal/instrument
-	$(WASM_ENV) $(GO) vet ./abi/guest ./wasm-examples/... ./testdata/gocanary
+	$(WASM_ENV) $(GO) vet ./wasm-examples/... ./testdata/gocanary
 
 test: build wasm fixtures vet
 	$(GO) test -race -count=1 ./...
+	cd abi/guest && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory spectest
 	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then $(MAKE) --no-print-directory e2e; \
 	else echo "promtool and prometheus are not installed (Debian: apt-get install prometheus): make e2e not run"; fi

@@ -25,6 +25,14 @@ require (
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+require (
+	github.com/kindgi/packd/abi/guest v0.0.0
+	golang.org/x/text v0.42.0
+)
+
+// The Go SDK is a module of its own (standard library only) so that pack
+// authors depend on nothing else; packd builds against this checkout's.
+replace github.com/kindgi/packd/abi/guest => ./abi/guest

@@ -3,94 +3,63 @@ package abi
 import (
 	"encoding/json"
 
+	"github.com/kindgi/packd/abi/guest/wire"
 	"github.com/kindgi/packd/internal/ojson"
 )
 
-// The guest ABI, version 1: every name, message and answer that crosses
-// between packd and a module is defined here, and nowhere else (the host
-// side in sandbox and host, the guest side in abi/guest and the C SDK).
-// GUEST-ABI.md is the normative text.
+// The guest ABI, version 1. Its wire contract (names, statuses, the
+// request, the description, a thrown error) is defined once, in package
+// wire of the Go SDK's module (abi/guest/wire, standard library only, so
+// that pack authors depend on nothing else); abi gives packd's host side
+// the same definitions, and the host-side codecs. GUEST-ABI.md is the
+// normative text.
 const (
-	// GuestABIVersion is what a module's kindgi_abi_version export returns
-	// for the version this file describes.
-	GuestABIVersion = 1
+	GuestABIVersion = wire.GuestABIVersion
 
-	// ImportModule is the module name of the host functions a guest imports.
-	ImportModule = "kindgi"
+	ImportModule        = wire.ImportModule
+	ImportRequestLen    = wire.ImportRequestLen
+	ImportRequestRead   = wire.ImportRequestRead
+	ImportResponseWrite = wire.ImportResponseWrite
+	ImportLog           = wire.ImportLog
 
-	ImportRequestLen    = "request_len"    // () -> i32
-	ImportRequestRead   = "request_read"   // (ptr i32)
-	ImportResponseWrite = "response_write" // (ptr i32, len i32)
-	ImportLog           = "log"            // (level i32, ptr i32, len i32)
+	ExportABIVersion = wire.ExportABIVersion
+	ExportDescribe   = wire.ExportDescribe
+	ExportCall       = wire.ExportCall
+	ExportInitialize = wire.ExportInitialize
+	ExportMemory     = wire.ExportMemory
 
-	ExportABIVersion = "kindgi_abi_version" // () -> i32
-	ExportDescribe   = "kindgi_describe"    // () -> i32
-	ExportCall       = "kindgi_call"        // () -> i32
-	ExportInitialize = "_initialize"        // optional reactor initialiser
-	ExportMemory     = "memory"
+	ImportFuelRefill   = wire.ImportFuelRefill
+	ExportFuel         = wire.ExportFuel
+	ExportStack        = wire.ExportStack
+	ExportGlobalPrefix = wire.ExportGlobalPrefix
+
+	StatusOK        = wire.StatusOK
+	StatusThrown    = wire.StatusThrown
+	StatusNoHandler = wire.StatusNoHandler
+
+	LogDebug = wire.LogDebug
+	LogInfo  = wire.LogInfo
+	LogWarn  = wire.LogWarn
+	LogError = wire.LogError
+
+	Wildcard        = wire.Wildcard
+	KindInvoke      = wire.KindInvoke
+	KindCheckInvoke = wire.KindCheckInvoke
 )
 
-// Names packd's instrumentation adds to every module (fuel metering, the
-// stack bound, the state of an instance). A module must not import or
-// export them itself: such a module is refused.
-const (
-	ImportFuelRefill   = "fuel_refill"  // () -> (), of ImportModule
-	ExportFuel         = "kindgi_fuel"  // the fuel counter
-	ExportStack        = "kindgi_stack" // the estimated bytes of open wasm frames
-	ExportGlobalPrefix = "kindgi_g"     // + index: each mutable global of the module
+// The wire types (see package wire).
+type (
+	Status      = wire.Status
+	Request     = wire.Request
+	Description = wire.Description
+	Thrown      = wire.Thrown
 )
 
 // Serves reports whether packd serves a module of guest ABI version v.
 func Serves(v int32) bool { return v == GuestABIVersion }
 
-// Status is what kindgi_call and kindgi_describe return.
-type Status int32
-
-const (
-	// StatusOK: the response is the tool output, the check result, or (for
-	// kindgi_describe) the description.
-	StatusOK Status = 0
-	// StatusThrown: the handler threw; the response is `{name, message, stack}`.
-	StatusThrown Status = 1
-	// StatusNoHandler: the module has no handler for the requested id.
-	StatusNoHandler Status = 2
-)
-
-// Log levels of the log import.
-const (
-	LogDebug = 0
-	LogInfo  = 1
-	LogWarn  = 2
-	LogError = 3
-)
-
-// Wildcard in a description's tool list means the module serves any tool id.
-const Wildcard = "*"
-
-// Request kinds the guest reads from request_read.
-const (
-	KindInvoke      = "invoke"
-	KindCheckInvoke = "check-invoke"
-)
-
-// Request is the request message a guest reads from request_read, as it
-// decodes it: an invoke names its tool and carries input and ctx; a
-// check-invoke names its check and carries config and trace. Hosts write
-// it with EncodeInvoke and EncodeCheckInvoke.
-type Request struct {
-	Kind string `json:"kind"`
-	Tool struct {
-		ID      string `json:"id"`
-		Version string `json:"version,omitempty"`
-	} `json:"tool"`
-	Check struct {
-		ID string `json:"id"`
-	} `json:"check"`
-	Input  json.RawMessage `json:"input"`
-	Ctx    json.RawMessage `json:"ctx"`
-	Config json.RawMessage `json:"config"`
-	Trace  json.RawMessage `json:"trace"`
-}
+// EncodeThrown is a thrown error's response bytes (wire.EncodeThrown).
+func EncodeThrown(t Thrown) []byte { return wire.EncodeThrown(t) }
 
 // EncodeInvoke is the request message of a tool call; input and ctx are
 // ordered JSON values (ojson), written with their key order.
@@ -108,27 +77,6 @@ func EncodeCheckInvoke(checkID string, config, trace any) []byte {
 		Keys: []string{"kind", "check", "config", "trace"},
 		Vals: []any{KindCheckInvoke, &ojson.Object{Keys: []string{"id"}, Vals: []any{checkID}}, config, trace},
 	})
-}
-
-// Description is kindgi_describe's answer: the tool ids (or Wildcard) and
-// check ids a module serves.
-type Description struct {
-	Tools  []string `json:"tools"`
-	Checks []string `json:"checks"`
-}
-
-// Thrown is the response of a StatusThrown return: what the handler threw.
-// A guest writes it with EncodeThrown; the host reads it with ReadThrown.
-type Thrown struct {
-	Name    string `json:"name"`
-	Message string `json:"message"`
-	Stack   string `json:"stack"`
-}
-
-// EncodeThrown is a thrown error's response bytes.
-func EncodeThrown(t Thrown) []byte {
-	b, _ := json.Marshal(t)
-	return b
 }
 
 // ReadThrown reads a StatusThrown response as the error's cause. A guest

@@ -22,7 +22,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/abi/guest/wire"
 )
 
 // Context is the call's callContext. Raw is the whole ctx as the caller sent
@@ -98,12 +98,12 @@ func (e *Error) Error() string { return e.Name + ": " + e.Message }
 func Describe() []byte {
 	mu.Lock()
 	defer mu.Unlock()
-	d := abi.Description{Tools: []string{}, Checks: []string{}}
+	d := wire.Description{Tools: []string{}, Checks: []string{}}
 	for id := range tools {
 		d.Tools = append(d.Tools, id)
 	}
 	if anyTool != nil {
-		d.Tools = append(d.Tools, abi.Wildcard)
+		d.Tools = append(d.Tools, wire.Wildcard)
 	}
 	for id := range checks {
 		d.Checks = append(d.Checks, id)
@@ -115,7 +115,7 @@ func Describe() []byte {
 }
 
 // request is the request message as abi defines it.
-type request = abi.Request
+type request = wire.Request
 
 // prewarm collects the runtime's start-up garbage, leaving heap free for
 // calls, then runs the SDK's encoding/json paths once (decoding a request
@@ -153,7 +153,7 @@ func reserveHeap() {
 
 // Dispatch runs the handler a request names and returns the ABI status and
 // the response bytes. It is what kindgi_call does inside the module.
-func Dispatch(req []byte) (status abi.Status, resp []byte) {
+func Dispatch(req []byte) (status wire.Status, resp []byte) {
 	var r request
 	if !decodeRequest(req, &r) {
 		r = request{}
@@ -164,11 +164,11 @@ func Dispatch(req []byte) (status abi.Status, resp []byte) {
 	var run func() (any, error)
 	mu.Lock()
 	switch r.Kind {
-	case abi.KindInvoke:
+	case wire.KindInvoke:
 		fn, anyFn := tools[r.Tool.ID], anyTool
 		if fn == nil && anyFn == nil {
 			mu.Unlock()
-			return abi.StatusNoHandler, nil
+			return wire.StatusNoHandler, nil
 		}
 		run = func() (any, error) {
 			ctx := &Context{Raw: r.Ctx}
@@ -183,11 +183,11 @@ func Dispatch(req []byte) (status abi.Status, resp []byte) {
 			}
 			return anyFn(r.Tool.ID, r.Input, ctx)
 		}
-	case abi.KindCheckInvoke:
+	case wire.KindCheckInvoke:
 		fn := checks[r.Check.ID]
 		if fn == nil {
 			mu.Unlock()
-			return abi.StatusNoHandler, nil
+			return wire.StatusNoHandler, nil
 		}
 		run = func() (any, error) { return fn(r.Config, r.Trace) }
 	default:
@@ -198,7 +198,7 @@ func Dispatch(req []byte) (status abi.Status, resp []byte) {
 	return safeRun(run)
 }
 
-func safeRun(run func() (any, error)) (status abi.Status, resp []byte) {
+func safeRun(run func() (any, error)) (status wire.Status, resp []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			status, resp = thrownStack("Panic", fmt.Sprint(p), string(debug.Stack()))
@@ -209,16 +209,16 @@ func safeRun(run func() (any, error)) (status abi.Status, resp []byte) {
 		return thrown(err)
 	}
 	if raw, ok := out.(json.RawMessage); ok && marshalsAsIs(raw) {
-		return abi.StatusOK, raw
+		return wire.StatusOK, raw
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return thrown(&Error{Name: "TypeError", Message: "handler output is not JSON: " + err.Error()})
 	}
-	return abi.StatusOK, b
+	return wire.StatusOK, b
 }
 
-func thrown(err error) (abi.Status, []byte) {
+func thrown(err error) (wire.Status, []byte) {
 	name, msg := "Error", err.Error()
 	var ge *Error
 	if errors.As(err, &ge) {
@@ -227,6 +227,6 @@ func thrown(err error) (abi.Status, []byte) {
 	return thrownStack(name, msg, name+": "+msg)
 }
 
-func thrownStack(name, msg, stack string) (abi.Status, []byte) {
-	return abi.StatusThrown, abi.EncodeThrown(abi.Thrown{Name: name, Message: msg, Stack: stack})
+func thrownStack(name, msg, stack string) (wire.Status, []byte) {
+	return wire.StatusThrown, wire.EncodeThrown(wire.Thrown{Name: name, Message: msg, Stack: stack})
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/abi/guest/wire"
 )
 
 // resetRegistry empties the registry, so a test can run again (-count).
@@ -32,18 +32,18 @@ func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
 
 	cases := []struct {
 		req    string
-		status abi.Status
+		status wire.Status
 		resp   string
 	}{
 		{`{"kind":"invoke","tool":{"id":"sdk.echo"},"input":{"b":1,"a":2},"ctx":{"tenantId":"t","runId":"r","env":{"A":"x"}}}`,
-			abi.StatusOK, `{"env":"x","in":{"b":1,"a":2},"tenant":"t"}`},
+			wire.StatusOK, `{"env":"x","in":{"b":1,"a":2},"tenant":"t"}`},
 		{`{"kind":"invoke","tool":{"id":"sdk.fails"},"input":{},"ctx":{}}`,
-			abi.StatusThrown, `{"name":"RangeError","message":"too far","stack":"RangeError: too far"}`},
+			wire.StatusThrown, `{"name":"RangeError","message":"too far","stack":"RangeError: too far"}`},
 		{`{"kind":"invoke","tool":{"id":"sdk.plain-error"},"input":{},"ctx":{}}`,
-			abi.StatusThrown, `{"name":"Error","message":"nope","stack":"Error: nope"}`},
-		{`{"kind":"invoke","tool":{"id":"sdk.missing"},"input":{},"ctx":{}}`, abi.StatusNoHandler, ``},
-		{`{"kind":"check-invoke","check":{"id":"sdk.check"},"config":{"x":1},"trace":{}}`, abi.StatusOK, `{"passed":true}`},
-		{`{"kind":"check-invoke","check":{"id":"sdk.none"},"config":{},"trace":{}}`, abi.StatusNoHandler, ``},
+			wire.StatusThrown, `{"name":"Error","message":"nope","stack":"Error: nope"}`},
+		{`{"kind":"invoke","tool":{"id":"sdk.missing"},"input":{},"ctx":{}}`, wire.StatusNoHandler, ``},
+		{`{"kind":"check-invoke","check":{"id":"sdk.check"},"config":{"x":1},"trace":{}}`, wire.StatusOK, `{"passed":true}`},
+		{`{"kind":"check-invoke","check":{"id":"sdk.none"},"config":{},"trace":{}}`, wire.StatusNoHandler, ``},
 	}
 	for _, c := range cases {
 		status, resp := Dispatch([]byte(c.req))
@@ -53,13 +53,13 @@ func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
 	}
 	status, resp := Dispatch([]byte(`{"kind":"invoke","tool":{"id":"sdk.panics"},"input":{},"ctx":{}}`))
 	var thrown struct{ Name, Message string }
-	if _ = json.Unmarshal(resp, &thrown); status != abi.StatusThrown || thrown.Name != "Panic" || thrown.Message != "oh no" {
+	if _ = json.Unmarshal(resp, &thrown); status != wire.StatusThrown || thrown.Name != "Panic" || thrown.Message != "oh no" {
 		t.Errorf("panic: %d %s", status, resp)
 	}
 	if got := string(Describe()); got != `{"tools":["sdk.echo","sdk.fails","sdk.panics","sdk.plain-error"],"checks":["sdk.check"]}` {
 		t.Errorf("Describe = %s", got)
 	}
-	if status, _ := Dispatch([]byte(`not json`)); status != abi.StatusThrown {
+	if status, _ := Dispatch([]byte(`not json`)); status != wire.StatusThrown {
 		t.Errorf("a bad request must be reported as a throw, got %d", status)
 	}
 }

@@ -5,7 +5,7 @@ package guest
 import (
 	"unsafe"
 
-	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/abi/guest/wire"
 )
 
 //go:wasmimport kindgi request_len
@@ -27,12 +27,12 @@ func logImport(level int32, ptr unsafe.Pointer, n int32)
 func init() { prewarm() }
 
 //go:wasmexport kindgi_abi_version
-func abiVersion() int32 { return abi.GuestABIVersion }
+func abiVersion() int32 { return wire.GuestABIVersion }
 
 //go:wasmexport kindgi_describe
 func describe() int32 {
 	write(Describe())
-	return int32(abi.StatusOK)
+	return int32(wire.StatusOK)
 }
 
 //go:wasmexport kindgi_call
@@ -42,7 +42,7 @@ func call() int32 {
 		requestRead(unsafe.Pointer(&req[0]))
 	}
 	status, resp := Dispatch(req)
-	if status != abi.StatusNoHandler {
+	if status != wire.StatusNoHandler {
 		write(resp)
 	}
 	return int32(status)
@@ -56,7 +56,7 @@ func write(b []byte) {
 	responseWrite(unsafe.Pointer(&b[0]), int32(len(b)))
 }
 
-// Log writes one line to packd's log at a level (abi.LogDebug … abi.LogError).
+// Log writes one line to packd's log at a level (wire.LogDebug … wire.LogError).
 func Log(level int32, msg string) {
 	if msg == "" {
 		return

@@ -1,0 +1,3 @@
+module github.com/kindgi/packd/abi/guest
+
+go 1.26.0

@@ -1,0 +1,106 @@
+// Package wire is the guest ABI's wire contract, version 1: every name,
+// status, message and answer that crosses between packd and a module.
+// ../../GUEST-ABI.md is the normative text. It is the one definition:
+// packd's host side uses it through package abi, and the Go SDK
+// (package guest) directly. It needs nothing but the standard library.
+package wire
+
+import "encoding/json"
+
+const (
+	// GuestABIVersion is what a module's kindgi_abi_version export returns
+	// for the version this package describes.
+	GuestABIVersion = 1
+
+	// ImportModule is the module name of the host functions a guest imports.
+	ImportModule = "kindgi"
+
+	ImportRequestLen    = "request_len"    // () -> i32
+	ImportRequestRead   = "request_read"   // (ptr i32)
+	ImportResponseWrite = "response_write" // (ptr i32, len i32)
+	ImportLog           = "log"            // (level i32, ptr i32, len i32)
+
+	ExportABIVersion = "kindgi_abi_version" // () -> i32
+	ExportDescribe   = "kindgi_describe"    // () -> i32
+	ExportCall       = "kindgi_call"        // () -> i32
+	ExportInitialize = "_initialize"        // optional reactor initialiser
+	ExportMemory     = "memory"
+)
+
+// Names packd's instrumentation adds to every module (fuel metering, the
+// stack bound, the state of an instance). A module must not import or
+// export them itself: such a module is refused.
+const (
+	ImportFuelRefill   = "fuel_refill"  // () -> (), of ImportModule
+	ExportFuel         = "kindgi_fuel"  // the fuel counter
+	ExportStack        = "kindgi_stack" // the estimated bytes of open wasm frames
+	ExportGlobalPrefix = "kindgi_g"     // + index: each mutable global of the module
+)
+
+// Status is what kindgi_call and kindgi_describe return.
+type Status int32
+
+const (
+	// StatusOK: the response is the tool output, the check result, or (for
+	// kindgi_describe) the description.
+	StatusOK Status = 0
+	// StatusThrown: the handler threw; the response is a Thrown.
+	StatusThrown Status = 1
+	// StatusNoHandler: the module has no handler for the requested id.
+	StatusNoHandler Status = 2
+)
+
+// Log levels of the log import.
+const (
+	LogDebug = 0
+	LogInfo  = 1
+	LogWarn  = 2
+	LogError = 3
+)
+
+// Wildcard in a description's tool list means the module serves any tool id.
+const Wildcard = "*"
+
+// Request kinds the guest reads from request_read.
+const (
+	KindInvoke      = "invoke"
+	KindCheckInvoke = "check-invoke"
+)
+
+// Request is the request message a guest reads from request_read: an
+// invoke names its tool and carries input and ctx; a check-invoke names
+// its check and carries config and trace.
+type Request struct {
+	Kind string `json:"kind"`
+	Tool struct {
+		ID      string `json:"id"`
+		Version string `json:"version,omitempty"`
+	} `json:"tool"`
+	Check struct {
+		ID string `json:"id"`
+	} `json:"check"`
+	Input  json.RawMessage `json:"input"`
+	Ctx    json.RawMessage `json:"ctx"`
+	Config json.RawMessage `json:"config"`
+	Trace  json.RawMessage `json:"trace"`
+}
+
+// Description is kindgi_describe's answer: the tool ids (or Wildcard) and
+// check ids a module serves.
+type Description struct {
+	Tools  []string `json:"tools"`
+	Checks []string `json:"checks"`
+}
+
+// Thrown is the response of a StatusThrown return: what the handler threw.
+type Thrown struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+	Stack   string `json:"stack"`
+}
+
+// EncodeThrown is a thrown error's response bytes.
+func EncodeThrown(t Thrown) []byte {
+	b, _ := json.Marshal(t)
+	return b
+}
