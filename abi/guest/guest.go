@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -51,20 +52,47 @@ type AnyToolFunc func(id string, input json.RawMessage, ctx *Context) (any, erro
 type CheckFunc func(config, trace json.RawMessage) (any, error)
 
 var (
-	mu      sync.Mutex
-	tools   = map[string]ToolFunc{}
-	checks  = map[string]CheckFunc{}
-	anyTool AnyToolFunc
+	mu         sync.Mutex
+	tools      = map[string]ToolFunc{}
+	checks     = map[string]CheckFunc{}
+	anyTool    AnyToolFunc
+	toolSpecs  = map[string]wire.ToolSpec{}  // what the options say, for packd index
+	checkSpecs = map[string]wire.CheckSpec{} // of each registered id
 )
 
-// Tool registers the handler for a tool id. Registering an id twice panics.
-func Tool(id string, fn ToolFunc) {
+// Tool registers the handler for a tool id, with what the options say of
+// it for `packd index` (its version, description, schemas). Registering
+// an id twice panics.
+func Tool(id string, fn ToolFunc, opts ...Option) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := tools[id]; dup || id == "" || fn == nil {
 		panic(fmt.Sprintf("guest: bad or duplicate tool %q", id))
 	}
 	tools[id] = fn
+	toolSpecs[id] = options(opts).toolSpec(id)
+}
+
+// TypedTool registers a tool whose input decodes into In and whose output
+// is an Out. Its input and output schemas, for `packd index`, are derived
+// from In and Out (SchemaOf) unless InputSchema or OutputSchema say
+// otherwise. Input that does not decode into In throws a TypeError (packd
+// has already validated it against the tool's input schema).
+func TypedTool[In, Out any](id string, fn func(in In, ctx *Context) (Out, error), opts ...Option) {
+	e := options(opts)
+	if e.input == nil {
+		e.input = SchemaOf(reflect.TypeFor[In]())
+	}
+	if e.output == nil {
+		e.output = SchemaOf(reflect.TypeFor[Out]())
+	}
+	Tool(id, func(raw json.RawMessage, ctx *Context) (any, error) {
+		var in In
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, &Error{Name: "TypeError", Message: "input does not decode: " + err.Error()}
+		}
+		return fn(in, ctx)
+	}, func(x *entry) { *x = *e })
 }
 
 // AnyTool registers a handler for every tool id without its own handler.
@@ -74,14 +102,16 @@ func AnyTool(fn AnyToolFunc) {
 	anyTool = fn
 }
 
-// Check registers a guardrail check by its check id.
-func Check(id string, fn CheckFunc) {
+// Check registers a guardrail check by its check id, with what the
+// options say of it (Kind, Action, ConfigSchema, Description).
+func Check(id string, fn CheckFunc, opts ...Option) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := checks[id]; dup || id == "" || fn == nil {
 		panic(fmt.Sprintf("guest: bad or duplicate check %q", id))
 	}
 	checks[id] = fn
+	checkSpecs[id] = options(opts).checkSpec(id)
 }
 
 // Error is a thrown error with a name, as JavaScript errors have. Return one
@@ -101,15 +131,19 @@ func Describe() []byte {
 	d := wire.Description{Tools: []string{}, Checks: []string{}}
 	for id := range tools {
 		d.Tools = append(d.Tools, id)
+		d.ToolSpecs = append(d.ToolSpecs, toolSpecs[id])
 	}
 	if anyTool != nil {
 		d.Tools = append(d.Tools, wire.Wildcard)
 	}
 	for id := range checks {
 		d.Checks = append(d.Checks, id)
+		d.CheckSpecs = append(d.CheckSpecs, checkSpecs[id])
 	}
 	sort.Strings(d.Tools)
 	sort.Strings(d.Checks)
+	sort.Slice(d.ToolSpecs, func(i, j int) bool { return d.ToolSpecs[i].ID < d.ToolSpecs[j].ID })
+	sort.Slice(d.CheckSpecs, func(i, j int) bool { return d.CheckSpecs[i].ID < d.CheckSpecs[j].ID })
 	b, _ := json.Marshal(d)
 	return b
 }

@@ -13,6 +13,7 @@ func resetRegistry() {
 	mu.Lock()
 	defer mu.Unlock()
 	tools, checks, anyTool = map[string]ToolFunc{}, map[string]CheckFunc{}, nil
+	toolSpecs, checkSpecs = map[string]wire.ToolSpec{}, map[string]wire.CheckSpec{}
 }
 
 func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
@@ -56,7 +57,9 @@ func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
 	if _ = json.Unmarshal(resp, &thrown); status != wire.StatusThrown || thrown.Name != "Panic" || thrown.Message != "oh no" {
 		t.Errorf("panic: %d %s", status, resp)
 	}
-	if got := string(Describe()); got != `{"tools":["sdk.echo","sdk.fails","sdk.panics","sdk.plain-error"],"checks":["sdk.check"]}` {
+	if got := string(Describe()); got != `{"tools":["sdk.echo","sdk.fails","sdk.panics","sdk.plain-error"],"checks":["sdk.check"],`+
+		`"toolSpecs":[{"id":"sdk.echo"},{"id":"sdk.fails"},{"id":"sdk.panics"},{"id":"sdk.plain-error"}],`+
+		`"checkSpecs":[{"id":"sdk.check","kind":"zero-llm","action":{"on-violation":"halt"}}]}` {
 		t.Errorf("Describe = %s", got)
 	}
 	if status, _ := Dispatch([]byte(`not json`)); status != wire.StatusThrown {

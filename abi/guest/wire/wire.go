@@ -86,10 +86,33 @@ type Request struct {
 }
 
 // Description is kindgi_describe's answer: the tool ids (or Wildcard) and
-// check ids a module serves.
+// check ids a module serves, and, for `packd index`, what it knows of each
+// (ToolSpecs, CheckSpecs: optional, in ABI v1 as in any later version; a
+// host that does not read them ignores them).
 type Description struct {
-	Tools  []string `json:"tools"`
-	Checks []string `json:"checks"`
+	Tools      []string    `json:"tools"`
+	Checks     []string    `json:"checks"`
+	ToolSpecs  []ToolSpec  `json:"toolSpecs,omitempty"`
+	CheckSpecs []CheckSpec `json:"checkSpecs,omitempty"`
+}
+
+// ToolSpec is what a module says of one of its tools: the index entry
+// `packd index` writes for it. Schemas are JSON Schemas (draft 2020-12).
+type ToolSpec struct {
+	ID          string          `json:"id"`
+	Version     string          `json:"version,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Input       json.RawMessage `json:"input,omitempty"`
+	Output      json.RawMessage `json:"output,omitempty"`
+}
+
+// CheckSpec is what a module says of one of its guardrail checks.
+type CheckSpec struct {
+	ID           string          `json:"id"`
+	Kind         string          `json:"kind,omitempty"`
+	Action       json.RawMessage `json:"action,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	ConfigSchema json.RawMessage `json:"configSchema,omitempty"`
 }
 
 // Thrown is the response of a StatusThrown return: what the handler threw.
