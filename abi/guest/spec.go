@@ -31,7 +31,8 @@ func Description(d string) Option { return func(e *entry) { e.description = d } 
 // InputSchema is the tool's input JSON Schema, as JSON; it overrides the
 // one TypedTool derives from the input type. It panics if it is not JSON.
 func InputSchema(schema string) Option {
-	return func(e *entry) { e.input = mustJSON("InputSchema", schema) }
+	b := mustJSON("InputSchema", schema)
+	return func(e *entry) { e.input = b }
 }
 
 // OutputSchema is the tool's output JSON Schema, as JSON.
