@@ -52,6 +52,8 @@ type (
 	Status      = wire.Status
 	Request     = wire.Request
 	Description = wire.Description
+	ToolSpec    = wire.ToolSpec
+	CheckSpec   = wire.CheckSpec
 	Thrown      = wire.Thrown
 )
 

@@ -78,6 +78,11 @@ func keySet(keys ...string) map[string]bool {
 	return m
 }
 
+// CheckIndex reads an index's bytes and lists every problem with them, as
+// Load does before it loads any module (packd index checks what it writes
+// with it).
+func CheckIndex(data []byte) (*Index, []string) { return parseIndex(data) }
+
 // parseIndex reads an index. It collects every problem it finds rather than
 // stopping at the first; the index is usable only when problems is empty.
 func parseIndex(data []byte) (idx *Index, problems []string) {

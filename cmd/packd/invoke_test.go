@@ -30,7 +30,7 @@ type runResult struct {
 func packd(t *testing.T, args ...string) runResult {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if len(args) > 0 && (args[0] == "invoke" || args[0] == "check") {
+	if len(args) > 0 && (args[0] == "invoke" || args[0] == "check" || args[0] == "index") {
 		args = append([]string{args[0], "--cache-dir", cacheDir}, args[1:]...)
 	}
 	code := run(args, strings.NewReader(""), &out, &errb)

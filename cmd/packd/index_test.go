@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var helloDir = filepath.Join("..", "..", "wasm-examples", "hello")
+
+// TestIndexWritesTheIndexFromTheModules: packd index writes a pack's index
+// from what its module describes (ids, versions, descriptions, schemas
+// derived from the handler's types), canonically: the committed
+// wasm-examples/hello/index.json byte for byte, the same bytes when run
+// again, and what the index says that the module does not (limits, env,
+// agents) is kept. The index passes packd check and packd invoke answers.
+func TestIndexWritesTheIndexFromTheModules(t *testing.T) {
+	dir := t.TempDir()
+	wasm, err := os.ReadFile(filepath.Join(helloDir, "hello.wasm"))
+	if err != nil {
+		t.Fatalf("%v (run make wasm)", err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "hello.wasm"), wasm, 0o644)
+	index := filepath.Join(dir, "index.json")
+	r := packd(t, "index", "--index", index, "--pack-id", "hello", "--pack-version", "1.0.0",
+		"--published-at", "2026-11-30T00:00:00.000Z", filepath.Join(dir, "hello.wasm"))
+	if r.code != 0 {
+		t.Fatalf("packd index: %d %s", r.code, r.stderr)
+	}
+	got, _ := os.ReadFile(index)
+	want, _ := os.ReadFile(filepath.Join(helloDir, "index.json"))
+	if string(got) != string(want) {
+		t.Fatalf("packd index wrote\n%s\nwant (wasm-examples/hello/index.json)\n%s", got, want)
+	}
+	if r := packd(t, "index", "--index", index); r.code != 0 {
+		t.Fatalf("again: %d %s", r.code, r.stderr)
+	}
+	if again, _ := os.ReadFile(index); string(again) != string(got) {
+		t.Fatalf("a second run changed the index:\n%s", again)
+	}
+
+	// what the modules do not say is kept
+	edited := strings.Replace(string(got), `"modulePath": "hello.wasm",`, `"limits": {"fuel": 900000000, "memMB": 64}, "modulePath": "hello.wasm",`, 1)
+	edited = strings.Replace(edited, `"agents": [],`, `"env": {"optional": ["GREETING"]}, "agents": [],`, 1)
+	_ = os.WriteFile(index, []byte(edited), 0o644)
+	if r := packd(t, "index", "--index", index); r.code != 0 {
+		t.Fatalf("over an edited index: %d %s", r.code, r.stderr)
+	}
+	kept, _ := os.ReadFile(index)
+	for _, w := range []string{"\"limits\": {\n        \"fuel\": 900000000,\n        \"memMB\": 64\n      },", "\"env\": {\n    \"optional\": [\n      \"GREETING\"\n    ]\n  },"} {
+		if !strings.Contains(string(kept), w) {
+			t.Fatalf("not kept (or not canonical): %q in\n%s", w, kept)
+		}
+	}
+	if r := packd(t, "check", "--index", index); r.code != 0 {
+		t.Fatalf("packd check: %s %s", r.stdout, r.stderr)
+	}
+	if r := packd(t, "invoke", "--index", index, "--tool", "hello.greet", "--input", `{"name":"Ada"}`); r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"greeting":"Hello, Ada!"}}` {
+		t.Fatalf("packd invoke: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestIndexSaysWhatIsMissing: a new index without a pack id, or a module
+// outside the module root, is refused with what to do.
+func TestIndexSaysWhatIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	r := packd(t, "index", "--index", filepath.Join(dir, "index.json"), filepath.Join(dir, "x.wasm"))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "a new index needs --pack-id") {
+		t.Fatalf("no pack id: %d %s", r.code, r.stderr)
+	}
+	r = packd(t, "index", "--index", filepath.Join(dir, "index.json"), "--pack-id", "p", filepath.Join(helloDir, "hello.wasm"))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "is not inside the module root") {
+		t.Fatalf("outside the root: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
+		t.Fatal("an index was written")
+	}
+}
