@@ -1,3 +1,3 @@
 module github.com/kindgi/packd/abi/guest
 
-go 1.26.0
+go 1.24

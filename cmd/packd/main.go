@@ -6,6 +6,7 @@
 //	packd invoke --index I --tool ID [--version V] --input JSON|@file [--ctx JSON]
 //	packd invoke --index I --check ID --config JSON|@file --trace JSON|@file
 //	packd check --index I      load and compile everything, list every problem
+//	packd init DIR             scaffold a Go pack: code, a test, a Makefile, its index
 //	packd index --index I [module.wasm ...]
 //	                           write the index from what the modules describe
 //	packd version
@@ -87,6 +88,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return checkCmd(args[1:], stdout, stderr)
 	case "index":
 		return indexCmd(args[1:], stdout, stderr)
+	case "init":
+		return initCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "packd", versionString())
 		return exitOK
@@ -107,6 +110,7 @@ func usage(w io.Writer) {
   packd invoke --index I [--module-root R] --tool ID [--version V] --input JSON|@file [--ctx JSON|@file]
   packd invoke --index I [--module-root R] --check ID --config JSON|@file --trace JSON|@file
   packd check --index I [--module-root R]
+  packd init DIR [--lang go]                               scaffold a pack that builds and answers
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd version
 Run "packd serve -h", "packd invoke -h" or "packd check -h" for every flag.

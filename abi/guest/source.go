@@ -1,0 +1,12 @@
+//go:build !wasip1
+
+package guest
+
+import "embed"
+
+// Source is this SDK module's own files (go.mod and its Go sources, the
+// wire package's too), for `packd init` to copy into a new pack until the
+// SDK is published. It is not built into pack modules (wasip1).
+//
+//go:embed go.mod *.go wire/*.go
+var Source embed.FS

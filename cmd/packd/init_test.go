@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInitScaffoldsAPackThatAnswers: packd init writes a Go pack that
+// builds, whose index packd index wrote, that passes packd check, answers
+// packd invoke and its own go test, with no edits; packd index run again
+// leaves its index as it was.
+func TestInitScaffoldsAPackThatAnswers(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatal("go is not on PATH: the test needs it to build the pack")
+	}
+	dir := filepath.Join(t.TempDir(), "Acme Notes")
+	r := packd(t, "init", dir)
+	if r.code != 0 {
+		t.Fatalf("packd init: %d %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"go.mod", "main.go", "main_test.go", "Makefile", "index.json", "acme-notes.wasm", "sdk/go.mod", "sdk/guest.go", "sdk/wire/wire.go"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("packd init did not write %s", f)
+		}
+	}
+	index := filepath.Join(dir, "index.json")
+	before, _ := os.ReadFile(index)
+	if !strings.Contains(string(before), `"packId": "acme-notes"`) || !strings.Contains(string(before), `"id": "acme-notes.greet"`) {
+		t.Fatalf("index:\n%s", before)
+	}
+	if r := packd(t, "check", "--index", index); r.code != 0 {
+		t.Fatalf("packd check: %s %s", r.stdout, r.stderr)
+	}
+	r = packd(t, "invoke", "--index", index, "--tool", "acme-notes.greet", "--input", `{"name":"Ada"}`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"greeting":"Hello, Ada!"}}` {
+		t.Fatalf("packd invoke: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := packd(t, "invoke", "--index", index, "--tool", "acme-notes.greet", "--input", `{"name":5}`); r.code != 1 || !strings.Contains(r.stdout, "input-validation-failed") {
+		t.Fatalf("input of the wrong type: %d %s", r.code, r.stdout)
+	}
+	test := exec.Command("go", "test", "./...")
+	test.Dir = dir
+	if out, err := test.CombinedOutput(); err != nil {
+		t.Fatalf("go test in the new pack: %v\n%s", err, out)
+	}
+	if r := packd(t, "index", "--index", index); r.code != 0 {
+		t.Fatalf("packd index: %s", r.stderr)
+	}
+	if after, _ := os.ReadFile(index); string(after) != string(before) {
+		t.Fatalf("packd index changed the index init wrote:\n%s", after)
+	}
+}
+
+// TestInitRefuses: an existing directory with files in it, a language it
+// does not write, or no directory.
+func TestInitRefuses(t *testing.T) {
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"init", dir}, "exists and is not empty"},
+		{[]string{"init", "--lang", "cobol", filepath.Join(dir, "x")}, `--lang "cobol"`},
+		{[]string{"init"}, "name one directory"},
+		{[]string{"init", "--pack-id", "Bad Id", filepath.Join(dir, "y")}, `pack id "Bad Id"`},
+	} {
+		if r := packd(t, c.args...); r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: %d %s", c.args, r.code, r.stderr)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "keep.txt")); string(b) != "mine" {
+		t.Fatal("packd init touched an existing file")
+	}
+}
