@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestTutorial runs every sh block of docs/writing-a-pack.md, in order, in
+// a clean directory, with this packd first on PATH (and the serve step on
+// a free port), and checks what the text says they print.
+func TestTutorial(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatal("go is not on PATH: the tutorial needs it")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is not on PATH: the tutorial needs it")
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "writing-a-pack.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	if len(blocks) < 5 {
+		t.Fatalf("%d sh blocks in the tutorial", len(blocks))
+	}
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	for _, b := range blocks {
+		script.WriteString(b[1])
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	text := strings.ReplaceAll(script.String(), "8080", port)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", text)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // a server the script left behind
+	}
+	if err != nil {
+		t.Fatalf("the tutorial failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"ok: pack hello-pack 0.1.0, 1 tool(s), 0 check(s)",
+		`{"v":2,"kind":"result","output":{"greeting":"Hello, Ada!"}}`,
+		`"code":"input-validation-failed"`,
+		`{"v":2,"kind":"result","output":{"shouted":"HI HI"}}`,
+		"RangeError: times must not be negative",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the tutorial's output does not have %s:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(string(out), `"output":{"greeting":"Hello, Ada!"}`); n != 2 {
+		t.Errorf("greeted %d times (packd invoke, then over HTTP), want 2:\n%s", n, out)
+	}
+}
