@@ -2,10 +2,12 @@
 GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
-EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm
+EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
+
+.SECONDEXPANSION:
 
 .PHONY: all build wasm fixtures run test spectest e2e vet bench loadtest memtest ajv-golden clean
 
@@ -17,6 +19,14 @@ $(BIN): $(GOFILES) go.mod go.sum
 	$(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || $(GO) build -buildvcs=false -o $@ ./cmd/packd
 
 wasm: $(EXAMPLES)
+
+# C packs: sdk/c/kindgi.h with Debian's clang, lld, wasi-libc and
+# libclang-rt-14-dev-wasm32 (.ci/run installs them).
+CLANG     ?= clang
+CFLAGS_WASM := --target=wasm32-wasi -mexec-model=reactor -O2 -Wall
+wasm-examples/c-%.wasm: sdk/c/kindgi.h $$(wildcard wasm-examples/c-$$(*D)/*.c)
+	@command -v $(CLANG) >/dev/null || { echo "clang not found: the C packs need Debian's clang lld wasi-libc libclang-rt-14-dev-wasm32" >&2; exit 1; }
+	$(CLANG) $(CFLAGS_WASM) -o $@ $(basename $@).c
 
 wasm-examples/%.wasm testdata/%.wasm: $(GOFILES) go.mod
 	$(WASM_ENV) $(GO) build -buildmode=c-shared -o $@ ./$(dir $@)

@@ -13,9 +13,13 @@ import (
 )
 
 var (
-	cacheDir     = filepath.Join(os.TempDir(), "packd-test-wazero-cache")
-	conformance  = filepath.Join("..", "..", "wasm-examples", "conformance", "index.json")
-	hostileIndex = filepath.Join("..", "..", "testdata", "hostile", "index.json")
+	cacheDir    = filepath.Join(os.TempDir(), "packd-test-wazero-cache")
+	conformance = filepath.Join("..", "..", "wasm-examples", "conformance", "index.json")
+	// cConformance is the same fixture pack written in C (sdk/c).
+	cConformance = filepath.Join("..", "..", "wasm-examples", "c-conformance", "index.json")
+	// conformancePacks: the suite runs against both.
+	conformancePacks = map[string]string{"go": conformance, "c": cConformance}
+	hostileIndex     = filepath.Join("..", "..", "testdata", "hostile", "index.json")
 	// hostileLoadIndex names modules that must not load
 	hostileLoadIndex = filepath.Join("..", "..", "testdata", "hostile", "load.json")
 	conformanceCtx   = `{"tenantId":"t-conformance","runId":"run-conformance"}`
@@ -107,6 +111,12 @@ func TestConformancePack(t *testing.T) {
 	t.Setenv("CONFORMANCE_VISIBLE", "1")
 	t.Setenv("KINDGI_PACK_SERVICE_TOKEN", "must-never-be-seen")
 	t.Setenv("UNDECLARED_SECRET", "nor-this")
+	for lang, index := range conformancePacks {
+		t.Run(lang, func(t *testing.T) { conformancePack(t, index) })
+	}
+}
+
+func conformancePack(t *testing.T, index string) {
 	for _, c := range toolCases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
@@ -117,7 +127,7 @@ func TestConformancePack(t *testing.T) {
 			if c.timeoutMs > 0 {
 				extra = append(extra, "--timeout-ms", strconv.Itoa(c.timeoutMs))
 			}
-			r := invokeTool(t, conformance, c.id, c.input, extra...)
+			r := invokeTool(t, index, c.id, c.input, extra...)
 			if got := strings.TrimSuffix(r.stdout, "\n"); got != c.want || r.code != c.code {
 				t.Fatalf("exit %d, stdout:\n%s\nwant exit %d:\n%s\nstderr: %s", r.code, got, c.code, c.want, r.stderr)
 			}
@@ -131,7 +141,7 @@ func TestConformancePack(t *testing.T) {
 	}
 
 	t.Run("context full comes back equal", func(t *testing.T) {
-		r := packd(t, "invoke", "--index", conformance, "--tool", "conformance.context", "--ctx", fullCtx)
+		r := packd(t, "invoke", "--index", index, "--tool", "conformance.context", "--ctx", fullCtx)
 		var got struct{ Output map[string]any }
 		var want map[string]any
 		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 0 {
@@ -143,12 +153,12 @@ func TestConformancePack(t *testing.T) {
 		}
 	})
 	t.Run("guest output goes to stderr, never into the response", func(t *testing.T) {
-		r := invokeTool(t, conformance, "conformance.noisy", `{}`)
+		r := invokeTool(t, index, "conformance.noisy", `{}`)
 		if !strings.Contains(r.stderr, "noisy: a line on stdout\n"+`{"v":2,"kind":"result","output":{"ok":false}}`+"\n") ||
 			!strings.Contains(r.stderr, "noisy: a line on stderr\n") || r.stdout != `{"v":2,"kind":"result","output":{"ok":true}}`+"\n" {
 			t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
 		}
-		r = invokeTool(t, conformance, "conformance.hold", `{"release":"r-9","ms":1}`)
+		r = invokeTool(t, index, "conformance.hold", `{"release":"r-9","ms":1}`)
 		if !strings.Contains(r.stderr, "hold: r-9\n") {
 			t.Fatalf("hold line missing: %q", r.stderr)
 		}
@@ -172,13 +182,15 @@ var checkCases = []struct {
 }
 
 func TestConformanceChecks(t *testing.T) {
-	for _, c := range checkCases {
-		t.Run(c.name, func(t *testing.T) {
-			r := packd(t, "invoke", "--index", conformance, "--check", c.id, "--config", c.config, "--trace", c.trace)
-			if got := strings.TrimSuffix(r.stdout, "\n"); got != c.want || r.code != c.code {
-				t.Fatalf("exit %d, stdout:\n%s\nwant exit %d:\n%s\nstderr: %s", r.code, got, c.code, c.want, r.stderr)
-			}
-		})
+	for lang, index := range conformancePacks {
+		for _, c := range checkCases {
+			t.Run(lang+"/"+c.name, func(t *testing.T) {
+				r := packd(t, "invoke", "--index", index, "--check", c.id, "--config", c.config, "--trace", c.trace)
+				if got := strings.TrimSuffix(r.stdout, "\n"); got != c.want || r.code != c.code {
+					t.Fatalf("exit %d, stdout:\n%s\nwant exit %d:\n%s\nstderr: %s", r.code, got, c.code, c.want, r.stderr)
+				}
+			})
+		}
 	}
 }
 

@@ -122,6 +122,17 @@ func TestServiceConformancePack(t *testing.T) {
 	conformanceOverHTTP(t, s)
 }
 
+// TestServiceConformancePackC: the same suite against the fixture pack
+// written in C with sdk/c/kindgi.h, fresh and pooled.
+func TestServiceConformancePackC(t *testing.T) {
+	for _, pool := range []string{"0", "auto"} {
+		t.Run("pool-size "+pool, func(t *testing.T) {
+			s := start(t, cConformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"}, "--pool-size", pool)
+			conformanceOverHTTP(t, s)
+		})
+	}
+}
+
 // TestServiceConformancePackPooled: the same answers from pooled
 // instances, which the service uses by default (as many per module as
 // its concurrency cap).

@@ -49,7 +49,15 @@ func TestTutorial(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", text)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// Not the environment of a make that runs this test: its jobserver
+	// would make the tutorial's own make wait for tokens forever.
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "MAKEFLAGS" && name != "MFLAGS" && name != "MAKELEVEL" && name != "PATH" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.WaitDelay = 10 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.CombinedOutput()
