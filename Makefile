@@ -9,7 +9,7 @@ GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
 
 .SECONDEXPANSION:
 
-.PHONY: all build wasm fixtures run test spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: c-sdk-test all build wasm fixtures run test spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -66,9 +66,17 @@ vet:
 test: build wasm fixtures vet
 	$(GO) test -race -count=1 ./...
 	cd abi/guest && $(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory c-sdk-test
 	$(MAKE) --no-print-directory spectest
 	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then $(MAKE) --no-print-directory e2e; \
 	else echo "promtool and prometheus are not installed (Debian: apt-get install prometheus): make e2e not run"; fi
+
+# The C SDK's reader and writer, built natively and run (under valgrind
+# when it is installed).
+c-sdk-test:
+	@mkdir -p build
+	$(CLANG) -Wall -Wextra -Wno-missing-field-initializers -Werror -gdwarf-4 -o build/kindgi_test sdk/c/kindgi_test.c
+	@if command -v valgrind >/dev/null; then valgrind --error-exitcode=1 --leak-check=full -q build/kindgi_test; else build/kindgi_test; fi
 
 # The official WebAssembly spec testsuite (wazero's converted copy) through
 # the fuel pass: every module, assertion and refusal (see

@@ -136,11 +136,18 @@ extern const kindgi_check kindgi_checks[];
 
 #ifdef KINDGI_IMPLEMENTATION
 
+#ifdef __wasm__
 #define KINDGI_IMPORT(name) __attribute__((import_module("kindgi"), import_name(name)))
 KINDGI_IMPORT("request_len") int32_t kindgi_request_len_(void);
 KINDGI_IMPORT("request_read") void kindgi_request_read_(void *ptr);
 KINDGI_IMPORT("response_write") void kindgi_response_write_(const void *ptr, int32_t len);
 KINDGI_IMPORT("log") void kindgi_log_(int32_t level, const void *ptr, int32_t len);
+#else
+/* Built natively (the SDK's own tests): logs go to stderr. */
+static void kindgi_log_(int32_t level, const void *ptr, int32_t len) {
+    fprintf(stderr, "log %d: %.*s\n", (int)level, (int)len, (const char *)ptr);
+}
+#endif
 
 /* ---- reading ---- */
 
@@ -431,6 +438,7 @@ int kindgi_throw(kindgi_out *o, const char *name, const char *message) {
 void kindgi_log(int level, const char *message) { kindgi_log_(level, message, (int32_t)strlen(message)); }
 
 /* ---- the exports ---- */
+#ifdef __wasm__
 
 __attribute__((export_name("kindgi_abi_version"))) int32_t kindgi_abi_version(void) { return KINDGI_ABI_VERSION; }
 
@@ -526,5 +534,6 @@ __attribute__((export_name("kindgi_call"))) int32_t kindgi_call(void) {
     return status;
 }
 
+#endif /* __wasm__ */
 #endif /* KINDGI_IMPLEMENTATION */
 #endif /* KINDGI_H */
