@@ -75,7 +75,7 @@ test: build wasm fixtures vet
 # when it is installed).
 c-sdk-test:
 	@mkdir -p build
-	$(CLANG) -Wall -Wextra -Wno-missing-field-initializers -Werror -gdwarf-4 -o build/kindgi_test sdk/c/kindgi_test.c
+	$(CLANG) -Wall -Wextra -Wno-missing-field-initializers -Werror -gdwarf-4 -o build/kindgi_test sdk/c/test/kindgi_test.c
 	@if command -v valgrind >/dev/null; then valgrind --error-exitcode=1 --leak-check=full -q build/kindgi_test; else build/kindgi_test; fi
 
 # The official WebAssembly spec testsuite (wazero's converted copy) through

@@ -15,6 +15,7 @@ import (
 	"text/template"
 
 	"github.com/kindgi/packd/abi/guest"
+	csdk "github.com/kindgi/packd/sdk/c"
 )
 
 // initCmd scaffolds a pack in a new directory: code with one tool, a test
@@ -24,10 +25,10 @@ import (
 func initCmd(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("packd init", flag.ContinueOnError)
 	fset.SetOutput(stderr)
-	lang := fset.String("lang", "go", `the pack's language: "go"`)
+	lang := fset.String("lang", "go", `the pack's language: "go" or "c"`)
 	id := fset.String("pack-id", "", "the pack's id (default: the directory's name)")
 	fset.Usage = func() {
-		fmt.Fprintln(stderr, "usage: packd init [--lang go] [--pack-id ID] DIR")
+		fmt.Fprintln(stderr, "usage: packd init [--lang go|c] [--pack-id ID] DIR")
 		fset.PrintDefaults()
 	}
 	if err := fset.Parse(args); err != nil {
@@ -44,8 +45,9 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "name one directory to create (packd init DIR)")
 	}
 	dir := fset.Arg(0)
-	if *lang != "go" {
-		return fail(exitUsage, "--lang %q: packd init writes Go packs (--lang go); for other languages see abi/GUEST-ABI.md", *lang)
+	templates := map[string]map[string]string{"go": goPackFiles, "c": cPackFiles}[*lang]
+	if templates == nil {
+		return fail(exitUsage, "--lang %q: packd init writes Go (--lang go) and C (--lang c) packs; for other languages see abi/GUEST-ABI.md", *lang)
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fail(exitUsage, "%s exists and is not empty: name a new directory", dir)
@@ -59,12 +61,16 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "pack id %q: use lowercase letters, digits, '-' and '.', starting with a letter (--pack-id)", pack)
 	}
 	files := map[string]string{}
-	for name, tmpl := range goPackFiles {
+	for name, tmpl := range templates {
 		var b strings.Builder
 		if err := template.Must(template.New(name).Parse(tmpl)).Execute(&b, map[string]string{"Pack": pack, "Name": wasmName(pack)}); err != nil {
 			return fail(exitError, "%v", err)
 		}
-		files[name] = b.String()
+		files[strings.ReplaceAll(name, "NAME", wasmName(pack))] = b.String()
+	}
+	if *lang == "c" {
+		files["kindgi.h"] = string(csdk.Header)
+		return initC(dir, pack, files, stdout, stderr)
 	}
 	if err := fs.WalkDir(guest.Source, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {
@@ -76,14 +82,8 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	}); err != nil {
 		return fail(exitError, "copying the SDK: %v", err)
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fail(exitError, "%v", err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			return fail(exitError, "%v", err)
-		}
+	if err := writeFiles(dir, files); err != nil {
+		return fail(exitError, "%v", err)
 	}
 	fmt.Fprintf(stderr, "packd init: wrote a Go pack %q in %s\n", pack, dir)
 
@@ -98,11 +98,54 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	if err := build.Run(); err != nil {
 		return fail(exitError, "building the module (in %s: make build): %v", dir, err)
 	}
+	return writeIndex(dir, pack, stdout, stderr, "go test ./...")
+}
+
+// writeFiles writes a new pack's files under dir.
+func writeFiles(dir string, files map[string]string) error {
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initC writes a C pack, builds it with clang when it is installed, and
+// writes its index.
+func initC(dir, pack string, files map[string]string, stdout, stderr io.Writer) int {
+	if err := writeFiles(dir, files); err != nil {
+		fmt.Fprintf(stderr, "packd init: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(stderr, "packd init: wrote a C pack %q in %s\n", pack, dir)
+	clang, err := exec.LookPath("clang")
+	if err != nil {
+		fmt.Fprintln(stderr, "packd init: clang is not installed (Debian: apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32): then run make")
+		return exitOK
+	}
+	name := wasmName(pack)
+	build := exec.Command(clang, "--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-Wall", "-o", name+".wasm", name+".c")
+	build.Dir, build.Stdout, build.Stderr = dir, stderr, stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(stderr, "packd init: building the module (in %s: make build): %v\n", dir, err)
+		return exitError
+	}
+	return writeIndex(dir, pack, stdout, stderr, "make test")
+}
+
+// writeIndex writes a new pack's index with packd index and says what to
+// try next.
+func writeIndex(dir, pack string, stdout, stderr io.Writer, test string) int {
 	index := filepath.Join(dir, "index.json")
 	if code := indexCmd([]string{"--index", index, "--pack-id", pack, "--pack-version", "0.1.0", filepath.Join(dir, wasmName(pack)+".wasm")}, stdout, stderr); code != exitOK {
 		return code
 	}
-	fmt.Fprintf(stdout, "Next:\n  cd %s\n  packd check --index index.json\n  packd invoke --index index.json --tool %s.greet --input '{\"name\":\"Ada\"}'\n  go test ./...\n", dir, pack)
+	fmt.Fprintf(stdout, "Next:\n  cd %s\n  packd check --index index.json\n  packd invoke --index index.json --tool %s.greet --input '{\"name\":\"Ada\"}'\n  %s\n", dir, pack, test)
 	return exitOK
 }
 
@@ -195,4 +238,77 @@ test:
 .PHONY: all build index test
 `,
 	".gitignore": "*.wasm\n",
+}
+
+// cPackFiles are a new C pack's files (NAME in a file name: the module's
+// name).
+var cPackFiles = map[string]string{
+	"NAME.c": `/* {{.Name}}: the {{.Pack}} pack, in C with packd's kindgi.h. */
+#define KINDGI_IMPLEMENTATION
+#include "kindgi.h"
+
+static int greet(kindgi_json input, kindgi_json ctx, kindgi_out *out) {
+    (void)ctx;
+    size_t n;
+    char *name = kindgi_string(kindgi_get(input, "name"), &n);
+    if (!name) return kindgi_throw(out, "TypeError", "name is not a string");
+    char *greeting = malloc(n + 8);
+    memcpy(greeting, "Hello, ", 7);
+    memcpy(greeting + 7, name, n);
+    greeting[n + 7] = '!';
+    kindgi_begin_object(out);
+    kindgi_key(out, "greeting");
+    kindgi_write_string(out, greeting, n + 8);
+    kindgi_end_object(out);
+    free(greeting);
+    free(name);
+    return KINDGI_OK;
+}
+
+/* The pack's tools, with what packd index writes into index.json. */
+const kindgi_tool kindgi_tools[] = {
+    {"{{.Pack}}.greet", greet, "1.0.0", "Greets someone.",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"description\":\"Who to greet.\"}},\"required\":[\"name\"]}",
+     "{\"type\":\"object\",\"properties\":{\"greeting\":{\"type\":\"string\"}},\"required\":[\"greeting\"]}"},
+    {0},
+};
+const kindgi_check kindgi_checks[] = { {0} };
+`,
+	"NAME_test.c": `/* The pack's handlers, run natively (make test). */
+#include "{{.Name}}.c"
+
+int main(void) {
+    const char *input = "{\"name\":\"Ada\"}";
+    kindgi_out out = {0};
+    out.first = 1;
+    int status = greet((kindgi_json){input, strlen(input)}, (kindgi_json){0, 0}, &out);
+    const char *want = "{\"greeting\":\"Hello, Ada!\"}";
+    if (status != KINDGI_OK || out.n != strlen(want) || memcmp(out.b, want, out.n)) {
+        fprintf(stderr, "greet wrote %.*s, want %s\n", (int)out.n, out.b, want);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
+`,
+	"Makefile": `# make: build the module and write index.json; make test: the native tests.
+# Needs Debian's clang, lld, wasi-libc and libclang-rt-14-dev-wasm32.
+# PACKD is packd's path when it is not on PATH (make PACKD=/path/to/packd).
+PACKD ?= packd
+CLANG ?= clang
+
+all: build index
+
+build:
+	$(CLANG) --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -o {{.Name}}.wasm {{.Name}}.c
+
+index: build
+	$(PACKD) index --index index.json {{.Name}}.wasm
+
+test:
+	$(CLANG) -Wall -o {{.Name}}_test {{.Name}}_test.c && ./{{.Name}}_test
+
+.PHONY: all build index test
+`,
+	".gitignore": "*.wasm\n*_test\n",
 }

@@ -54,6 +54,52 @@ func TestInitScaffoldsAPackThatAnswers(t *testing.T) {
 	}
 }
 
+// TestInitCPack: packd init --lang c writes a C pack (kindgi.h beside it)
+// that clang builds, whose index packd index wrote, that passes packd
+// check, answers packd invoke and its own native test (make test).
+func TestInitCPack(t *testing.T) {
+	for _, tool := range []string{"clang", "make"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH: the test needs it", tool)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "acme.hello-c")
+	if r := packd(t, "init", "--lang", "c", dir); r.code != 0 {
+		t.Fatalf("packd init: %d %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"hello-c.c", "hello-c_test.c", "kindgi.h", "Makefile", "index.json", "hello-c.wasm"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("packd init did not write %s", f)
+		}
+	}
+	index := filepath.Join(dir, "index.json")
+	if r := packd(t, "check", "--index", index); r.code != 0 {
+		t.Fatalf("packd check: %s %s", r.stdout, r.stderr)
+	}
+	r := packd(t, "invoke", "--index", index, "--tool", "acme.hello-c.greet", "--input", `{"name":"Ad\u00e1"}`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"greeting":"Hello, Adá!"}}` {
+		t.Fatalf("packd invoke: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	test := exec.Command("make", "test")
+	test.Dir = dir
+	test.Env = withoutMake(os.Environ())
+	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("make test in the new pack: %v\n%s", err, out)
+	}
+}
+
+// withoutMake is an environment without a make's own variables (its
+// jobserver would make a nested make wait for tokens forever).
+func withoutMake(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); name != "MAKEFLAGS" && name != "MFLAGS" && name != "MAKELEVEL" {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // TestInitRefuses: an existing directory with files in it, a language it
 // does not write, or no directory.
 func TestInitRefuses(t *testing.T) {

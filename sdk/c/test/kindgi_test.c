@@ -1,7 +1,7 @@
 /* kindgi_test.c: the C SDK's reader and writer, built and run natively
  * (make test). */
 #define KINDGI_IMPLEMENTATION
-#include "kindgi.h"
+#include "../kindgi.h"
 
 static int failures;
 
