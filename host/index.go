@@ -90,7 +90,7 @@ func parseIndex(data []byte) (idx *Index, problems []string) {
 	idx = &Index{Hash: "sha256:" + hex.EncodeToString(sum[:])}
 	doc, err := ojson.Decode(data)
 	if err != nil {
-		return idx, []string{"Cannot read the pack index: " + err.Error()}
+		return idx, []string{"Cannot read the pack index: it is not valid JSON: " + strings.TrimPrefix(err.Error(), ojson.ErrSyntax.Error()+": ")}
 	}
 	problems = readIndex(doc, idx)
 	if len(problems) == 0 {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -162,6 +161,9 @@ func jsOrder(keys []string, vals []any) {
 
 // Len is the number of keys.
 func (o *Object) Len() int { return len(o.Keys) }
+
+// errEnd: the data ended inside a value.
+var errEnd = errors.New("unexpected end of input")
 
 // ErrSyntax is wrapped by every decoding error.
 var ErrSyntax = errors.New("ojson: invalid JSON")
@@ -329,7 +331,7 @@ func (d *decoder) space() {
 
 func (d *decoder) unexpected() error {
 	if d.off >= len(d.data) {
-		return io.ErrUnexpectedEOF
+		return errEnd
 	}
 	return fmt.Errorf("unexpected %q", d.data[d.off])
 }
@@ -349,7 +351,7 @@ func (d *decoder) value(depth int) (any, error) {
 		return nil, errors.New("nesting too deep")
 	}
 	if d.off >= len(d.data) {
-		return nil, io.ErrUnexpectedEOF
+		return nil, errEnd
 	}
 	if d.values++; d.values%checkEvery == 0 && d.ctx.Err() != nil {
 		return nil, d.ctx.Err()
@@ -450,7 +452,7 @@ func (d *decoder) str() (string, error) {
 		case c == '\\':
 			d.off++
 			if d.off >= len(d.data) {
-				return "", io.ErrUnexpectedEOF
+				return "", errEnd
 			}
 			e := d.data[d.off]
 			d.off++
@@ -499,7 +501,7 @@ func (d *decoder) str() (string, error) {
 			d.off += size
 		}
 	}
-	return "", io.ErrUnexpectedEOF
+	return "", errEnd
 }
 
 func (d *decoder) hex4() (rune, bool) {

@@ -1,5 +1,3 @@
-//go:build wasip1
-
 // Command conformance is the conformance fixture pack of the existing pack
 // services (PROTOCOL-NOTES §8), adapted to WebAssembly: `hold` sleeps instead
 // of polling for a file, since a guest has no filesystem.

@@ -1,5 +1,3 @@
-//go:build wasip1
-
 // Command echo is a pack that answers every tool id with the input it got.
 package main
 
