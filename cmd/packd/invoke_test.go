@@ -154,7 +154,10 @@ func conformancePack(t *testing.T, index string) {
 	})
 	t.Run("guest output goes to stderr, never into the response", func(t *testing.T) {
 		r := invokeTool(t, index, "conformance.noisy", `{}`)
-		if !strings.Contains(r.stderr, "noisy: a line on stdout\n"+`{"v":2,"kind":"result","output":{"ok":false}}`+"\n") ||
+		// Each stream's lines in their order; the two streams may interleave.
+		first := strings.Index(r.stderr, "noisy: a line on stdout\n")
+		second := strings.Index(r.stderr, `{"v":2,"kind":"result","output":{"ok":false}}`+"\n")
+		if first < 0 || second < first ||
 			!strings.Contains(r.stderr, "noisy: a line on stderr\n") || r.stdout != `{"v":2,"kind":"result","output":{"ok":true}}`+"\n" {
 			t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
 		}
