@@ -31,6 +31,9 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "packd check:", err)
 		return exitUsage
 	}
+	if lf.cacheWarning != "" {
+		fmt.Fprintln(stderr, "packd check: warning:", lf.cacheWarning)
+	}
 	pack, err := host.Load(context.Background(), hc)
 	if pack != nil {
 		defer pack.Close(context.Background())

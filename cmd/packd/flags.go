@@ -28,10 +28,18 @@ type loadFlags struct {
 	poolAuto                    int
 	fuel, loadFuel              int64
 	compileTimeout, loadTimeout time.Duration
+	// fs is where the flags were registered; cacheFromEnv: the cache
+	// directory's default came from $PACKD_CACHE_DIR (so it was asked for).
+	fs           *flag.FlagSet
+	cacheFromEnv bool
+	// cacheWarning says why the default cache directory is not used (config
+	// then keeps the compilation cache in memory); "" when it is.
+	cacheWarning string
 }
 
 // register adds the flags to fs; their defaults read getenv.
 func (l *loadFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	l.fs, l.cacheFromEnv = fs, getenv("PACKD_CACHE_DIR") != ""
 	fs.StringVar(&l.index, "index", getenv("KINDGI_PACK_INDEX"), "the pack index (default $KINDGI_PACK_INDEX, else /app/index.json)")
 	fs.StringVar(&l.moduleRoot, "module-root", "", "where module paths resolve (default: the index's directory)")
 	fs.StringVar(&l.cacheDir, "cache-dir", defaultCacheDir(getenv), `wazero's compilation cache ("" keeps it in memory)`)
@@ -108,6 +116,31 @@ func (l *loadFlags) check() []string {
 	return problems
 }
 
+// cacheAskedFor reports whether the operator named the cache directory
+// (--cache-dir or $PACKD_CACHE_DIR) rather than taking the default.
+func (l *loadFlags) cacheAskedFor() bool {
+	asked := l.cacheFromEnv
+	if l.fs != nil {
+		l.fs.Visit(func(f *flag.Flag) { asked = asked || f.Name == "cache-dir" })
+	}
+	return asked
+}
+
+// cacheUsable makes the cache directory if it is missing and checks that
+// a file can be written in it.
+func cacheUsable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".packd-probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
 func defaultCacheDir(getenv func(string) string) string {
 	if d := getenv("PACKD_CACHE_DIR"); d != "" {
 		return d
@@ -125,6 +158,15 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 	}
 	if problems := l.check(); len(problems) > 0 {
 		return host.Config{}, errors.New(strings.Join(problems, "; "))
+	}
+	if l.cacheDir != "" {
+		if err := cacheUsable(l.cacheDir); err != nil {
+			if l.cacheAskedFor() {
+				return host.Config{}, fmt.Errorf("--cache-dir (or PACKD_CACHE_DIR) %s cannot be used: %v", l.cacheDir, err)
+			}
+			l.cacheWarning = fmt.Sprintf("The compilation cache directory %s cannot be used (%v): modules compile on every start; set --cache-dir or PACKD_CACHE_DIR to a writable directory", l.cacheDir, err)
+			l.cacheDir = ""
+		}
 	}
 	pool, _ := l.pool()
 	return host.Config{

@@ -124,6 +124,9 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
+	if lf.cacheWarning != "" {
+		fmt.Fprintln(stderr, "packd index: warning:", lf.cacheWarning)
+	}
 	ctx := context.Background()
 	sb, err := sandbox.New(ctx, hc.Sandbox)
 	if err != nil {

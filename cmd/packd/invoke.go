@@ -86,6 +86,9 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(err)
 	}
+	if lf.cacheWarning != "" {
+		fmt.Fprintln(stderr, "packd invoke: warning:", lf.cacheWarning)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -178,6 +178,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: []string{err.Error()}})
 		return exitError
 	}
+	if cfg.load.cacheWarning != "" {
+		rec.Lifecycle("cache-unavailable", "warn", cfg.load.cacheWarning)
+	}
 	cfg.load.setGoMemoryLimit()
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)

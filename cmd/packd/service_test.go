@@ -888,3 +888,35 @@ func TestVersionAndServeHelp(t *testing.T) {
 		t.Errorf("packd serve -h wrote to stderr: %s", stderr.String())
 	}
 }
+
+// TestServiceCacheDirThatCannotBeUsed: when the default compilation cache
+// directory cannot be made or written (a read-only home, a container's
+// root filesystem), packd serves on with the cache in memory and says so
+// in a cache-unavailable record (it failed the boot); a cache directory
+// the operator named that cannot be used still fails it.
+func TestServiceCacheDirThatCannotBeUsed(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	_ = os.WriteFile(notADir, []byte("x"), 0o644)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(notADir, "home"), "XDG_CACHE_HOME=", "PORT=0", tokenEnv + "=tok"}
+
+	cmd := exec.Command(packdPath, "--index", conformance, "--host", "127.0.0.1", "--metrics-addr", "off")
+	cmd.Env = env
+	errp, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stderr := collect(errp)
+	defer func() { _ = cmd.Process.Kill(); <-stderr.done; _ = cmd.Wait() }()
+	warned := record(t, stderr.waitFor(t, 60*time.Second, kindIs("cache-unavailable")))
+	if warned["level"] != "warn" || !strings.Contains(warned["message"].(string), "cannot be used") {
+		t.Fatalf("record %v", warned)
+	}
+	stderr.waitFor(t, 60*time.Second, kindIs("listening"))
+
+	explicit := exec.Command(packdPath, "--index", conformance, "--host", "127.0.0.1", "--metrics-addr", "off", "--cache-dir", filepath.Join(notADir, "cache"))
+	explicit.Env = env
+	out, err := explicit.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `"kind":"config-invalid"`) || !strings.Contains(string(out), "cannot be used") {
+		t.Fatalf("an explicit --cache-dir that cannot be used: %v\n%s", err, out)
+	}
+}
