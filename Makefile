@@ -9,14 +9,14 @@ GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
 
 .SECONDEXPANSION:
 
-.PHONY: c-sdk-test all build wasm fixtures run test spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: image image-check c-sdk-test all build wasm fixtures run test spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
 build: $(BIN)
 
 $(BIN): $(GOFILES) go.mod go.sum
-	$(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || $(GO) build -buildvcs=false -o $@ ./cmd/packd
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || CGO_ENABLED=0 $(GO) build -buildvcs=false -o $@ ./cmd/packd
 
 wasm: $(EXAMPLES)
 
@@ -64,12 +64,27 @@ vet:
 	$(WASM_ENV) $(GO) vet ./wasm-examples/... ./testdata/gocanary
 
 test: build wasm fixtures vet
-	$(GO) test -race -count=1 ./...
+	PACKD_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 ./...
 	cd abi/guest && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory c-sdk-test
+	@if command -v podman >/dev/null || command -v docker >/dev/null; then $(MAKE) --no-print-directory image-check; \
+	else echo "podman or docker is not installed (Debian: apt-get install podman): make image-check not run"; fi
 	$(MAKE) --no-print-directory spectest
 	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then $(MAKE) --no-print-directory e2e; \
 	else echo "promtool and prometheus are not installed (Debian: apt-get install prometheus): make e2e not run"; fi
+
+# The container image (Dockerfile, target prebuilt): bin/packd (static:
+# CGO_ENABLED=0; the binary the black-box suite tests) and the echo pack, with podman or docker, whichever is installed.
+ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+IMAGE  ?= packd:dev
+image: $(BIN) wasm-examples/echo/echo.wasm
+	@test -n "$(ENGINE)" || { echo "make image needs podman or docker (Debian: apt-get install podman)" >&2; exit 1; }
+	$(ENGINE) build --target prebuilt -t $(IMAGE) .
+
+# The image as an orchestrator sees it: user, entrypoint, ports, stop
+# signal, size (deploy/check-image.sh).
+image-check: image
+	PACKD_IMAGE=$(IMAGE) PACKD_ENGINE=$(ENGINE) deploy/check-image.sh
 
 # The C SDK's reader and writer, built natively and run (under valgrind
 # when it is installed).
