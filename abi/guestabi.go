@@ -54,21 +54,17 @@ type (
 	Description = wire.Description
 	ToolSpec    = wire.ToolSpec
 	CheckSpec   = wire.CheckSpec
-	Thrown      = wire.Thrown
 )
 
 // Serves reports whether packd serves a module of guest ABI version v.
 func Serves(v int32) bool { return v == GuestABIVersion }
 
-// EncodeThrown is a thrown error's response bytes (wire.EncodeThrown).
-func EncodeThrown(t Thrown) []byte { return wire.EncodeThrown(t) }
-
 // EncodeInvoke is the request message of a tool call; input and ctx are
 // ordered JSON values (ojson), written with their key order.
 func EncodeInvoke(toolID, version string, input, ctx any) []byte {
 	tool := &ojson.Object{Keys: []string{"id"}, Vals: []any{toolID}}
-	if version != "" {
-		tool.Set("version", version)
+	if version != "" { // built whole: Set would grow both slices
+		tool = &ojson.Object{Keys: []string{"id", "version"}, Vals: []any{toolID, version}}
 	}
 	return ojson.Encode(&ojson.Object{Keys: []string{"kind", "tool", "input", "ctx"}, Vals: []any{KindInvoke, tool, input, ctx}})
 }

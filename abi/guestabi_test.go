@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/kindgi/packd/abi/guest/wire"
+
 	"github.com/kindgi/packd/internal/ojson"
 )
 
@@ -43,7 +45,7 @@ func TestRequestsRoundTrip(t *testing.T) {
 // is shown whole.
 func TestThrown(t *testing.T) {
 	for body, want := range map[string]Cause{
-		string(EncodeThrown(Thrown{Name: "TypeError", Message: "m", Stack: "s"})): {Name: "TypeError", Message: "m", Stack: "s"},
+		string(wire.EncodeThrown(wire.Thrown{Name: "TypeError", Message: "m", Stack: "s"})): {Name: "TypeError", Message: "m", Stack: "s"},
 		`{"message":"only"}`:           {Name: "Error", Message: "only"},
 		`{"name":"","message":"m"}`:    {Name: "Error", Message: "m"},
 		`{"name":"X"}`:                 {Name: "Error", Message: `{"name":"X"}`},

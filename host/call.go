@@ -1,6 +1,8 @@
 package host
 
 import (
+	"slices"
+
 	"github.com/kindgi/packd/internal/ojson"
 )
 
@@ -32,46 +34,42 @@ type Correlation struct {
 	TenantID, ProjectID, OrgID, RunID, RequestID string
 }
 
-// correlationFields are ctx's key of each Correlation field, in the order
-// records and audit lines list them: a new correlation field is a field of
-// Correlation and a line here.
-var correlationFields = [...]struct {
-	key string
-	at  func(*Correlation) *string
-}{
-	{"tenantId", func(c *Correlation) *string { return &c.TenantID }},
-	{"projectId", func(c *Correlation) *string { return &c.ProjectID }},
-	{"orgId", func(c *Correlation) *string { return &c.OrgID }},
-	{"runId", func(c *Correlation) *string { return &c.RunID }},
-	{"requestId", func(c *Correlation) *string { return &c.RequestID }},
+// correlationKeys are ctx's key of each Correlation field, in the order
+// records and audit lines list them. A new correlation field is a field of
+// Correlation, a key here, and its place in values and readCorrelation.
+var correlationKeys = [...]string{"tenantId", "projectId", "orgId", "runId", "requestId"}
+
+const correlationCount = len(correlationKeys)
+
+// values are the fields in correlationKeys' order.
+func (c Correlation) values() [correlationCount]string {
+	return [...]string{c.TenantID, c.ProjectID, c.OrgID, c.RunID, c.RequestID}
 }
 
 // CorrelationKeys are the ctx keys of Correlation's fields, in order.
-func CorrelationKeys() []string {
-	keys := make([]string, len(correlationFields))
-	for i, f := range correlationFields {
-		keys[i] = f.key
-	}
-	return keys
-}
+func CorrelationKeys() []string { return slices.Clone(correlationKeys[:]) }
 
-// Each calls f with every correlation key and its value (empty ones too),
-// in order.
-func (c *Correlation) Each(f func(key, value string)) {
-	for _, cf := range correlationFields {
-		f(cf.key, *cf.at(c))
+// Pair is a correlation field's ctx key and its value.
+type Pair struct{ Key, Value string }
+
+// Pairs are every correlation key and its value (empty ones too), in
+// order: an array, so that writing a call record allocates nothing.
+func (c Correlation) Pairs() (out [correlationCount]Pair) {
+	for i, v := range c.values() {
+		out[i] = Pair{correlationKeys[i], v}
 	}
+	return out
 }
 
 // readCorrelation reads the correlation fields of a call's ctx; a field
 // that is missing or not a string is empty.
 func readCorrelation(ctx *ojson.Object) Correlation {
-	var c Correlation
-	for _, cf := range correlationFields {
-		v, _ := ctx.Get(cf.key)
-		*cf.at(&c), _ = v.(string)
+	var v [correlationCount]string
+	for i, k := range correlationKeys {
+		x, _ := ctx.Get(k)
+		v[i], _ = x.(string)
 	}
-	return c
+	return Correlation{TenantID: v[0], ProjectID: v[1], OrgID: v[2], RunID: v[3], RequestID: v[4]}
 }
 
 // Usage is what a call's pack code used.

@@ -104,7 +104,9 @@ func (a *AuditLog) line(e Event) []byte {
 			o.Set(k, v)
 		}
 	}
-	e.Correlation.Each(set)
+	for _, f := range e.Correlation.Pairs() {
+		set(f.Key, f.Value)
+	}
 	set("target", string(e.Target))
 	set(idKey(e.Target), e.ID)
 	set("version", e.Version)

@@ -79,7 +79,9 @@ func CallRecords(r *Recorder) Hook {
 func callRecordFields(e Event) (string, []Field) {
 	ms := e.Duration.Milliseconds()
 	fields := []Field{{"traceId", e.TraceID}, {"spanId", e.SpanID}}
-	e.Correlation.Each(func(k, v string) { fields = append(fields, Field{k, v}) })
+	for _, f := range e.Correlation.Pairs() {
+		fields = append(fields, Field{f.Key, f.Value})
+	}
 	fields = append(fields, Field{idKey(e.Target), e.ID},
 		Field{"event", "call"}, Field{"kind", "call"}, Field{"target", string(e.Target)}, Field{"id", e.ID})
 	if e.Version != "" {

@@ -88,7 +88,9 @@ func (r *Recorder) callRecord(level string, e Event) {
 	for _, f := range [...]struct{ k, v string }{{"traceId", e.TraceID}, {"spanId", e.SpanID}} {
 		b = appendField(b, f.k, f.v)
 	}
-	e.Correlation.Each(func(k, v string) { b = appendField(b, k, v) })
+	for _, f := range e.Correlation.Pairs() {
+		b = appendField(b, f.Key, f.Value)
+	}
 	b = appendField(b, idKey(e.Target), e.ID)
 	b = append(b, `,"event":"call","kind":"call","target":`...)
 	b = ojson.AppendString(b, string(e.Target))
