@@ -22,6 +22,9 @@ const (
 	ImportResponseWrite = wire.ImportResponseWrite
 	ImportLog           = wire.ImportLog
 
+	ImportHTTPRequest      = wire.ImportHTTPRequest
+	ImportHTTPResponseRead = wire.ImportHTTPResponseRead
+
 	ExportABIVersion = wire.ExportABIVersion
 	ExportDescribe   = wire.ExportDescribe
 	ExportCall       = wire.ExportCall
@@ -42,6 +45,16 @@ const (
 	LogWarn  = wire.LogWarn
 	LogError = wire.LogError
 
+	EgressNotAllowed        = wire.EgressNotAllowed
+	EgressHostNotAllowed    = wire.EgressHostNotAllowed
+	EgressAddressNotAllowed = wire.EgressAddressNotAllowed
+	EgressBadRequest        = wire.EgressBadRequest
+	EgressRequestLimit      = wire.EgressRequestLimit
+	EgressTooLarge          = wire.EgressTooLarge
+	EgressResponseTooLarge  = wire.EgressResponseTooLarge
+	EgressFailed            = wire.EgressFailed
+	EgressRedirect          = wire.EgressRedirect
+
 	Wildcard        = wire.Wildcard
 	KindInvoke      = wire.KindInvoke
 	KindCheckInvoke = wire.KindCheckInvoke
@@ -54,6 +67,9 @@ type (
 	Description = wire.Description
 	ToolSpec    = wire.ToolSpec
 	CheckSpec   = wire.CheckSpec
+	HTTPRequest = wire.HTTPRequest
+	HTTPAnswer  = wire.HTTPAnswer
+	HTTPError   = wire.HTTPError
 )
 
 // Serves reports whether packd serves a module of guest ABI version v.

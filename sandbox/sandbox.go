@@ -517,6 +517,9 @@ type Request struct {
 	Fuel   int64
 	Output func(stream string, line []byte)
 	Fresh  bool
+	// Egress sends the call's outbound HTTP requests; nil refuses them
+	// (the guest's http_request answers network-not-allowed).
+	Egress Egress
 }
 
 // budgetFor is a call's fuel budget: the request's, else the default.
@@ -577,6 +580,7 @@ func (s *Sandbox) initState(st *callState, req Request, budget int64) {
 		request:   req.Body,
 		maxResp:   s.cfg.MaxResponseBytes,
 		env:       req.Env,
+		egress:    req.Egress,
 		stdout:    lineWriter{sink: sinkFor(req.Output, "stdout", s.stdout), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
 		stderr:    lineWriter{sink: sinkFor(req.Output, "stderr", s.stderr), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
 		fuelLeft:  budget,

@@ -16,6 +16,12 @@ type callState struct {
 	wrote    bool
 	maxResp  int
 	env      []string // KEY=VALUE, exactly what the caller allows
+	// Outbound HTTP: who sends the call's requests (nil: none may be
+	// sent), and the last request's answer and body until the guest reads
+	// them.
+	egress     Egress
+	httpAnswer []byte
+	httpBody   []byte
 	stdout   lineWriter
 	stderr   lineWriter
 	// Fuel: fuelLeft is the part of the budget not yet handed to the guest,

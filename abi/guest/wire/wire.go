@@ -20,6 +20,13 @@ const (
 	ImportResponseWrite = "response_write" // (ptr i32, len i32)
 	ImportLog           = "log"            // (level i32, ptr i32, len i32)
 
+	// Outbound HTTP (optional imports): http_request sends one request and
+	// returns the length of its answer's HTTPAnswer; http_response_read
+	// copies that answer and the response body (HTTPAnswer.BodyLength
+	// bytes) into guest memory.
+	ImportHTTPRequest      = "http_request"       // (head_ptr i32, head_len i32, body_ptr i32, body_len i32) -> i32
+	ImportHTTPResponseRead = "http_response_read" // (head_ptr i32, body_ptr i32)
+
 	ExportABIVersion = "kindgi_abi_version" // () -> i32
 	ExportDescribe   = "kindgi_describe"    // () -> i32
 	ExportCall       = "kindgi_call"        // () -> i32
@@ -127,3 +134,44 @@ func EncodeThrown(t Thrown) []byte {
 	b, _ := json.Marshal(t)
 	return b
 }
+
+// HTTPRequest is what a guest passes to http_request, the body aside (it
+// follows as raw bytes): a method (GET when empty), an absolute http or
+// https URL, and headers, each name with its values.
+type HTTPRequest struct {
+	Method  string              `json:"method,omitempty"`
+	URL     string              `json:"url"`
+	Headers map[string][]string `json:"headers,omitempty"`
+}
+
+// HTTPAnswer is what http_response_read copies first: a response's status
+// and headers and the length of its body, which it copies next; or, when
+// packd did not send the request or it failed, Error and nothing else.
+type HTTPAnswer struct {
+	Status     int                 `json:"status,omitempty"`
+	Headers    map[string][]string `json:"headers,omitempty"`
+	BodyLength int                 `json:"bodyLength"`
+	Error      *HTTPError          `json:"error,omitempty"`
+}
+
+// HTTPError says why a request got no response: Reason is one of the
+// Egress* reasons, Message says it in words.
+type HTTPError struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func (e *HTTPError) Error() string { return e.Reason + ": " + e.Message }
+
+// Reasons an outbound request got no response (HTTPError.Reason).
+const (
+	EgressNotAllowed        = "network-not-allowed"   // the tool's index entry allows no network
+	EgressHostNotAllowed    = "host-not-allowed"      // the host is not on the tool's allowlist
+	EgressAddressNotAllowed = "address-not-allowed"   // the host resolves to a loopback, private or other special address
+	EgressBadRequest        = "bad-request"           // not a request packd can send (URL, scheme, method, header)
+	EgressRequestLimit      = "request-limit"         // the call has made as many requests as it may
+	EgressTooLarge          = "request-too-large"     // the request body is over its cap
+	EgressResponseTooLarge  = "response-too-large"    // the response body is over its cap
+	EgressFailed            = "failed"                // the connection or the exchange failed
+	EgressRedirect          = "redirect-not-followed" // too many redirects
+)

@@ -1,0 +1,458 @@
+// Package egress sends pack code's outbound HTTP requests under the
+// index's network policy (docs/index-format.md, "network"): only to the
+// hosts a tool may reach, only to public addresses unless the operator
+// allows more, checked after DNS resolution on the address actually
+// dialled and again on every redirect, and bounded per call in requests,
+// bytes and time (the call's deadline).
+package egress
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kindgi/packd/abi"
+)
+
+// Kinds of network policy (Policy.Kind), as kindgi's tool schema names them.
+const (
+	KindNone         = "none"
+	KindAllowlist    = "allowlist"
+	KindUnrestricted = "unrestricted"
+)
+
+// Policy is what one tool may reach: nothing (KindNone, also the zero
+// value), the hosts of an allowlist, or any public host (KindUnrestricted).
+type Policy struct {
+	Kind  string
+	Hosts []string // KindAllowlist: exact names, IP literals or "*." suffix globs, lower case
+}
+
+// Allows reports whether the policy lets a request go to host (a URL's
+// host name, without port).
+func (p Policy) Allows(host string) bool {
+	switch p.Kind {
+	case KindUnrestricted:
+		return true
+	case KindAllowlist:
+		host = strings.TrimSuffix(strings.ToLower(host), ".")
+		for _, h := range p.Hosts {
+			if suffix, glob := strings.CutPrefix(h, "*"); glob {
+				if strings.HasSuffix(host, suffix) && len(host) > len(suffix) {
+					return true
+				}
+			} else if host == h {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CheckHost says what is wrong with an allowlist entry, if anything: a DNS
+// name or IP literal, or "*." and a name of at least two labels; no
+// scheme, port, path or wildcard elsewhere.
+func CheckHost(h string) error {
+	name, glob := strings.CutPrefix(h, "*.")
+	if _, err := netip.ParseAddr(name); err == nil && !glob {
+		return nil
+	}
+	if name == "" || len(name) > 253 || (glob && !strings.Contains(name, ".")) {
+		return errors.New("is not a host name")
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return errors.New("is not a host name")
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return errors.New("is not a host name (a name, an IP address or \"*.\" and a name; no scheme, port or path)")
+			}
+		}
+	}
+	return nil
+}
+
+// Defaults for a zero Config.
+const (
+	DefaultMaxRequests      = 32
+	DefaultMaxRequestBytes  = 1 << 20
+	DefaultMaxResponseBytes = 4 << 20
+	DefaultMaxReceivedBytes = 16 << 20
+	maxRedirects            = 10
+)
+
+// Config is what the operator decides for every call.
+type Config struct {
+	// Unrestricted lets a tool whose policy is KindUnrestricted reach any
+	// public host; without it, loading such a pack is a problem.
+	Unrestricted bool
+	// AllowAddresses are special address ranges (loopback, private,
+	// link-local, …) calls may reach nonetheless, e.g. 10.0.0.0/8 for a
+	// service inside the cluster, 127.0.0.1/32 for tests.
+	AllowAddresses []netip.Prefix
+	// Per call: requests (redirects count), bytes of one request's body,
+	// bytes of one response's body, bytes of every response body together.
+	MaxRequests                                         int
+	MaxRequestBytes, MaxResponseBytes, MaxReceivedBytes int64
+	// LookupHost resolves a name (default net.DefaultResolver); tests
+	// point names at addresses with it.
+	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
+	// OnRequest, if set, is told about every request a call made or was
+	// refused (for metrics and the audit log); it must not block.
+	OnRequest func(Event)
+}
+
+// Event is one outbound request of a call. It never holds a body, a
+// header or a query: only where it went and how it ended.
+type Event struct {
+	Tool, Tenant string
+	Host         string // the URL's host name
+	// HostClass is "public", "allowed" (a special address the operator
+	// allows) or "" when nothing was dialled.
+	HostClass                string
+	Status                   int    // the response's status, 0 when there was none
+	Reason                   string // why there was none (abi.Egress*), "" with a status
+	BytesSent, BytesReceived int64
+	Duration                 time.Duration
+}
+
+// Summary is what a call did on the network, for its record.
+type Summary struct {
+	Requests, Refused        int
+	BytesSent, BytesReceived int64
+}
+
+// Client sends the requests of every call of a pack. It is safe for
+// concurrent use; Close closes its idle connections.
+type Client struct {
+	cfg       Config
+	transport *http.Transport
+}
+
+// New makes a client: one connection pool for the pack, no proxy (a proxy
+// would dial for us, past the address check), TLS verified against the
+// system's roots.
+func New(cfg Config) *Client {
+	orDefault(&cfg.MaxRequests, DefaultMaxRequests)
+	orDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	orDefault(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	orDefault(&cfg.MaxReceivedBytes, DefaultMaxReceivedBytes)
+	if cfg.LookupHost == nil {
+		cfg.LookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	c := &Client{cfg: cfg}
+	c.transport = &http.Transport{
+		Proxy:                  nil,
+		DialContext:            c.dial,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		DisableCompression:     true, // bodies as the server sent them, counted as sent
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return c
+}
+
+func orDefault[T int | int64](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// Close closes the client's idle connections.
+func (c *Client) Close() { c.transport.CloseIdleConnections() }
+
+// Unrestricted reports whether the operator allows KindUnrestricted.
+func (c *Client) Unrestricted() bool { return c.cfg.Unrestricted }
+
+// refusal is a request refused before or while dialling.
+type refusal struct{ reason, message string }
+
+func (r *refusal) Error() string { return r.message }
+
+// dial resolves the host itself and dials only addresses it allows: the
+// address checked is the address connected to, so a name that resolves
+// differently a moment later (DNS rebinding) gains nothing.
+func (c *Client) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	addrs := []netip.Addr{}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = append(addrs, ip)
+	} else if addrs, err = c.cfg.LookupHost(ctx, host); err != nil {
+		return nil, err
+	}
+	var refused netip.Addr
+	d := net.Dialer{Timeout: 10 * time.Second, Control: c.control}
+	var lastErr error
+	for _, ip := range addrs {
+		ip = ip.Unmap()
+		if !c.allowed(ip) {
+			refused = ip
+			continue
+		}
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		lastErr = err
+	}
+	if lastErr == nil && refused.IsValid() {
+		return nil, &refusal{abi.EgressAddressNotAllowed, fmt.Sprintf("%s resolves to %s, a %s address packd does not dial", host, refused, special(refused))}
+	}
+	if lastErr == nil {
+		lastErr = fmt.Errorf("%s has no address", host)
+	}
+	return nil, lastErr
+}
+
+// control checks the socket's address once more, just before connect.
+func (c *Client) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !c.allowed(ap.Addr().Unmap()) {
+		return &refusal{abi.EgressAddressNotAllowed, fmt.Sprintf("packd does not dial %s", address)}
+	}
+	return nil
+}
+
+// allowed reports whether calls may connect to ip: a public address, or
+// one of the ranges the operator allows.
+func (c *Client) allowed(ip netip.Addr) bool {
+	for _, p := range c.cfg.AllowAddresses {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return special(ip) == ""
+}
+
+// specialRanges are the ranges no call reaches unless the operator allows
+// them, besides what netip classifies (loopback, private, link-local,
+// multicast, unspecified): shared, reserved, documentation and
+// translation ranges, through which a private address can be reached.
+var specialRanges = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
+		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+		"2001::/32", "2001:db8::/32", "2002::/16", "fec0::/10"} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// special names the kind of a special address, "" for a public one.
+func special(ip netip.Addr) string {
+	switch {
+	case ip.IsLoopback():
+		return "loopback"
+	case ip.IsPrivate():
+		return "private"
+	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
+		return "link-local"
+	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
+		return "multicast"
+	case ip.IsUnspecified():
+		return "unspecified"
+	}
+	for _, p := range specialRanges {
+		if p.Contains(ip) {
+			return "reserved"
+		}
+	}
+	return ""
+}
+
+// CallInfo says whose call a Call serves, for events.
+type CallInfo struct{ Tool, Tenant string }
+
+// Call sends one call's requests under one policy. It is used by one
+// goroutine at a time (the guest's).
+type Call struct {
+	c      *Client
+	policy Policy
+	info   CallInfo
+	sum    Summary
+	client http.Client
+}
+
+// ForCall is what sends a call's requests under policy.
+func (c *Client) ForCall(policy Policy, info CallInfo) *Call {
+	k := &Call{c: c, policy: policy, info: info}
+	k.client = http.Client{Transport: c.transport, CheckRedirect: k.redirect}
+	return k
+}
+
+// Summary is what the call did on the network so far.
+func (k *Call) Summary() Summary { return k.sum }
+
+// methods are the methods a guest may send.
+var methods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true}
+
+// hopHeaders are the headers packd's transport writes itself.
+var hopHeaders = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
+	"Keep-Alive": true, "Upgrade": true, "Te": true, "Trailer": true, "Proxy-Connection": true, "Proxy-Authorization": true}
+
+// Do sends one request (sandbox.Egress).
+func (k *Call) Do(ctx context.Context, r *abi.HTTPRequest, body []byte) (*abi.HTTPAnswer, []byte) {
+	start := time.Now()
+	ev := Event{Tool: k.info.Tool, Tenant: k.info.Tenant}
+	ans, resp := k.do(ctx, r, body, &ev)
+	ev.Duration = time.Since(start)
+	if ans.Error != nil {
+		ev.Reason = ans.Error.Reason
+		k.sum.Refused++
+	} else {
+		ev.Status = ans.Status
+	}
+	k.sum.BytesSent += ev.BytesSent
+	k.sum.BytesReceived += ev.BytesReceived
+	if k.c.cfg.OnRequest != nil {
+		k.c.cfg.OnRequest(ev)
+	}
+	return ans, resp
+}
+
+func refused(reason, format string, args ...any) *abi.HTTPAnswer {
+	return &abi.HTTPAnswer{Error: &abi.HTTPError{Reason: reason, Message: fmt.Sprintf(format, args...)}}
+}
+
+func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Event) (*abi.HTTPAnswer, []byte) {
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	u, err := url.Parse(r.URL)
+	switch {
+	case err != nil || u.Host == "" || u.Hostname() == "":
+		return refused(abi.EgressBadRequest, "%q is not an absolute URL", r.URL), nil
+	case u.Scheme != "http" && u.Scheme != "https":
+		return refused(abi.EgressBadRequest, "scheme %q: packd sends http and https only", u.Scheme), nil
+	case u.User != nil:
+		return refused(abi.EgressBadRequest, "a URL may not hold a user or password: send an Authorization header"), nil
+	case !methods[method]:
+		return refused(abi.EgressBadRequest, "method %q is not one packd sends", method), nil
+	}
+	ev.Host = strings.ToLower(u.Hostname())
+	if k.policy.Kind == KindNone || k.policy.Kind == "" {
+		return refused(abi.EgressNotAllowed, "the index allows this tool no network"), nil
+	}
+	if k.policy.Kind == KindUnrestricted && !k.c.cfg.Unrestricted {
+		return refused(abi.EgressNotAllowed, "the operator does not allow unrestricted network"), nil
+	}
+	if !k.policy.Allows(ev.Host) {
+		return refused(abi.EgressHostNotAllowed, "%s is not on this tool's allowlist", ev.Host), nil
+	}
+	if int64(len(body)) > k.c.cfg.MaxRequestBytes {
+		return refused(abi.EgressTooLarge, "the request body of %d bytes is over the cap of %d", len(body), k.c.cfg.MaxRequestBytes), nil
+	}
+	if k.sum.Requests >= k.c.cfg.MaxRequests {
+		return refused(abi.EgressRequestLimit, "a call may make %d requests", k.c.cfg.MaxRequests), nil
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return refused(abi.EgressBadRequest, "%v", err), nil
+	}
+	for name, values := range r.Headers {
+		canon := http.CanonicalHeaderKey(name)
+		if hopHeaders[canon] || !validName(name) {
+			return refused(abi.EgressBadRequest, "header %q is not one a guest may set", name), nil
+		}
+		for _, v := range values {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return refused(abi.EgressBadRequest, "header %q has a value with a line break or NUL", name), nil
+			}
+			req.Header.Add(canon, v)
+		}
+	}
+	if len(body) == 0 {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	var remote net.Addr
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { remote = info.Conn.RemoteAddr() },
+	}))
+	k.sum.Requests++
+	ev.BytesSent = int64(len(body))
+	res, err := k.client.Do(req)
+	if remote != nil {
+		ev.HostClass = "public"
+		if ap, perr := netip.ParseAddrPort(remote.String()); perr == nil && special(ap.Addr().Unmap()) != "" {
+			ev.HostClass = "allowed"
+		}
+	}
+	if err != nil {
+		return k.failure(err)
+	}
+	defer res.Body.Close()
+	limit := min(k.c.cfg.MaxResponseBytes, k.c.cfg.MaxReceivedBytes-k.sum.BytesReceived)
+	data, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	ev.BytesReceived = int64(len(data))
+	switch {
+	case int64(len(data)) > limit:
+		ev.BytesReceived = limit
+		return refused(abi.EgressResponseTooLarge, "the response body is over the cap of %d bytes (%d per response, %d per call)",
+			limit, k.c.cfg.MaxResponseBytes, k.c.cfg.MaxReceivedBytes), nil
+	case err != nil:
+		return k.failure(err)
+	}
+	return &abi.HTTPAnswer{Status: res.StatusCode, Headers: res.Header}, data
+}
+
+// failure turns a failed exchange into its answer.
+func (k *Call) failure(err error) (*abi.HTTPAnswer, []byte) {
+	var r *refusal
+	if errors.As(err, &r) {
+		return refused(r.reason, "%s", r.message), nil
+	}
+	return refused(abi.EgressFailed, "%s", strings.TrimPrefix(err.Error(), "Get ")), nil
+}
+
+// redirect checks a redirect as a new request: its host against the
+// policy (the dial checks its address), and the call's request count.
+func (k *Call) redirect(req *http.Request, via []*http.Request) error {
+	host := strings.ToLower(req.URL.Hostname())
+	switch {
+	case len(via) >= maxRedirects:
+		return &refusal{abi.EgressRedirect, fmt.Sprintf("stopped after %d redirects", maxRedirects)}
+	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
+		return &refusal{abi.EgressBadRequest, fmt.Sprintf("a redirect to scheme %q", req.URL.Scheme)}
+	case !k.policy.Allows(host):
+		return &refusal{abi.EgressHostNotAllowed, fmt.Sprintf("a redirect to %s, which is not on this tool's allowlist", host)}
+	case k.sum.Requests >= k.c.cfg.MaxRequests:
+		return &refusal{abi.EgressRequestLimit, fmt.Sprintf("a call may make %d requests (redirects count)", k.c.cfg.MaxRequests)}
+	}
+	k.sum.Requests++
+	return nil
+}
+
+// validName reports whether a header name is an HTTP token.
+func validName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

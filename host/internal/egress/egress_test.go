@@ -1,0 +1,243 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/abi"
+)
+
+// names the tests resolve: api.test and *.svc.test are the loopback test
+// server, internal.test a private address, meta.test the cloud metadata
+// address.
+var names = map[string][]netip.Addr{
+	"api.test":      {netip.MustParseAddr("127.0.0.1")},
+	"a.svc.test":    {netip.MustParseAddr("127.0.0.1")},
+	"internal.test": {netip.MustParseAddr("10.0.0.5")},
+	"meta.test":     {netip.MustParseAddr("169.254.169.254")},
+	"mapped.test":   {netip.MustParseAddr("::ffff:192.168.1.1")},
+}
+
+func lookup(_ context.Context, host string) ([]netip.Addr, error) {
+	if a, ok := names[host]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("no such host %s", host)
+}
+
+type fixture struct {
+	srv    *httptest.Server
+	port   string
+	client *Client
+	mu     sync.Mutex
+	events []Event
+}
+
+func newFixture(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen", r.Header.Get("X-Token"))
+		fmt.Fprintf(w, "%s %s %s", r.Method, r.Host, body)
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
+	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
+		chunk := strings.Repeat("x", 64<<10)
+		for i := 0; i < 160; i++ { // 10 MiB
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	})
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	_, f.port, _ = net.SplitHostPort(f.srv.Listener.Addr().String())
+	if cfg.LookupHost == nil {
+		cfg.LookupHost = lookup
+	}
+	if cfg.AllowAddresses == nil {
+		cfg.AllowAddresses = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}
+	cfg.OnRequest = func(ev Event) {
+		f.mu.Lock()
+		f.events = append(f.events, ev)
+		f.mu.Unlock()
+	}
+	f.client = New(cfg)
+	t.Cleanup(f.client.Close)
+	return f
+}
+
+func (f *fixture) url(host, path string) string { return "http://" + host + ":" + f.port + path }
+
+var allow = Policy{Kind: KindAllowlist, Hosts: []string{"api.test", "*.svc.test", "internal.test", "meta.test", "169.254.169.254", "mapped.test", "127.0.0.2"}}
+
+func do(t *testing.T, k *Call, ctx context.Context, r abi.HTTPRequest, body string) (*abi.HTTPAnswer, string) {
+	t.Helper()
+	ans, b := k.Do(ctx, &r, []byte(body))
+	if ans == nil {
+		t.Fatal("no answer")
+	}
+	return ans, string(b)
+}
+
+func reason(a *abi.HTTPAnswer) string {
+	if a.Error == nil {
+		return fmt.Sprintf("status %d", a.Status)
+	}
+	return a.Error.Reason
+}
+
+func TestAllowedRequestIsSent(t *testing.T) {
+	f := newFixture(t, Config{})
+	k := f.client.ForCall(allow, CallInfo{Tool: "t.tool", Tenant: "acme"})
+	ans, body := do(t, k, context.Background(), abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/ok"), Headers: map[string][]string{"x-token": {"s3cret"}}}, "hello")
+	if ans.Error != nil || ans.Status != 200 {
+		t.Fatalf("answer %+v", ans.Error)
+	}
+	if want := "POST api.test:" + f.port + " hello"; body != want {
+		t.Errorf("body %q, want %q", body, want)
+	}
+	if got := ans.Headers["X-Seen"]; len(got) != 1 || got[0] != "s3cret" {
+		t.Errorf("the header did not reach the server: %v", ans.Headers)
+	}
+	ans, _ = do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("a.svc.test", "/ok")}, "")
+	if ans.Error != nil {
+		t.Errorf("a *.svc.test host: %v", ans.Error)
+	}
+	s := k.Summary()
+	if s.Requests != 2 || s.Refused != 0 || s.BytesSent != 5 || s.BytesReceived == 0 {
+		t.Errorf("summary %+v", s)
+	}
+	if len(f.events) != 2 || f.events[0].Host != "api.test" || f.events[0].HostClass != "allowed" || f.events[0].Status != 200 ||
+		f.events[0].Tool != "t.tool" || f.events[0].Tenant != "acme" {
+		t.Errorf("events %+v", f.events)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	f := newFixture(t, Config{MaxRequests: 20})
+	k := f.client.ForCall(allow, CallInfo{})
+	cases := []struct{ name, url, want string }{
+		{"a host not on the list", f.url("other.test", "/ok"), abi.EgressHostNotAllowed},
+		{"the apex of a glob", f.url("svc.test", "/ok"), abi.EgressHostNotAllowed},
+		{"a redirect to a host not on the list", f.url("api.test", "/redirect?to=") + f.url("other.test", "/ok"), abi.EgressHostNotAllowed},
+		{"a redirect to the metadata address", f.url("api.test", "/redirect?to=") + "http://169.254.169.254/latest/meta-data/", abi.EgressAddressNotAllowed},
+		{"a name that resolves to a private address", f.url("internal.test", "/ok"), abi.EgressAddressNotAllowed},
+		{"a name that resolves to the metadata address", f.url("meta.test", "/ok"), abi.EgressAddressNotAllowed},
+		{"the metadata address", "http://169.254.169.254/latest/meta-data/", abi.EgressAddressNotAllowed},
+		{"an IPv4-mapped private address", f.url("mapped.test", "/ok"), abi.EgressAddressNotAllowed},
+		{"loopback the operator did not allow", f.url("127.0.0.2", "/ok"), abi.EgressAddressNotAllowed},
+		{"a file URL", "file:///etc/passwd", abi.EgressBadRequest},
+		{"a relative URL", "/ok", abi.EgressBadRequest},
+		{"a user in the URL", "http://u:p@api.test/ok", abi.EgressBadRequest},
+	}
+	for _, c := range cases {
+		ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: c.url}, "")
+		if reason(ans) != c.want {
+			t.Errorf("%s: %s (%+v), want %s", c.name, reason(ans), ans.Error, c.want)
+		}
+	}
+	for _, h := range []string{"Host", "content-length", "Transfer-Encoding", "bad name"} {
+		ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok"), Headers: map[string][]string{h: {"x"}}}, "")
+		if reason(ans) != abi.EgressBadRequest {
+			t.Errorf("header %q: %s", h, reason(ans))
+		}
+	}
+	ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok"), Headers: map[string][]string{"X-A": {"a\r\nX-B: b"}}}, "")
+	if reason(ans) != abi.EgressBadRequest {
+		t.Errorf("a header value with CRLF: %s", reason(ans))
+	}
+	ans, _ = do(t, k, context.Background(), abi.HTTPRequest{Method: "CONNECT", URL: f.url("api.test", "/ok")}, "")
+	if reason(ans) != abi.EgressBadRequest {
+		t.Errorf("CONNECT: %s", reason(ans))
+	}
+	for _, p := range []Policy{{}, {Kind: KindNone}, {Kind: KindUnrestricted}} {
+		ans, _ := do(t, f.client.ForCall(p, CallInfo{}), context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok")}, "")
+		if reason(ans) != abi.EgressNotAllowed {
+			t.Errorf("policy %+v without the operator's leave: %s", p, reason(ans))
+		}
+	}
+}
+
+func TestUnrestrictedStillRefusesSpecialAddresses(t *testing.T) {
+	f := newFixture(t, Config{Unrestricted: true})
+	k := f.client.ForCall(Policy{Kind: KindUnrestricted}, CallInfo{})
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("anything.test.", "/ok")}, ""); reason(ans) != abi.EgressFailed {
+		t.Errorf("an unknown name: %s", reason(ans))
+	}
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok")}, ""); ans.Error != nil {
+		t.Errorf("allowed loopback: %v", ans.Error)
+	}
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("meta.test", "/ok")}, ""); reason(ans) != abi.EgressAddressNotAllowed {
+		t.Errorf("metadata: %s", reason(ans))
+	}
+}
+
+func TestBounds(t *testing.T) {
+	f := newFixture(t, Config{MaxRequests: 2, MaxResponseBytes: 1 << 20, MaxRequestBytes: 10})
+	k := f.client.ForCall(allow, CallInfo{})
+	ans, body := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/huge")}, "")
+	if reason(ans) != abi.EgressResponseTooLarge || body != "" {
+		t.Errorf("a 10 MiB response: %s, %d bytes", reason(ans), len(body))
+	}
+	if got := k.Summary().BytesReceived; got != 1<<20 {
+		t.Errorf("received %d bytes, want the cap", got)
+	}
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/ok")}, "more than ten bytes"); reason(ans) != abi.EgressTooLarge {
+		t.Errorf("a large body: %s", reason(ans))
+	}
+	// the redirect counts as the second request
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/redirect?to=/redirect?to=/ok")}, ""); reason(ans) != abi.EgressRequestLimit {
+		t.Errorf("past the request cap by redirect: %s", reason(ans))
+	}
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok")}, ""); reason(ans) != abi.EgressRequestLimit {
+		t.Errorf("past the request cap: %s", reason(ans))
+	}
+
+	// The call's deadline cuts a slow server at once.
+	k = f.client.ForCall(allow, CallInfo{})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	ans, _ = do(t, k, ctx, abi.HTTPRequest{URL: f.url("api.test", "/slow")}, "")
+	if reason(ans) != abi.EgressFailed || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("a slow server: %s, ctx %v", reason(ans), ctx.Err())
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a slow server held the call %v past its deadline", took)
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	for _, h := range []string{"api.example.com", "*.example.com", "localhost", "10.0.0.1", "::1", "a_b.example"} {
+		if err := CheckHost(h); err != nil {
+			t.Errorf("%q: %v", h, err)
+		}
+	}
+	for _, h := range []string{"", "*", "*.com", "https://api.example.com", "api.example.com:443", "api.example.com/x", "a.*.com", "-a.com", "a..com"} {
+		if CheckHost(h) == nil {
+			t.Errorf("%q is accepted", h)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/kindgi/packd/abi"
+)
+
+// Egress sends a call's outbound HTTP requests (Request.Egress): the host
+// decides what the call may reach and how much it may send and receive.
+// Do is called on the guest's goroutine, one request at a time; it returns
+// the answer and the whole response body (nil with an answer whose Error
+// says why there is none), and returns at once when ctx is done. It must
+// not keep req or body: body is a copy the call owns until Do returns.
+type Egress interface {
+	Do(ctx context.Context, req *abi.HTTPRequest, body []byte) (*abi.HTTPAnswer, []byte)
+}
+
+const (
+	// httpRequestCost is what sending a request costs the guest in fuel,
+	// besides the bytes it copies: about the host's CPU time for one
+	// request on a kept-alive connection (ns ≈ units, see FuelPace).
+	httpRequestCost = 100_000
+	// maxHTTPHead bounds the JSON of a request's method, URL and headers.
+	maxHTTPHead = 64 << 10
+)
+
+// httpRequest sends one request (abi.ImportHTTPRequest) and returns the
+// length of its answer, which http_response_read then copies.
+func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateFrom(ctx)
+	headPtr, headLen, bodyPtr, bodyLen := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
+	head := read(mod, abi.ImportHTTPRequest, headPtr, headLen)
+	body := read(mod, abi.ImportHTTPRequest, bodyPtr, bodyLen)
+	charge(ctx, mod, httpRequestCost+int64(headLen)>>copyShift+int64(bodyLen)>>copyShift)
+	st.httpAnswer, st.httpBody = nil, nil
+	var ans *abi.HTTPAnswer
+	var resp []byte
+	var req abi.HTTPRequest
+	switch {
+	case headLen > maxHTTPHead:
+		ans = refusedHTTP(abi.EgressBadRequest, "the request's method, URL and headers take more than 64 KiB")
+	case json.Unmarshal(head, &req) != nil:
+		ans = refusedHTTP(abi.EgressBadRequest, `the request is not the JSON object {"method", "url", "headers"} (see abi/GUEST-ABI.md)`)
+	case st.egress == nil:
+		ans = refusedHTTP(abi.EgressNotAllowed, "this call may not use the network")
+	default:
+		ans, resp = st.egress.Do(ctx, &req, append([]byte(nil), body...))
+	}
+	if ctx.Err() != nil {
+		stopForContext()
+	}
+	if ans == nil {
+		ans = refusedHTTP(abi.EgressFailed, "no answer")
+	}
+	if ans.Error != nil {
+		resp = nil
+	}
+	ans.BodyLength = len(resp)
+	st.httpAnswer, _ = json.Marshal(ans)
+	st.httpBody = resp
+	stack[0] = uint64(len(st.httpAnswer))
+}
+
+// httpResponseRead copies the last request's answer and response body
+// (abi.ImportHTTPResponseRead), once.
+func httpResponseRead(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateFrom(ctx)
+	if st.httpAnswer == nil {
+		panic(&ABIError{Func: abi.ImportHTTPResponseRead, Reason: "no response to read: call http_request first, and read its answer once"})
+	}
+	charge(ctx, mod, int64(len(st.httpAnswer)+len(st.httpBody))>>copyShift)
+	for _, part := range []struct {
+		ptr uint32
+		b   []byte
+	}{{uint32(stack[0]), st.httpAnswer}, {uint32(stack[1]), st.httpBody}} {
+		if len(part.b) > 0 && !mod.Memory().Write(part.ptr, part.b) {
+			panic(&ABIError{Func: abi.ImportHTTPResponseRead, Reason: oob(part.ptr, uint32(len(part.b)), mod.Memory().Size())})
+		}
+	}
+	st.httpAnswer, st.httpBody = nil, nil
+}
+
+func refusedHTTP(reason, message string) *abi.HTTPAnswer {
+	return &abi.HTTPAnswer{Error: &abi.HTTPError{Reason: reason, Message: message}}
+}
