@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
-EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm
+EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*')

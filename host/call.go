@@ -76,4 +76,7 @@ func readCorrelation(ctx *ojson.Object) Correlation {
 type Usage struct {
 	Fuel        int64 // fuel burnt; 0 when no pack code ran
 	MemoryBytes int64 // its instance's linear memory when the call ended
+	// Egress is what its pack code did on the network (zero when its
+	// module cannot send requests).
+	Egress EgressSummary
 }

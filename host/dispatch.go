@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/host/internal/egress"
 	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/sandbox"
 )
@@ -170,7 +171,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		e.Issues = issues
 		return o.fail(e)
 	}
-	body, gerr := p.run(ctx, o, t, entry.mod, sandbox.Request{Fuel: entry.spec.Fuel, Fresh: entry.spec.Fresh,
+	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Network, sandbox.Request{Fuel: entry.spec.Fuel, Fresh: entry.spec.Fresh,
 		Body: abi.EncodeInvoke(id, entry.spec.Version, input, callCtx)})
 	if gerr != nil {
 		return o.fail(gerr)
@@ -264,7 +265,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, c.mod, sandbox.Request{Fuel: c.spec.Fuel, Fresh: c.spec.Fresh,
+	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Network, sandbox.Request{Fuel: c.spec.Fuel, Fresh: c.spec.Fresh,
 		Body: abi.EncodeCheckInvoke(id, config, trace)})
 	if gerr != nil {
 		return o.fail(gerr)
@@ -287,7 +288,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 // run hands call (its request message, fuel and instance limits) to the
 // module under the call's deadline (ctx's), and returns what the guest
 // answered with StatusOK, or the error message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, call sandbox.Request) ([]byte, *abi.Error) {
+func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, network egress.Policy, call sandbox.Request) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
@@ -303,8 +304,16 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, call s
 			p.output(l)
 		}
 	}
+	var out *egress.Call
+	if mod.mod.ImportsHTTP() {
+		out = p.egress.ForCall(network, egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID})
+		call.Egress = out
+	}
 	rep, err := mod.mod.Call(ctx, call)
 	o.Usage = Usage{Fuel: rep.FuelUsed, MemoryBytes: rep.MemoryBytes}
+	if out != nil {
+		o.Usage.Egress = out.Summary()
+	}
 	if errors.Is(err, sandbox.ErrMemoryBudget) {
 		o.Refusal = &Refusal{Code: RefusalOverloaded, Reason: "overloaded", Err: err}
 		return nil, &abi.Error{} // fail keeps the refusal

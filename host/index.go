@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/kindgi/packd/host/internal/egress"
 	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/sandbox"
 )
@@ -33,6 +34,9 @@ type ToolSpec struct {
 	// Fresh is limits.instance "fresh": every call in a fresh instance, even
 	// when the service pools instances.
 	Fresh bool
+	// Network is what the tool's code may reach over HTTP (network; none
+	// when absent).
+	Network egress.Policy
 }
 
 // GuardrailSpec is one entry of the index's guardrails.
@@ -46,6 +50,8 @@ type GuardrailSpec struct {
 	Fuel int64
 	// Fresh is limits.instance "fresh" (see ToolSpec.Fresh).
 	Fresh bool
+	// Network is what the check's code may reach (see ToolSpec.Network).
+	Network egress.Policy
 }
 
 // Check is the id a check-invoke names: checkId, else id.
@@ -276,9 +282,10 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 	for _, k := range []string{"effects", "needs"} {
 		p.objects(o, k, where)
 	}
-	for _, k := range []string{"needsSpec", "network", "spec"} {
+	for _, k := range []string{"needsSpec", "spec"} {
 		p.object(o, k, where)
 	}
+	t.Network = p.network(o, where)
 	p.str(o, "sandbox", where, false)
 	p.boolean(o, "mutating", where)
 	limits, fuel := p.limits(o, where)
@@ -308,9 +315,10 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 	for _, k := range []string{"name", "severity", "sandbox"} {
 		p.str(o, k, where, false)
 	}
-	for _, k := range []string{"scope", "config", "network"} {
+	for _, k := range []string{"scope", "config"} {
 		p.object(o, k, where)
 	}
+	g.Network = p.network(o, where)
 	if cs, ok := o.Get("configSchema"); ok {
 		if _, isObj := cs.(*ojson.Object); !isObj {
 			p.add("%s \"configSchema\" must be a JSON Schema object", where)
@@ -460,4 +468,45 @@ func (p *problemList) limits(o *ojson.Object, where string) (*ojson.Object, int6
 		return lo, 0
 	}
 	return lo, int64(n)
+}
+
+// network reads a network policy: {"kind": "none"}, {"kind":
+// "unrestricted"} or {"kind": "allowlist", "hosts": [...]}, open to other
+// keys; none when absent.
+func (p *problemList) network(o *ojson.Object, where string) egress.Policy {
+	no := p.object(o, "network", where)
+	if no == nil {
+		return egress.Policy{Kind: egress.KindNone}
+	}
+	kind, _ := no.Get("kind")
+	pol := egress.Policy{Kind: egress.KindNone}
+	switch kind {
+	case egress.KindNone, egress.KindUnrestricted, egress.KindAllowlist:
+		pol.Kind = kind.(string)
+	default:
+		p.add(`%s network.kind must be "none", "unrestricted" or "allowlist"`, where)
+	}
+	hosts, ok := no.Get("hosts")
+	if !ok {
+		if pol.Kind == egress.KindAllowlist {
+			p.add(`%s network of kind "allowlist" is missing "hosts"`, where)
+		}
+		return pol
+	}
+	arr, isArr := hosts.([]any)
+	if !isArr {
+		p.add("%s network.hosts must be an array of host names", where)
+		return pol
+	}
+	for i, h := range arr {
+		s, _ := h.(string)
+		if err := egress.CheckHost(s); err != nil {
+			p.add("%s network.hosts[%d] %s %s", where, i, ojson.Encode(h), err)
+			continue
+		}
+		if pol.Kind == egress.KindAllowlist {
+			pol.Hosts = append(pol.Hosts, strings.ToLower(strings.TrimSuffix(s, ".")))
+		}
+	}
+	return pol
 }

@@ -16,12 +16,12 @@ const baseIndex = `{
   "env": {"required": ["LEDGER_URL"], "optional": ["LOG_LEVEL"]},
   "tools": [{"id": "acme.ledger.record-expense", "version": "1.0.0", "description": "Records an expense.",
     "input": {"type": "object"}, "output": true, "modulePath": "tools/ledger.wasm",
-    "effects": [{"kind": "writes"}], "needs": [{}], "needsSpec": {}, "network": {"kind": "none"}, "spec": {},
-    "sandbox": "wasm", "mutating": true, "limits": {"fuel": 1000, "instance": "fresh", "memMB": 64}}],
+    "effects": [{"kind": "writes"}], "needs": [{}], "needsSpec": {}, "network": {"kind": "allowlist", "hosts": ["api.example.com", "*.example.org", "10.0.0.1", "::1"], "note": "open"}, "spec": {},
+    "sandbox": "wasm", "mutating": true, "limits": {"fuel": 1000, "instance": "fresh", "memMB": 64, "cpuMs": 500}}],
   "guardrails": [{"id": "acme.ledger.response-not-empty", "checkId": "acme.ledger.checks.response-not-empty",
     "kind": "zero-llm", "action": {"on-violation": "halt"}, "checkModulePath": "guardrails/response.wasm",
     "configSchema": {"type": "object"}, "config": {}, "name": "Not empty", "severity": "error",
-    "scope": {"when": "runtime-only"}, "sandbox": "wasm", "network": {}, "limits": {"fuel": 5}}],
+    "scope": {"when": "runtime-only"}, "sandbox": "wasm", "network": {"kind": "none"}, "limits": {"fuel": 5}}],
   "agents": [{"id": "a", "version": "1", "name": "n", "instructions": "i", "capabilities": [], "tools": [], "modulePath": "a.wasm"}],
   "flows": [{"id": "f", "version": "1", "nodes": [], "edges": [], "kernelPayloadVersion": 1, "modulePath": "f.wasm"}]
 }`

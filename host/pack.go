@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/host/internal/egress"
 	"github.com/kindgi/packd/host/internal/schema"
 	"github.com/kindgi/packd/sandbox"
 )
@@ -40,11 +42,26 @@ type Config struct {
 	PassEnv []string
 	// Gate is consulted before every dispatch; nil allows every call.
 	Gate Gate
+	// Network is what the operator allows pack code's outbound HTTP
+	// requests beyond each tool's network policy, and their per-call caps.
+	Network NetworkConfig
 	// GuestOutput, when set, receives every line a call's pack code writes,
 	// with who wrote it, instead of Sandbox.Stdout and Sandbox.Stderr. It is
 	// called on the guest's goroutine and must not block.
 	GuestOutput func(GuestLine)
 }
+
+// NetworkConfig is the operator's side of outbound HTTP (package egress):
+// unrestricted network, special address ranges, per-call caps, and who is
+// told of each request (metrics, the audit log).
+type NetworkConfig = egress.Config
+
+// EgressEvent is one outbound request of a call: where it went and how it
+// ended, never a body or a header.
+type EgressEvent = egress.Event
+
+// EgressSummary is what one call did on the network.
+type EgressSummary = egress.Summary
 
 // GuestLine is one whole line of a call's pack code output.
 type GuestLine struct {
@@ -68,6 +85,7 @@ type Pack struct {
 	sb       *sandbox.Sandbox
 	gate     Gate
 	output   func(GuestLine)
+	egress   *egress.Client
 	env      []string
 	tools    map[string][]*tool // by id, in index order
 	checks   map[string]*check
@@ -122,7 +140,8 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pack{index: idx, sb: sb, gate: cfg.Gate, output: cfg.GuestOutput, tools: map[string][]*tool{}, checks: map[string]*check{}}
+	p := &Pack{index: idx, sb: sb, gate: cfg.Gate, output: cfg.GuestOutput, egress: egress.New(cfg.Network),
+		tools: map[string][]*tool{}, checks: map[string]*check{}}
 	lookup := cfg.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -341,6 +360,35 @@ func (p *Pack) register(modules map[string]*module) []string {
 		}
 		p.checks[spec.Check()] = c
 	}
+	return append(problems, p.networkProblems(modules)...)
+}
+
+// networkProblems: a tool may have unrestricted network only when the
+// operator allows it, and a module that imports http_request must have a
+// tool or check that may use the network.
+func (p *Pack) networkProblems(modules map[string]*module) []string {
+	var problems []string
+	mayReach := map[string]bool{}
+	policy := func(id, modPath string, pol egress.Policy) {
+		if pol.Kind == egress.KindUnrestricted && !p.egress.Unrestricted() {
+			problems = append(problems, fmt.Sprintf("%s: network is unrestricted, which this service does not allow (--network-unrestricted)", id))
+		}
+		if pol.Kind == egress.KindUnrestricted || pol.Kind == egress.KindAllowlist && len(pol.Hosts) > 0 {
+			mayReach[modPath] = true
+		}
+	}
+	for _, spec := range p.index.Tools {
+		policy(spec.ID, spec.ModulePath, spec.Network)
+	}
+	for _, spec := range p.index.Guardrails {
+		policy(spec.Check(), spec.ModulePath, spec.Network)
+	}
+	for _, path := range slices.Sorted(maps.Keys(modules)) {
+		if m := modules[path]; m.mod != nil && m.mod.ImportsHTTP() && !mayReach[path] {
+			problems = append(problems, fmt.Sprintf("%s: the module imports %s.%s, but none of its tools or checks may use the network (network in the index)",
+				path, abi.ImportModule, abi.ImportHTTPRequest))
+		}
+	}
 	return problems
 }
 
@@ -363,7 +411,10 @@ func serves(ids []string, id string) bool {
 // Close releases every compiled module and the runtime. Safe twice.
 func (p *Pack) Close(ctx context.Context) error {
 	var err error
-	p.closeOne.Do(func() { err = p.sb.Close(ctx) })
+	p.closeOne.Do(func() {
+		p.egress.Close()
+		err = p.sb.Close(ctx)
+	})
 	return err
 }
 

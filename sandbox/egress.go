@@ -29,7 +29,8 @@ const (
 )
 
 // httpRequest sends one request (abi.ImportHTTPRequest) and returns the
-// length of its answer, which http_response_read then copies.
+// length of its answer and of the response body (answer | body<<32), which
+// http_response_read then copies.
 func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	st := stateFrom(ctx)
 	headPtr, headLen, bodyPtr, bodyLen := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
@@ -62,7 +63,7 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	ans.BodyLength = len(resp)
 	st.httpAnswer, _ = json.Marshal(ans)
 	st.httpBody = resp
-	stack[0] = uint64(len(st.httpAnswer))
+	stack[0] = uint64(len(st.httpAnswer)) | uint64(len(st.httpBody))<<32
 }
 
 // httpResponseRead copies the last request's answer and response body

@@ -22,7 +22,7 @@ func instantiateKindgi(ctx context.Context, rt wazero.Runtime) error {
 		Export(abi.ImportResponseWrite)
 	b.NewFunctionBuilder().WithGoModuleFunction(charged(logLine), []api.ValueType{i32, i32, i32}, nil).
 		Export(abi.ImportLog)
-	b.NewFunctionBuilder().WithGoModuleFunction(charged(httpRequest), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+	b.NewFunctionBuilder().WithGoModuleFunction(charged(httpRequest), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{api.ValueTypeI64}).
 		Export(abi.ImportHTTPRequest)
 	b.NewFunctionBuilder().WithGoModuleFunction(charged(httpResponseRead), []api.ValueType{i32, i32}, nil).
 		Export(abi.ImportHTTPResponseRead)

@@ -276,6 +276,7 @@ type Module struct {
 	info     instrument.Info
 	pool     *instancePool // nil: a fresh instance per call
 	hasInit  bool
+	http     bool  // it imports http_request: its calls may send requests
 	shape    error // why the module does not implement the guest ABI, or nil
 	// abiVersion is the guest ABI version the module answered when it was
 	// described (0 before); packd serves only the versions abi.Serves.
@@ -285,6 +286,10 @@ type Module struct {
 // ABIVersion is the guest ABI version the module declared when Describe
 // ran (0 before then).
 func (m *Module) ABIVersion() int32 { return m.abiVersion.Load() }
+
+// ImportsHTTP reports whether the module imports http_request: only then
+// can its calls send requests (Request.Egress).
+func (m *Module) ImportsHTTP() bool { return m.http }
 
 // Compile validates, instruments (fuel) and compiles a module once. A module
 // that imports anything packd does not provide fails here; a module that
@@ -317,6 +322,11 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		return nil, err
 	}
 	m := &Module{sb: s, compiled: compiled, info: info}
+	for _, def := range compiled.ImportedFunctions() {
+		if mod, name, _ := def.Import(); mod == abi.ImportModule && name == abi.ImportHTTPRequest {
+			m.http = true
+		}
+	}
 	for _, def := range compiled.ExportedMemories() {
 		m.minBytes = int64(def.Min()) * 65536
 	}

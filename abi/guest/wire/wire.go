@@ -21,10 +21,10 @@ const (
 	ImportLog           = "log"            // (level i32, ptr i32, len i32)
 
 	// Outbound HTTP (optional imports): http_request sends one request and
-	// returns the length of its answer's HTTPAnswer; http_response_read
-	// copies that answer and the response body (HTTPAnswer.BodyLength
-	// bytes) into guest memory.
-	ImportHTTPRequest      = "http_request"       // (head_ptr i32, head_len i32, body_ptr i32, body_len i32) -> i32
+	// returns the length of its HTTPAnswer (low 32 bits) and of the
+	// response body (high 32 bits); http_response_read copies both into
+	// guest memory.
+	ImportHTTPRequest      = "http_request"       // (head_ptr i32, head_len i32, body_ptr i32, body_len i32) -> i64
 	ImportHTTPResponseRead = "http_response_read" // (head_ptr i32, body_ptr i32)
 
 	ExportABIVersion = "kindgi_abi_version" // () -> i32

@@ -64,7 +64,7 @@ func (p Policy) Allows(host string) bool {
 // scheme, port, path or wildcard elsewhere.
 func CheckHost(h string) error {
 	name, glob := strings.CutPrefix(h, "*.")
-	if _, err := netip.ParseAddr(name); err == nil && !glob {
+	if ip, err := netip.ParseAddr(name); err == nil && !glob && ip.Zone() == "" {
 		return nil
 	}
 	if name == "" || len(name) > 253 || (glob && !strings.Contains(name, ".")) {

@@ -1,0 +1,201 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// netPack serves testdata/gonet (a Go pack using net/http through
+// abi/guest/egress) next to a loopback HTTP server: net.fetch may reach
+// api.test (the server), internal.test (a private address), meta.test and
+// 169.254.169.254 (the cloud metadata address); net.offline has no
+// network. The operator allows the loopback address of the server only.
+type netPack struct {
+	pack   *host.Pack
+	port   string
+	mu     sync.Mutex
+	events []host.EgressEvent
+}
+
+func gonetWasm(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "gonet", "gonet.wasm"))
+	if err != nil {
+		t.Fatalf("%v (make builds testdata/gonet/gonet.wasm)", err)
+	}
+	return b
+}
+
+func newNetPack(t *testing.T, network host.NetworkConfig) *netPack {
+	t.Helper()
+	np := &netPack{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen", r.Header.Get("Authorization"))
+		fmt.Fprintf(w, "%s %s", r.Method, b)
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	})
+	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
+		chunk := strings.Repeat("x", 64<<10)
+		for i := 0; i < 160; i++ {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	_, np.port, _ = net.SplitHostPort(srv.Listener.Addr().String())
+	resolve := map[string]string{"api.test": "127.0.0.1", "internal.test": "10.1.2.3", "meta.test": "169.254.169.254"}
+	network.LookupHost = func(_ context.Context, name string) ([]netip.Addr, error) {
+		if a, ok := resolve[name]; ok {
+			return []netip.Addr{netip.MustParseAddr(a)}, nil
+		}
+		return nil, fmt.Errorf("no such host %s", name)
+	}
+	if network.AllowAddresses == nil {
+		network.AllowAddresses = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}
+	network.OnRequest = func(ev host.EgressEvent) {
+		np.mu.Lock()
+		np.events = append(np.events, ev)
+		np.mu.Unlock()
+	}
+	schema := `"input":{"type":"object"},"output":{"type":"object"},"modulePath":"gonet.wasm"`
+	index := indexJSON(`{"id":"net.fetch",`+schema+`,"network":{"kind":"allowlist","hosts":["api.test","internal.test","meta.test","169.254.169.254"]}},`+
+		`{"id":"net.offline",`+schema+`,"network":{"kind":"none"}}`, "")
+	path := writePack(t, index, map[string][]byte{"gonet.wasm": gonetWasm(t)})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 2}, Network: network})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	np.pack = p
+	return np
+}
+
+func (np *netPack) url(host, path string) string { return "http://" + host + ":" + np.port + path }
+
+// fetch calls a tool of the pack with input and a timeout, and returns
+// the outcome and the tool's output (nil on an error).
+func (np *netPack) fetch(t *testing.T, tool string, input map[string]any, timeout time.Duration) (*host.Outcome, map[string]any) {
+	t.Helper()
+	in, _ := json.Marshal(input)
+	body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":%q},"input":%s,"ctx":{"tenantId":"acme","runId":"r","secrets":{"apiToken":"tok-123"}}}`, tool, in)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	o := np.pack.Dispatch(ctx, []byte(body), timeout)
+	var m struct {
+		Output map[string]any `json:"output"`
+	}
+	_ = json.Unmarshal(o.Response, &m)
+	return o, m.Output
+}
+
+func TestPackCodeReachesOnlyWhatItsPolicyAllows(t *testing.T) {
+	np := newNetPack(t, host.NetworkConfig{})
+	o, out := np.fetch(t, "net.fetch", map[string]any{"url": np.url("api.test", "/echo"), "method": "POST", "body": "hi"}, time.Minute)
+	if out == nil || out["status"] != 200.0 || out["body"] != "POST hi" || out["seen"] != "Bearer tok-123" {
+		t.Fatalf("an allowed request: %s", o.Response)
+	}
+	if e := o.Usage.Egress; e.Requests != 1 || e.Refused != 0 || e.BytesSent != 2 || e.BytesReceived != 7 {
+		t.Errorf("usage %+v", e)
+	}
+	refusals := []struct{ name, tool, url, reason string }{
+		{"a host not on the list", "net.fetch", np.url("other.test", "/echo"), "host-not-allowed"},
+		{"a redirect to a host not on the list", "net.fetch", np.url("api.test", "/redirect?to=") + np.url("other.test", "/echo"), "host-not-allowed"},
+		{"a name that resolves to a private address", "net.fetch", np.url("internal.test", "/echo"), "address-not-allowed"},
+		{"a name that resolves to the metadata address", "net.fetch", np.url("meta.test", "/echo"), "address-not-allowed"},
+		{"the metadata address", "net.fetch", "http://169.254.169.254/latest/meta-data/", "address-not-allowed"},
+		{"a redirect to the metadata address", "net.fetch", np.url("api.test", "/redirect?to=http://169.254.169.254/"), "address-not-allowed"},
+		{"a huge response", "net.fetch", np.url("api.test", "/huge"), "response-too-large"},
+		{"a tool without network", "net.offline", np.url("api.test", "/echo"), "network-not-allowed"},
+	}
+	for _, c := range refusals {
+		o, out := np.fetch(t, c.tool, map[string]any{"url": c.url}, time.Minute)
+		if out == nil || out["reason"] != c.reason {
+			t.Errorf("%s: %s, want reason %s", c.name, o.Response, c.reason)
+			continue
+		}
+		if o.Usage.Egress.Refused != 1 {
+			t.Errorf("%s: usage %+v", c.name, o.Usage.Egress)
+		}
+	}
+	np.mu.Lock()
+	defer np.mu.Unlock()
+	if len(np.events) != 1+len(refusals) {
+		t.Fatalf("%d events", len(np.events))
+	}
+	if ev := np.events[0]; ev.Tool != "net.fetch" || ev.Tenant != "acme" || ev.Host != "api.test" || ev.Status != 200 || ev.HostClass != "allowed" {
+		t.Errorf("event %+v", ev)
+	}
+}
+
+func TestSlowServerIsCutAtTheCallsDeadline(t *testing.T) {
+	np := newNetPack(t, host.NetworkConfig{})
+	start := time.Now()
+	o, _ := np.fetch(t, "net.fetch", map[string]any{"url": np.url("api.test", "/slow")}, 500*time.Millisecond)
+	if o.Code != "deadline-exceeded" {
+		t.Errorf("code %q: %s", o.Code, o.Response)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the call took %v", took)
+	}
+}
+
+func TestRequestsPerCallAreCapped(t *testing.T) {
+	np := newNetPack(t, host.NetworkConfig{MaxRequests: 3})
+	_, out := np.fetch(t, "net.fetch", map[string]any{"url": np.url("api.test", "/echo"), "times": 4}, time.Minute)
+	if out == nil || out["reason"] != "request-limit" {
+		t.Errorf("the fourth request: %v", out)
+	}
+}
+
+func TestNetworkLoadProblems(t *testing.T) {
+	wasm := gonetWasm(t)
+	schema := `"input":{"type":"object"},"output":{"type":"object"},"modulePath":"gonet.wasm"`
+	cases := []struct{ name, tools, want string }{
+		{"unrestricted without the operator's leave", `{"id":"net.fetch",` + schema + `,"network":{"kind":"unrestricted"}}`, "net.fetch: network is unrestricted, which this service does not allow (--network-unrestricted)"},
+		{"a module that imports http_request for tools without network", `{"id":"net.fetch",` + schema + `}`, "gonet.wasm: the module imports kindgi.http_request, but none of its tools or checks may use the network (network in the index)"},
+		{"an allowlist with a URL", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["https://api.test/"]}}`, `tools[0] (net.fetch) network.hosts[0] "https://api.test/" is not a host name`},
+	}
+	for _, c := range cases {
+		path := writePack(t, indexJSON(c.tools, ""), map[string][]byte{"gonet.wasm": wasm})
+		_, err := load(t, path, nil)
+		if got := strings.Join(problems(err), "; "); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q", c.name, got)
+		}
+	}
+	path := writePack(t, indexJSON(`{"id":"net.fetch",`+schema+`,"network":{"kind":"unrestricted"}}`, ""), map[string][]byte{"gonet.wasm": wasm})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Sandbox: sandbox.Config{CacheDir: cacheDir}, Network: host.NetworkConfig{Unrestricted: true}})
+	if err != nil {
+		t.Errorf("unrestricted with the operator's leave: %v", err)
+	}
+	if p != nil {
+		_ = p.Close(context.Background())
+	}
+}
