@@ -22,8 +22,8 @@ type callState struct {
 	egress     Egress
 	httpAnswer []byte
 	httpBody   []byte
-	stdout   lineWriter
-	stderr   lineWriter
+	stdout     lineWriter
+	stderr     lineWriter
 	// Fuel: fuelLeft is the part of the budget not yet handed to the guest,
 	// in slices of fuelSlice, by the refill import.
 	fuelLeft, fuelSlice int64
