@@ -56,6 +56,12 @@ type Config struct {
 // told of each request (metrics, the audit log).
 type NetworkConfig = egress.Config
 
+// Default per-call caps of outbound HTTP (NetworkConfig).
+const (
+	DefaultMaxRequests      = egress.DefaultMaxRequests
+	DefaultMaxResponseBytes = egress.DefaultMaxResponseBytes
+)
+
 // EgressEvent is one outbound request of a call: where it went and how it
 // ended, never a body or a header.
 type EgressEvent = egress.Event

@@ -273,7 +273,7 @@ func TestModuleABIVersion(t *testing.T) {
 func TestImportProblemsSayWhatPackdProvides(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{})
 	for name, want := range map[string]string{
-		"missingimport": "the module imports kindgi.http_get, which packd does not provide; kindgi has log, request_len, request_read, response_write",
+		"missingimport": "the module imports kindgi.http_get, which packd does not provide; kindgi has http_request, http_response_read, log, request_len, request_read, response_write",
 		"wrongimport":   "the module imports kindgi.request_len with type (result i64), but packd's has type (result i32)",
 	} {
 		wasm, err := os.ReadFile(hostile(name))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/internal/ojson"
 )
 
@@ -56,11 +57,37 @@ func newAuditLog(w io.WriteCloser, artifactVersion string, m *Metrics, r *Record
 	return a
 }
 
+// Egress queues the line of one outbound HTTP request of pack code: the
+// tool or check, the tenant, the host, the status or why there was none,
+// and the body bytes; never a body, a header, a query or a secret.
+func (a *AuditLog) Egress(ev host.EgressEvent) {
+	o := &ojson.Object{}
+	o.Set("time", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
+	o.Set("event", "egress")
+	if ev.Tenant != "" {
+		o.Set("tenantId", ev.Tenant)
+	}
+	o.Set("id", ev.Tool)
+	o.Set("host", ev.Host)
+	if ev.Reason != "" {
+		o.Set("refused", ev.Reason)
+	} else {
+		o.Set("status", float64(ev.Status))
+	}
+	o.Set("bytesSent", float64(ev.BytesSent))
+	o.Set("bytesReceived", float64(ev.BytesReceived))
+	o.Set("durationMs", float64(ev.Duration.Milliseconds()))
+	o.Set("artifactVersion", a.artifactVersion)
+	a.queue1(append(ojson.Encode(o), '\n'))
+}
+
 // OnCall implements Hook: it queues the call's line without waiting.
 // A call that ends after Close (a late one, past the drain's timeout) is
 // counted as dropped.
-func (a *AuditLog) OnCall(e Event) {
-	line := a.line(e)
+func (a *AuditLog) OnCall(e Event) { a.queue1(a.line(e)) }
+
+// queue1 queues one line without waiting.
+func (a *AuditLog) queue1(line []byte) {
 	a.sending.RLock()
 	queued := false
 	if !a.closed {

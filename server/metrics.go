@@ -18,17 +18,20 @@ type Metrics struct {
 	pack        *host.Pack
 	tenantLabel bool
 
-	calls      *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	fuel       *prometheus.HistogramVec
-	memory     *prometheus.HistogramVec
-	inFlight   prometheus.Gauge
-	refusals   *prometheus.CounterVec
-	hookPanics prometheus.Counter
-	guestLines *prometheus.CounterVec
-	poolEvents *prometheus.CounterVec
-	poolReset  prometheus.Histogram
-	poolPages  prometheus.Histogram
+	calls         *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	fuel          *prometheus.HistogramVec
+	memory        *prometheus.HistogramVec
+	inFlight      prometheus.Gauge
+	refusals      *prometheus.CounterVec
+	hookPanics    prometheus.Counter
+	guestLines    *prometheus.CounterVec
+	poolEvents    *prometheus.CounterVec
+	poolReset     prometheus.Histogram
+	poolPages     prometheus.Histogram
+	egress        *prometheus.CounterVec
+	egressRefused *prometheus.CounterVec
+	egressBytes   *prometheus.CounterVec
 	// AuditErrors counts audit lines that could not be written (write
 	// error) and AuditDropped those dropped because the writer fell behind.
 	AuditErrors, AuditDropped prometheus.Counter
@@ -63,6 +66,25 @@ func (m *Metrics) PoolEvent(ev sandbox.PoolEvent) {
 		m.poolReset.Observe(ev.Seconds)
 		m.poolPages.Observe(float64(ev.Pages))
 	}
+}
+
+// EgressRequest counts one outbound HTTP request of pack code.
+func (m *Metrics) EgressRequest(ev host.EgressEvent) {
+	if m == nil {
+		return
+	}
+	class, status := ev.HostClass, "refused"
+	if class == "" {
+		class = "none"
+	}
+	if ev.Reason != "" {
+		m.egressRefused.WithLabelValues(ev.Reason).Inc()
+	} else {
+		status = strconv.Itoa(ev.Status/100) + "xx"
+	}
+	m.egress.WithLabelValues(ev.Tool, class, status).Inc()
+	m.egressBytes.WithLabelValues("sent").Add(float64(ev.BytesSent))
+	m.egressBytes.WithLabelValues("received").Add(float64(ev.BytesReceived))
 }
 
 // NewMetrics registers packd's metrics on reg.
@@ -110,6 +132,15 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_pool_reset_pages", Help: "Pages of 4 KiB a reset copied back to a pooled instance: those its call wrote, or all of its memory where the system cannot tell.",
 		Buckets: prometheus.ExponentialBuckets(1, 4, 10),
 	})
+	m.egress = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_egress_requests_total", Help: "Outbound HTTP requests of pack code, by tool or check id, host class (public, allowed: a special address the operator allows, none: refused before dialling) and status class (2xx ... 5xx, or refused).",
+	}, []string{"id", "host_class", "status_class"})
+	m.egressRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_egress_refusals_total", Help: "Outbound HTTP requests of pack code that got no response, by reason (network-not-allowed, host-not-allowed, address-not-allowed, request-limit, response-too-large, failed, ...).",
+	}, []string{"reason"})
+	m.egressBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_egress_bytes_total", Help: "Body bytes of pack code's outbound HTTP requests, by direction (sent, received).",
+	}, []string{"direction"})
 	m.AuditErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "packd_audit_write_errors_total", Help: "Audit lines lost to a write error (a full disk, say).",
 	})
@@ -126,7 +157,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_pack_info", Help: "The pack being served: always 1.",
 	}, []string{"pack_id", "pack_version", "artifact_version"})
 	cs := []prometheus.Collector{m.calls, m.duration, m.fuel, m.memory, m.inFlight, m.refusals,
-		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.poolPages, poolInstances{cfg.Pack}, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
+		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.poolPages, m.egress, m.egressRefused, m.egressBytes, poolInstances{cfg.Pack}, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
 	if cfg.GoCollectors {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

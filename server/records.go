@@ -106,6 +106,17 @@ func (r *Recorder) callRecord(level string, e Event) {
 	b = strconv.AppendInt(b, ms, 10)
 	b = append(b, `,"fuel":`...)
 	b = append(b, ojson.FormatNumber(float64(e.Fuel))...)
+	if g := e.Egress; g.Requests > 0 || g.Refused > 0 {
+		b = append(b, `,"egress":{"requests":`...)
+		b = strconv.AppendInt(b, int64(g.Requests), 10)
+		b = append(b, `,"refused":`...)
+		b = strconv.AppendInt(b, int64(g.Refused), 10)
+		b = append(b, `,"bytesSent":`...)
+		b = strconv.AppendInt(b, g.BytesSent, 10)
+		b = append(b, `,"bytesReceived":`...)
+		b = strconv.AppendInt(b, g.BytesReceived, 10)
+		b = append(b, '}')
+	}
 	b = append(b, '}', '\n')
 	r.mu.Lock()
 	_, _ = r.w.Write(b)

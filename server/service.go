@@ -111,6 +111,15 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	dropped := func(stream string) { metrics.Load().GuestLineDropped(stream) }
 	hc.Sandbox.DroppedLines = dropped
 	hc.Sandbox.PoolEvents = func(ev sandbox.PoolEvent) { metrics.Load().PoolEvent(ev) }
+	// Outbound HTTP of pack code: counted, and in the audit log when there
+	// is one (both exist once the pack has loaded; no call runs before).
+	var audit atomic.Pointer[AuditLog]
+	hc.Network.OnRequest = func(ev host.EgressEvent) {
+		metrics.Load().EgressRequest(ev)
+		if a := audit.Load(); a != nil {
+			a.Egress(ev)
+		}
+	}
 	// Pack code output never waits for its reader (the sandbox queues it)
 	// and, by default, never reaches the record stream as it is written.
 	switch cfg.GuestOutput {
@@ -162,6 +171,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 			return err
 		}
 		hooks = append(hooks, s.audit)
+		audit.Store(s.audit)
 	}
 	sc := cfg.Server
 	sc.Pack, sc.Records, sc.Hooks, sc.Metrics, sc.MissingEnv = pack, rec, hooks, m, missing

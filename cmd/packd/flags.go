@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -28,6 +29,12 @@ type loadFlags struct {
 	poolAuto                    int
 	fuel, loadFuel              int64
 	compileTimeout, loadTimeout time.Duration
+	// Outbound HTTP of pack code (issue 15): what the operator allows
+	// beyond each tool's network policy, and the per-call caps.
+	netUnrestricted   bool
+	netAllow          string
+	netMaxRequests    int
+	netMaxResponseMiB int64
 	// fs is where the flags were registered; cacheFromEnv: the cache
 	// directory's default came from $PACKD_CACHE_DIR (so it was asked for).
 	fs           *flag.FlagSet
@@ -53,6 +60,44 @@ func (l *loadFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&l.compileTimeout, "compile-timeout", sandbox.DefaultCompileTimeout, "longest a module's compilation may take")
 	fs.DurationVar(&l.loadTimeout, "load-timeout", sandbox.DefaultLoadTimeout, "longest a module's load-time code (start, _initialize, kindgi_describe) may run")
 	fs.Int64Var(&l.loadFuel, "load-fuel", sandbox.DefaultLoadFuel, "fuel budget of a module's load-time code")
+	fs.BoolVar(&l.netUnrestricted, "network-unrestricted", envBool(getenv, "PACKD_NETWORK_UNRESTRICTED"),
+		`let tools whose index entry says network {"kind": "unrestricted"} reach any public host (default $PACKD_NETWORK_UNRESTRICTED; without it such a pack does not load)`)
+	fs.StringVar(&l.netAllow, "network-allow", getenv("PACKD_NETWORK_ALLOW"),
+		"special addresses pack code may reach nonetheless, comma-separated IPs or CIDR ranges, e.g. 10.0.0.0/8 for services in the cluster (default $PACKD_NETWORK_ALLOW; loopback, private, link-local and other special addresses are refused)")
+	fs.IntVar(&l.netMaxRequests, "network-max-requests", int(envInt(getenv, "PACKD_NETWORK_MAX_REQUESTS", int64(egressDefaults.MaxRequests))),
+		"outbound HTTP requests one call may make, redirects included (default $PACKD_NETWORK_MAX_REQUESTS)")
+	fs.Int64Var(&l.netMaxResponseMiB, "network-max-response-mib", envInt(getenv, "PACKD_NETWORK_MAX_RESPONSE_MIB", egressDefaults.MaxResponseBytes>>20),
+		"largest response body one outbound request may bring, MiB; a call may receive four times that (default $PACKD_NETWORK_MAX_RESPONSE_MIB)")
+}
+
+// envBool reads a boolean environment variable ("1", "true", ...); unset
+// or unreadable is false.
+func envBool(getenv func(string) string, name string) bool {
+	b, _ := strconv.ParseBool(getenv(name))
+	return b
+}
+
+// egressDefaults are the per-call caps of outbound HTTP by default.
+var egressDefaults = host.NetworkConfig{MaxRequests: host.DefaultMaxRequests, MaxResponseBytes: host.DefaultMaxResponseBytes}
+
+// networkAllow reads --network-allow: IPs and CIDR ranges.
+func (l *loadFlags) networkAllow() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(l.netAllow, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if ip, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("--network-allow (or PACKD_NETWORK_ALLOW): %q is neither an IP address nor a CIDR range", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // envInt reads an integer environment variable; unset gives def, and a bad
@@ -113,6 +158,15 @@ func (l *loadFlags) check() []string {
 	if l.loadTimeout <= 0 {
 		problems = append(problems, "--load-timeout must be positive")
 	}
+	if _, err := l.networkAllow(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if l.netMaxRequests < 1 || l.netMaxRequests > 10000 {
+		problems = append(problems, "--network-max-requests (or PACKD_NETWORK_MAX_REQUESTS) must be between 1 and 10000")
+	}
+	if l.netMaxResponseMiB < 1 || l.netMaxResponseMiB > 256 {
+		problems = append(problems, "--network-max-response-mib (or PACKD_NETWORK_MAX_RESPONSE_MIB) must be between 1 and 256")
+	}
 	return problems
 }
 
@@ -169,7 +223,15 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 		}
 	}
 	pool, _ := l.pool()
+	allow, _ := l.networkAllow()
 	return host.Config{
+		Network: host.NetworkConfig{
+			Unrestricted:     l.netUnrestricted,
+			AllowAddresses:   allow,
+			MaxRequests:      l.netMaxRequests,
+			MaxResponseBytes: l.netMaxResponseMiB << 20,
+			MaxReceivedBytes: 4 * l.netMaxResponseMiB << 20,
+		},
 		IndexPath:  l.index,
 		ModuleRoot: l.moduleRoot,
 		Sandbox: sandbox.Config{

@@ -148,6 +148,7 @@ func New(cfg Config) *Client {
 	orDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
 	orDefault(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	orDefault(&cfg.MaxReceivedBytes, DefaultMaxReceivedBytes)
+	cfg.MaxResponseBytes = min(cfg.MaxResponseBytes, 1<<30) // its length crosses the ABI in 32 bits
 	if cfg.LookupHost == nil {
 		cfg.LookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
