@@ -32,16 +32,22 @@ type netPack struct {
 	events []host.EgressEvent
 }
 
-func gonetWasm(t testing.TB) []byte {
+// netModules are the same pack in Go (net/http through abi/guest/egress)
+// and in C (sdk/c/kindgi.h's kindgi_http).
+var netModules = []string{"gonet/gonet.wasm", "cnet/cnet.wasm"}
+
+func gonetWasm(t testing.TB) []byte { return netWasm(t, netModules[0]) }
+
+func netWasm(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "gonet", "gonet.wasm"))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
 	if err != nil {
-		t.Fatalf("%v (make builds testdata/gonet/gonet.wasm)", err)
+		t.Fatalf("%v (make builds testdata/%s)", err, name)
 	}
 	return b
 }
 
-func newNetPack(t *testing.T, network host.NetworkConfig) *netPack {
+func newNetPack(t *testing.T, network host.NetworkConfig, module string) *netPack {
 	t.Helper()
 	np := &netPack{}
 	mux := http.NewServeMux()
@@ -88,7 +94,7 @@ func newNetPack(t *testing.T, network host.NetworkConfig) *netPack {
 	schema := `"input":{"type":"object"},"output":{"type":"object"},"modulePath":"gonet.wasm"`
 	index := indexJSON(`{"id":"net.fetch",`+schema+`,"network":{"kind":"allowlist","hosts":["api.test","internal.test","meta.test","169.254.169.254"]}},`+
 		`{"id":"net.offline",`+schema+`,"network":{"kind":"none"}}`, "")
-	path := writePack(t, index, map[string][]byte{"gonet.wasm": gonetWasm(t)})
+	path := writePack(t, index, map[string][]byte{"gonet.wasm": netWasm(t, module)})
 	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 2}, Network: network})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +123,13 @@ func (np *netPack) fetch(t *testing.T, tool string, input map[string]any, timeou
 }
 
 func TestPackCodeReachesOnlyWhatItsPolicyAllows(t *testing.T) {
-	np := newNetPack(t, host.NetworkConfig{})
+	for _, module := range netModules {
+		t.Run(filepath.Dir(module), func(t *testing.T) { reachesOnlyWhatItsPolicyAllows(t, module) })
+	}
+}
+
+func reachesOnlyWhatItsPolicyAllows(t *testing.T, module string) {
+	np := newNetPack(t, host.NetworkConfig{}, module)
 	o, out := np.fetch(t, "net.fetch", map[string]any{"url": np.url("api.test", "/echo"), "method": "POST", "body": "hi"}, time.Minute)
 	if out == nil || out["status"] != 200.0 || out["body"] != "POST hi" || out["seen"] != "Bearer tok-123" {
 		t.Fatalf("an allowed request: %s", o.Response)
@@ -156,7 +168,7 @@ func TestPackCodeReachesOnlyWhatItsPolicyAllows(t *testing.T) {
 }
 
 func TestSlowServerIsCutAtTheCallsDeadline(t *testing.T) {
-	np := newNetPack(t, host.NetworkConfig{})
+	np := newNetPack(t, host.NetworkConfig{}, netModules[1])
 	start := time.Now()
 	o, _ := np.fetch(t, "net.fetch", map[string]any{"url": np.url("api.test", "/slow")}, 500*time.Millisecond)
 	if o.Code != "deadline-exceeded" {
@@ -168,7 +180,7 @@ func TestSlowServerIsCutAtTheCallsDeadline(t *testing.T) {
 }
 
 func TestRequestsPerCallAreCapped(t *testing.T) {
-	np := newNetPack(t, host.NetworkConfig{MaxRequests: 3})
+	np := newNetPack(t, host.NetworkConfig{MaxRequests: 3}, netModules[0])
 	_, out := np.fetch(t, "net.fetch", map[string]any{"url": np.url("api.test", "/echo"), "times": 4}, time.Minute)
 	if out == nil || out["reason"] != "request-limit" {
 		t.Errorf("the fourth request: %v", out)

@@ -36,6 +36,18 @@
  * functions, or throws with kindgi_throw. stdout and stderr (printf) become
  * the call's output lines. Everything the handler allocated is gone with
  * the call's instance.
+ *
+ * Outbound HTTP: kindgi_http sends one request through packd, which sends
+ * it only where the tool's network policy in the index allows (see
+ * docs/index-format.md, "network"); a refused or failed request returns -1
+ * with the reason, which the handler may handle:
+ *
+ *     kindgi_http_response r;
+ *     if (kindgi_http("GET", "https://api.example.com/v1/x", NULL, NULL, 0, &r) != 0) {
+ *         ... r.error_reason, e.g. "host-not-allowed" ...
+ *     }
+ *     ... r.status, r.body, r.body_len, kindgi_get(r.headers, "Content-Type") ...
+ *     kindgi_http_free(&r);
  */
 #ifndef KINDGI_H
 #define KINDGI_H
@@ -110,6 +122,26 @@ enum { KINDGI_DEBUG, KINDGI_INFO, KINDGI_WARN, KINDGI_ERROR };
 /* Writes a line to packd's records, at a level. */
 void kindgi_log(int level, const char *message);
 
+/* An outbound HTTP response, or why there is none. */
+typedef struct {
+    int status;                /* the response's status; 0 when there is none */
+    kindgi_json headers;       /* an object: each header name and its values (an array) */
+    char *body;                /* the body, body_len bytes and a NUL (malloc'd) */
+    size_t body_len;
+    char *error_reason;        /* NULL, or why there is no response (abi/GUEST-ABI.md) */
+    char *error_message;       /* NULL, or the same in words */
+    char *answer_;             /* packd's answer, which headers points into */
+} kindgi_http_response;
+
+/* Sends one request through packd: method (NULL: GET), an absolute http
+ * or https URL, headers as a JSON object of names and arrays of values
+ * (NULL: none), and a body (NULL or body_len bytes). Returns 0 with a
+ * response, or -1 with error_reason and error_message set. Free the
+ * response with kindgi_http_free either way. */
+int kindgi_http(const char *method, const char *url, const char *headers_json,
+                const void *body, size_t body_len, kindgi_http_response *out);
+void kindgi_http_free(kindgi_http_response *r);
+
 typedef int (*kindgi_tool_fn)(kindgi_json input, kindgi_json ctx, kindgi_out *out);
 typedef int (*kindgi_check_fn)(kindgi_json config, kindgi_json trace, kindgi_out *out);
 
@@ -142,10 +174,23 @@ KINDGI_IMPORT("request_len") int32_t kindgi_request_len_(void);
 KINDGI_IMPORT("request_read") void kindgi_request_read_(void *ptr);
 KINDGI_IMPORT("response_write") void kindgi_response_write_(const void *ptr, int32_t len);
 KINDGI_IMPORT("log") void kindgi_log_(int32_t level, const void *ptr, int32_t len);
+KINDGI_IMPORT("http_request") int64_t kindgi_http_request_(const void *head, int32_t head_len, const void *body, int32_t body_len);
+KINDGI_IMPORT("http_response_read") void kindgi_http_response_read_(void *head, void *body);
 #else
-/* Built natively (the SDK's own tests): logs go to stderr. */
+/* Built natively (the SDK's own tests): logs go to stderr, and the
+ * network answers what KINDGI_TEST_HTTP_ANSWER and _BODY say. */
 static void kindgi_log_(int32_t level, const void *ptr, int32_t len) {
     fprintf(stderr, "log %d: %.*s\n", (int)level, (int)len, (const char *)ptr);
+}
+static const char *kindgi_test_http_answer = "{\"bodyLength\":0,\"error\":{\"reason\":\"network-not-allowed\",\"message\":\"outside packd\"}}";
+static const char *kindgi_test_http_body = "";
+static int64_t kindgi_http_request_(const void *head, int32_t head_len, const void *body, int32_t body_len) {
+    (void)head; (void)head_len; (void)body; (void)body_len;
+    return (int64_t)strlen(kindgi_test_http_answer) | (int64_t)strlen(kindgi_test_http_body) << 32;
+}
+static void kindgi_http_response_read_(void *head, void *body) {
+    memcpy(head, kindgi_test_http_answer, strlen(kindgi_test_http_answer));
+    memcpy(body, kindgi_test_http_body, strlen(kindgi_test_http_body));
 }
 #endif
 
@@ -436,6 +481,54 @@ int kindgi_throw(kindgi_out *o, const char *name, const char *message) {
 }
 
 void kindgi_log(int level, const char *message) { kindgi_log_(level, message, (int32_t)strlen(message)); }
+
+/* ---- outbound HTTP ---- */
+
+int kindgi_http(const char *method, const char *url, const char *headers_json,
+                const void *body, size_t body_len, kindgi_http_response *out) {
+    memset(out, 0, sizeof *out);
+    kindgi_out h = {0};
+    h.first = 1;
+    kindgi_begin_object(&h);
+    kindgi_key(&h, "method"); kindgi_write_cstring(&h, method ? method : "GET");
+    kindgi_key(&h, "url"); kindgi_write_cstring(&h, url);
+    if (headers_json) {
+        kindgi_key(&h, "headers");
+        kindgi_write_json(&h, (kindgi_json){headers_json, strlen(headers_json)});
+    }
+    kindgi_end_object(&h);
+    int64_t lens = kindgi_http_request_(h.b, (int32_t)h.n, body, (int32_t)body_len);
+    free(h.b);
+    size_t alen = (size_t)(uint32_t)lens, blen = (size_t)(uint32_t)(lens >> 32);
+    out->answer_ = malloc(alen + 1);
+    out->body = malloc(blen + 1);
+    if (!out->answer_ || !out->body) abort();
+    kindgi_http_response_read_(out->answer_, out->body);
+    out->answer_[alen] = 0;
+    out->body[blen] = 0;
+    out->body_len = blen;
+    kindgi_json a = {out->answer_, alen};
+    kindgi_json err = kindgi_get(a, "error");
+    if (err.p) {
+        out->error_reason = kindgi_string(kindgi_get(err, "reason"), NULL);
+        out->error_message = kindgi_string(kindgi_get(err, "message"), NULL);
+        if (!out->error_reason) out->error_reason = kindgi_string((kindgi_json){"\"failed\"", 8}, NULL);
+        return -1;
+    }
+    double status = 0;
+    kindgi_number(kindgi_get(a, "status"), &status);
+    out->status = (int)status;
+    out->headers = kindgi_get(a, "headers");
+    return 0;
+}
+
+void kindgi_http_free(kindgi_http_response *r) {
+    free(r->body);
+    free(r->error_reason);
+    free(r->error_message);
+    free(r->answer_);
+    memset(r, 0, sizeof *r);
+}
 
 /* ---- the exports ---- */
 #ifdef __wasm__

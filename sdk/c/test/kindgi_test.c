@@ -101,6 +101,20 @@ int main(void) {
     CHECK(kindgi_throw(&o, "RangeError", "too far") == KINDGI_THROWN && o.thrown, "throw");
     CHECK(out_is(&o, "{\"name\":\"RangeError\",\"message\":\"too far\",\"stack\":\"RangeError: too far\"}"), "a throw replaces what was written");
 
+    /* kindgi_http: a refusal, then a response with headers and a body */
+    kindgi_http_response r;
+    CHECK(kindgi_http(NULL, "http://x/", NULL, NULL, 0, &r) == -1, "a refused request returns -1");
+    CHECK(r.status == 0 && r.error_reason && !strcmp(r.error_reason, "network-not-allowed") && r.error_message && !strcmp(r.error_message, "outside packd"), "the refusal's reason and message");
+    kindgi_http_free(&r);
+    kindgi_test_http_answer = "{\"status\":201,\"headers\":{\"X-A\":[\"1\"]},\"bodyLength\":5}";
+    kindgi_test_http_body = "hello";
+    CHECK(kindgi_http("POST", "http://x/", "{\"X-B\":[\"2\"]}", "in", 2, &r) == 0, "a response returns 0");
+    CHECK(r.status == 201 && r.body_len == 5 && !strcmp(r.body, "hello") && !r.error_reason, "status %d, body %s", r.status, r.body);
+    size_t hp = 0;
+    kindgi_json hk, hv;
+    CHECK(kindgi_next(kindgi_get(r.headers, "X-A"), &hp, &hk, &hv) && kindgi_string_is(hv, "1"), "the header X-A");
+    kindgi_http_free(&r);
+
     if (failures) {
         fprintf(stderr, "kindgi_test: %d failure(s)\n", failures);
         return 1;
