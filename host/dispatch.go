@@ -171,7 +171,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		e.Issues = issues
 		return o.fail(e)
 	}
-	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Network, sandbox.Request{Fuel: entry.spec.Fuel, Fresh: entry.spec.Fresh,
+	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Network, entry.spec.CPUTime, sandbox.Request{Fuel: entry.spec.Fuel, Fresh: entry.spec.Fresh, MemoryLimit: entry.spec.MemoryLimit,
 		Body: abi.EncodeInvoke(id, entry.spec.Version, input, callCtx)})
 	if gerr != nil {
 		return o.fail(gerr)
@@ -265,7 +265,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Network, sandbox.Request{Fuel: c.spec.Fuel, Fresh: c.spec.Fresh,
+	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Network, c.spec.CPUTime, sandbox.Request{Fuel: c.spec.Fuel, Fresh: c.spec.Fresh, MemoryLimit: c.spec.MemoryLimit,
 		Body: abi.EncodeCheckInvoke(id, config, trace)})
 	if gerr != nil {
 		return o.fail(gerr)
@@ -288,7 +288,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 // run hands call (its request message, fuel and instance limits) to the
 // module under the call's deadline (ctx's), and returns what the guest
 // answered with StatusOK, or the error message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, network egress.Policy, call sandbox.Request) ([]byte, *abi.Error) {
+func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, network egress.Policy, cpu time.Duration, call sandbox.Request) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
@@ -303,6 +303,11 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, networ
 			l.Stream, l.Line = stream, bytes.TrimSuffix(line, []byte{'\n'})
 			p.output(l)
 		}
+	}
+	if cpu > 0 { // limits.cpuMs caps the run by the clock too
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, CPUDeadline(cpu))
+		defer cancel()
 	}
 	var out *egress.Call
 	if mod.mod.ImportsHTTP() {

@@ -211,3 +211,77 @@ func TestNetworkLoadProblems(t *testing.T) {
 		_ = p.Close(context.Background())
 	}
 }
+
+// TestKindgiNetworkAndLimitsAreEnforced: an index as kindgi writes it
+// (testdata/kindgi/limits.json: network and limits {memMB, cpuMs} on
+// every tool) loads, and each of them holds: the allowlist lets the C
+// pack reach the loopback server and nothing else, memMB stops a grow past
+// it, cpuMs ends a loop that never ends within its fuel and deadline.
+func TestKindgiNetworkAndLimitsAreEnforced(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "customer 42") }))
+	t.Cleanup(srv.Close)
+	index, err := os.ReadFile(filepath.Join("..", "testdata", "kindgi", "limits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writePack(t, string(index), map[string][]byte{"cnet.wasm": netWasm(t, "cnet/cnet.wasm"),
+		"hog.wasm": hostileWasm(t, "hog"), "loop.wasm": hostileWasm(t, "loop")})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Sandbox: sandbox.Config{CacheDir: cacheDir},
+		Network: host.NetworkConfig{AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	for _, spec := range p.Index().Tools {
+		if spec.ID == "hostile.loop" && (spec.Fuel != 50*host.FuelPerMs || spec.CPUTime != 50*time.Millisecond || spec.MemoryLimit != 1<<20) {
+			t.Errorf("hostile.loop's limits read as %+v", spec)
+		}
+	}
+	call := func(tool, input string) (*host.Outcome, string) {
+		o := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"`+tool+`"},"input":`+input+`,"ctx":{"tenantId":"t","runId":"r"}}`), time.Minute)
+		return o, string(o.Response)
+	}
+	if o, out := call("net.fetch", `{"url":"`+srv.URL+`/customers/42"}`); o.Code != "" || !strings.Contains(out, `"body":"customer 42"`) {
+		t.Errorf("an allowed request: %s", out)
+	}
+	if _, out := call("net.fetch", `{"url":"http://api.crm.example.net/"}`); !strings.Contains(out, `"reason":"host-not-allowed"`) {
+		t.Errorf("a host not on the list: %s", out)
+	}
+	if _, out := call("net.offline", `{"url":"`+srv.URL+`/"}`); !strings.Contains(out, `"reason":"network-not-allowed"`) {
+		t.Errorf("a tool without network: %s", out)
+	}
+	if o, out := call("hostile.hog", `{}`); o.Code != "handler-throw" || !strings.Contains(out, "out of memory") || o.Usage.MemoryBytes > 64<<20 {
+		t.Errorf("a grow past memMB: %s (memory %d)", out, o.Usage.MemoryBytes)
+	}
+	start := time.Now()
+	o, out := call("hostile.loop", `{}`)
+	if o.Code != "deadline-exceeded" || o.Usage.Fuel != 50*host.FuelPerMs {
+		t.Errorf("a loop under cpuMs 50: %s, fuel %d", out, o.Usage.Fuel)
+	}
+	if took := time.Since(start); took > host.CPUDeadline(50*time.Millisecond)+5*time.Second {
+		t.Errorf("the loop ran %v", took)
+	}
+}
+
+func TestKindgiLimitProblems(t *testing.T) {
+	wasm := netWasm(t, "cnet/cnet.wasm")
+	schema := `"input":{"type":"object"},"output":{"type":"object"},"modulePath":"cnet.wasm","network":{"kind":"allowlist","hosts":["x.test"]}`
+	for limits, want := range map[string]string{
+		`{"memMB":512}`:  "net.fetch: limits.memMB 512 is over the service's memory limit of 256 MiB (--memory-limit-mib)",
+		`{"memMB":0}`:    "tools[0] (net.fetch) limits.memMB must be an integer from 1 to 65536",
+		`{"cpuMs":1.5}`:  "tools[0] (net.fetch) limits.cpuMs must be an integer from 1 to 86400000",
+		`{"cpuMs":"10"}`: "tools[0] (net.fetch) limits.cpuMs must be an integer from 1 to 86400000",
+	} {
+		path := writePack(t, indexJSON(`{"id":"net.fetch",`+schema+`,"limits":`+limits+`}`, ""), map[string][]byte{"cnet.wasm": wasm})
+		_, err := load(t, path, nil)
+		if got := strings.Join(problems(err), "; "); !strings.Contains(got, want) {
+			t.Errorf("limits %s: %q, want %q", limits, got, want)
+		}
+	}
+	// gonet.wasm starts with 94 pages (5.9 MiB)
+	path := writePack(t, indexJSON(`{"id":"net.fetch",`+strings.Replace(schema, "cnet", "gonet", 1)+`,"limits":{"memMB":4}}`, ""), map[string][]byte{"gonet.wasm": gonetWasm(t)})
+	_, err := load(t, path, nil)
+	if got, want := strings.Join(problems(err), "; "), "net.fetch: limits.memMB 4 is under the 6016 KiB of memory module gonet.wasm starts with"; !strings.Contains(got, want) {
+		t.Errorf("memMB under the module's memory: %q, want %q", got, want)
+	}
+}

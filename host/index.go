@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/kindgi/packd/host/internal/egress"
 	"github.com/kindgi/packd/internal/ojson"
@@ -29,11 +30,17 @@ type ToolSpec struct {
 	ID, Version, Description, ModulePath string
 	Input, Output                        any             // JSON Schemas as written (ojson)
 	Limits                               json.RawMessage // the open limits object as written; nil when absent
-	// Fuel is limits.fuel, the tool's fuel budget per call (0: the default).
+	// Fuel is the tool's fuel budget per call (0: the default):
+	// limits.fuel, or limits.cpuMs × FuelPerMs, the lesser when both are set.
 	Fuel int64
 	// Fresh is limits.instance "fresh": every call in a fresh instance, even
 	// when the service pools instances.
 	Fresh bool
+	// MemoryLimit is limits.memMB in bytes: the tool's instance memory
+	// limit (0: the service's). CPUTime is limits.cpuMs: it sets Fuel and
+	// caps the pack code's run at CPUDeadline(CPUTime).
+	MemoryLimit int64
+	CPUTime     time.Duration
 	// Network is what the tool's code may reach over HTTP (network; none
 	// when absent).
 	Network egress.Policy
@@ -46,8 +53,10 @@ type GuardrailSpec struct {
 	// as {"on-violation": "halt"}; packd keeps it and does not read it.
 	Action       json.RawMessage
 	ConfigSchema any // nil when absent
-	// Fuel is limits.fuel, the check's fuel budget per call (0: the default).
-	Fuel int64
+	// Fuel, MemoryLimit and CPUTime are the check's limits (see ToolSpec).
+	Fuel        int64
+	MemoryLimit int64
+	CPUTime     time.Duration
 	// Fresh is limits.instance "fresh" (see ToolSpec.Fresh).
 	Fresh bool
 	// Network is what the check's code may reach (see ToolSpec.Network).
@@ -288,8 +297,8 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 	t.Network = p.network(o, where)
 	p.str(o, "sandbox", where, false)
 	p.boolean(o, "mutating", where)
-	limits, fuel := p.limits(o, where)
-	t.Limits, t.Fuel, t.Fresh = raw(limits), fuel, p.fresh(limits, where)
+	limits, lim := p.limits(o, where)
+	t.Limits, t.Fuel, t.MemoryLimit, t.CPUTime, t.Fresh = raw(limits), lim.fuel, lim.memory, lim.cpu, p.fresh(limits, where)
 	if len(p.list) > n {
 		return nil
 	}
@@ -325,9 +334,8 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 		}
 		g.ConfigSchema = cs
 	}
-	var lo *ojson.Object
-	lo, g.Fuel = p.limits(o, where)
-	g.Fresh = p.fresh(lo, where)
+	lo, lim := p.limits(o, where)
+	g.Fuel, g.MemoryLimit, g.CPUTime, g.Fresh = lim.fuel, lim.memory, lim.cpu, p.fresh(lo, where)
 	if len(p.list) > n {
 		return nil
 	}
@@ -443,21 +451,63 @@ func (p *problemList) fresh(limits *ojson.Object, where string) bool {
 	return v == "fresh"
 }
 
-// limits reads the open limits object and the one limit packd applies per
-// tool: fuel, a positive integer up to sandbox.MaxFuel.
-func (p *problemList) limits(o *ojson.Object, where string) (*ojson.Object, int64) {
+// FuelPerMs is the fuel one millisecond of limits.cpuMs buys: what the
+// fastest guest code (plain instructions, BenchmarkFuelPace/work: about
+// 0.1 ns a unit) burns in a millisecond. Slower code (memory, calls, host
+// work) burns less in that time, so CPUDeadline bounds it by the clock.
+const FuelPerMs = 10_000_000
+
+// MaxCPUMs is the largest limits.cpuMs: a day.
+const MaxCPUMs = 86_400_000
+
+// CPUDeadline is how long pack code with a cpuMs budget may run by the
+// clock: twice its CPU time and a second more, for host work, waits on the
+// network and a busy machine.
+func CPUDeadline(cpu time.Duration) time.Duration { return 2*cpu + time.Second }
+
+// limitValues are the limits packd applies per tool or check.
+type limitValues struct {
+	fuel, memory int64
+	cpu          time.Duration
+}
+
+// limits reads the open limits object and the limits packd applies per
+// tool: fuel (a positive integer up to sandbox.MaxFuel), and kindgi's
+// memMB and cpuMs (positive integers; memMB at most 65536, cpuMs at most
+// MaxCPUMs).
+func (p *problemList) limits(o *ojson.Object, where string) (*ojson.Object, limitValues) {
+	var lim limitValues
 	l, ok := o.Get("limits")
 	if !ok {
-		return nil, 0
+		return nil, lim
 	}
 	lo, ok := l.(*ojson.Object)
 	if !ok {
 		p.add("%s \"limits\" must be an object", where)
-		return nil, 0
+		return nil, lim
+	}
+	integer := func(key string, max float64) (int64, bool) {
+		v, ok := lo.Get(key)
+		if !ok {
+			return 0, false
+		}
+		n, isNum := v.(float64)
+		if !isNum || n != math.Trunc(n) || n < 1 || n > max {
+			p.add("%s limits.%s must be an integer from 1 to %.0f", where, key, max)
+			return 0, false
+		}
+		return int64(n), true
+	}
+	if mb, ok := integer("memMB", 65536); ok {
+		lim.memory = mb << 20
+	}
+	if ms, ok := integer("cpuMs", MaxCPUMs); ok {
+		lim.cpu = time.Duration(ms) * time.Millisecond
+		lim.fuel = ms * FuelPerMs
 	}
 	f, ok := lo.Get("fuel")
 	if !ok {
-		return lo, 0
+		return lo, lim
 	}
 	n, isNum := f.(float64)
 	if !isNum || n != math.Trunc(n) || math.Abs(n) >= 1<<63 {
@@ -465,9 +515,12 @@ func (p *problemList) limits(o *ojson.Object, where string) (*ojson.Object, int6
 	}
 	if err := sandbox.CheckFuel(int64(n)); err != nil {
 		p.add("%s limits.fuel %v", where, err)
-		return lo, 0
+		return lo, lim
 	}
-	return lo, int64(n)
+	if lim.fuel == 0 || int64(n) < lim.fuel {
+		lim.fuel = int64(n)
+	}
+	return lo, lim
 }
 
 // network reads a network policy: {"kind": "none"}, {"kind":

@@ -366,7 +366,30 @@ func (p *Pack) register(modules map[string]*module) []string {
 		}
 		p.checks[spec.Check()] = c
 	}
+	problems = append(problems, p.memoryProblems()...)
 	return append(problems, p.networkProblems(modules)...)
+}
+
+// memoryProblems: a tool's limits.memMB may not be over the service's
+// memory limit, nor under its module's initial memory.
+func (p *Pack) memoryProblems() []string {
+	var problems []string
+	check := func(id string, limit int64, m *module) {
+		switch {
+		case limit == 0:
+		case limit > p.sb.MemoryLimitBytes():
+			problems = append(problems, fmt.Sprintf("%s: limits.memMB %d is over the service's memory limit of %d MiB (--memory-limit-mib)", id, limit>>20, p.sb.MemoryLimitBytes()>>20))
+		case m != nil && m.mod != nil && m.mod.MinMemoryBytes() > limit:
+			problems = append(problems, fmt.Sprintf("%s: limits.memMB %d is under the %d KiB of memory module %s starts with", id, limit>>20, m.mod.MinMemoryBytes()>>10, m.path))
+		}
+	}
+	for _, spec := range p.index.Tools {
+		check(spec.ID, spec.MemoryLimit, p.modules[spec.ModulePath])
+	}
+	for _, spec := range p.index.Guardrails {
+		check(spec.Check(), spec.MemoryLimit, p.modules[spec.ModulePath])
+	}
+	return problems
 }
 
 // networkProblems: a tool may have unrestricted network only when the

@@ -32,6 +32,10 @@ var (
 	// ErrMemoryBudget: the call's initial memory does not fit in what is
 	// left of Config.MemoryBudget; the call did not start.
 	ErrMemoryBudget = errors.New("sandbox: memory budget spent")
+	// ErrMemoryLimit: the instance's memory is already over the call's
+	// Request.MemoryLimit when the call would start (the module's initial
+	// memory, or its snapshot's); the call did not start.
+	ErrMemoryLimit = errors.New("sandbox: the instance's memory is over the call's memory limit")
 	// ErrLoadLimit: guest code run at load (start function, _initialize,
 	// kindgi_describe) went past Config.LoadTimeout or Config.LoadFuel.
 	ErrLoadLimit = errors.New("sandbox: load-time code over its limit")

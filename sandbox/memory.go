@@ -1,6 +1,10 @@
 package sandbox
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
 
 // memBudget is the bytes of linear memory every instance of a sandbox may
 // hold together (Config.MemoryBudget). Instances take from it when their
@@ -45,6 +49,55 @@ type callMemory struct {
 	prepaid int64     // reserved, not yet allocated
 	image   *memImage // when set, the memory maps this snapshot image
 	linear  *mmapMemory
+	// limit bounds the memory of the call it serves, in bytes (0: only the
+	// sandbox's MemoryLimitPages): Request.MemoryLimit. A pooled instance's
+	// is set for each of its calls.
+	limit int64
+}
+
+// fits reports whether the memory may be size bytes under the call's limit.
+func (c *callMemory) fits(size uint64) bool { return c.limit <= 0 || size <= uint64(c.limit) }
+
+// allocator is what allocates the instance memory of c: mapped (Linux) or
+// on the Go heap (elsewhere, and in the portable mode the tests use); both
+// keep to the budget and the call's limit.
+func (c *callMemory) allocator() experimental.MemoryAllocator {
+	if ownMemory() {
+		return c
+	}
+	return heapAllocator{c}
+}
+
+type heapAllocator struct{ c *callMemory }
+
+func (a heapAllocator) Allocate(_, max uint64) experimental.LinearMemory {
+	return &heapMemory{call: a.c, max: max}
+}
+
+// heapMemory is linear memory on the Go heap: where packd does not map
+// memory, or mapping fails.
+type heapMemory struct {
+	call *callMemory
+	buf  []byte
+	max  uint64
+}
+
+func (h *heapMemory) Reallocate(size uint64) []byte {
+	if size > h.max || !h.call.fits(size) {
+		return nil
+	}
+	if grow := int64(size) - int64(len(h.buf)); grow > 0 {
+		if !h.call.take(grow) {
+			return nil
+		}
+		h.buf = append(h.buf, make([]byte, grow)...)
+	}
+	return h.buf[:size:size]
+}
+
+func (h *heapMemory) Free() {
+	h.call.budget.give(int64(len(h.buf)))
+	h.buf = nil
 }
 
 func (c *callMemory) take(n int64) bool {

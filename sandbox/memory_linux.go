@@ -41,31 +41,6 @@ func (c *callMemory) Allocate(_, max uint64) experimental.LinearMemory {
 	return m
 }
 
-// heapMemory is linear memory on the Go heap, for when mapping fails.
-type heapMemory struct {
-	call *callMemory
-	buf  []byte
-	max  uint64
-}
-
-func (h *heapMemory) Reallocate(size uint64) []byte {
-	if size > h.max {
-		return nil
-	}
-	if grow := int64(size) - int64(len(h.buf)); grow > 0 {
-		if !h.call.take(grow) {
-			return nil
-		}
-		h.buf = append(h.buf, make([]byte, grow)...)
-	}
-	return h.buf[:size:size]
-}
-
-func (h *heapMemory) Free() {
-	h.call.budget.give(int64(len(h.buf)))
-	h.buf = nil
-}
-
 type mmapMemory struct {
 	call  *callMemory
 	buf   []byte    // the whole mapping, nil when mapping failed
@@ -76,7 +51,7 @@ type mmapMemory struct {
 // Reallocate grows the memory to size bytes, or returns nil (the grow fails)
 // when the mapping or the budget cannot hold it.
 func (m *mmapMemory) Reallocate(size uint64) []byte {
-	if size > uint64(len(m.buf)) {
+	if size > uint64(len(m.buf)) || !m.call.fits(size) {
 		return nil
 	}
 	if size > m.size {

@@ -4,11 +4,13 @@ package sandbox
 
 import "github.com/tetratelabs/wazero/experimental"
 
-// mmapAvailable: elsewhere instance memory is wazero's own (Go heap), and
-// the budget counts only each call's initial reservation.
+// mmapAvailable: elsewhere instance memory is on the Go heap
+// (heapMemory).
 const mmapAvailable = false
 
-func (c *callMemory) Allocate(_, _ uint64) experimental.LinearMemory { return nil }
+func (c *callMemory) Allocate(_, max uint64) experimental.LinearMemory {
+	return heapAllocator{c}.Allocate(0, max)
+}
 
 type mappings struct{}
 

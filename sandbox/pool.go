@@ -99,7 +99,8 @@ const snapshotMaxAge = 10 * time.Minute
 type pooledInstance struct {
 	snap         *snapshot   // the snapshot it is reset to
 	since        time.Time   // when it was last put back
-	lin          *mmapMemory // its linear memory, when packd allocated it
+	lin          *mmapMemory // its linear memory, when packd mapped it
+	mem          *callMemory // its share of the budget, and its call's memory limit
 	inst         api.Module
 	call         api.Function // kindgi_call, made once: wazero allocates a call stack for each
 	state        callState    // the state of its call, and its context: one call at a time
@@ -167,6 +168,11 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	if err != nil {
 		return Reply{}, err
 	}
+	if req.MemoryLimit > 0 && int64(pi.memory.Size()) > req.MemoryLimit {
+		p.put(pi, now)
+		return Reply{}, fmt.Errorf("%w: the module's memory after initialisation is %d bytes, the limit %d", ErrMemoryLimit, pi.memory.Size(), req.MemoryLimit)
+	}
+	pi.mem.limit = req.MemoryLimit
 	st := &pi.state
 	s.initState(st, req, budget)
 	keep := false
@@ -264,16 +270,14 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	defer cancel()
 	st := s.newState(Request{Env: env}, s.cfg.LoadFuel)
 	lctx = context.WithValue(lctx, stateKey{}, st)
-	if ownMemory() {
-		lctx = experimental.WithMemoryAllocator(lctx, mem)
-	}
+	lctx = experimental.WithMemoryAllocator(lctx, mem.allocator())
 	inst, err := s.instantiate(lctx, m)
 	mem.release()
 	if err != nil {
 		return nil, fmt.Errorf("instantiating module: %w", classify(lctx, err))
 	}
 	p.live.Add(1)
-	pi := &pooledInstance{inst: inst, call: inst.ExportedFunction(abi.ExportCall), lin: mem.linear, memory: inst.Memory(), closeRelease: func() {
+	pi := &pooledInstance{inst: inst, call: inst.ExportedFunction(abi.ExportCall), lin: mem.linear, mem: mem, memory: inst.Memory(), closeRelease: func() {
 		_ = inst.Close(context.Background())
 		p.live.Add(-1)
 	}}

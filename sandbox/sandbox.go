@@ -268,6 +268,10 @@ func (s *Sandbox) MemoryInUse() int64 { return s.mem.used.Load() }
 // MaxModuleBytes is the largest module Compile accepts.
 func (s *Sandbox) MaxModuleBytes() int { return s.cfg.MaxModuleBytes }
 
+// MemoryLimitBytes is the linear memory limit of every instance, in bytes
+// (Config.MemoryLimitPages).
+func (s *Sandbox) MemoryLimitBytes() int64 { return int64(s.cfg.MemoryLimitPages) << 16 }
+
 // Module is a compiled pack module. Calls on it may run concurrently.
 type Module struct {
 	sb       *Sandbox
@@ -286,6 +290,9 @@ type Module struct {
 // ABIVersion is the guest ABI version the module declared when Describe
 // ran (0 before then).
 func (m *Module) ABIVersion() int32 { return m.abiVersion.Load() }
+
+// MinMemoryBytes is the module's initial linear memory, in bytes.
+func (m *Module) MinMemoryBytes() int64 { return m.minBytes }
 
 // ImportsHTTP reports whether the module imports http_request: only then
 // can its calls send requests (Request.Egress).
@@ -530,6 +537,11 @@ type Request struct {
 	// Egress sends the call's outbound HTTP requests; nil refuses them
 	// (the guest's http_request answers network-not-allowed).
 	Egress Egress
+	// MemoryLimit bounds the call's linear memory, in bytes, below
+	// Config.MemoryLimitPages (0: that limit alone): its memory.grow past
+	// it returns -1, and an instance already over it does not run the call
+	// (ErrMemoryLimit).
+	MemoryLimit int64
 }
 
 // budgetFor is a call's fuel budget: the request's, else the default.
@@ -646,6 +658,9 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	if err := ctx.Err(); err != nil {
 		return rep, classify(ctx, err)
 	}
+	if req.MemoryLimit > 0 && m.minBytes > req.MemoryLimit {
+		return rep, fmt.Errorf("%w: the module's initial memory is %d bytes, the limit %d", ErrMemoryLimit, m.minBytes, req.MemoryLimit)
+	}
 	// The module's initial memory is reserved before it is instantiated.
 	mem := &callMemory{budget: &s.mem, maps: s.maps}
 	if !mem.take(m.minBytes) {
@@ -653,9 +668,8 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	}
 	mem.prepaid = m.minBytes
 	defer mem.release()
-	if ownMemory() {
-		ctx = experimental.WithMemoryAllocator(ctx, mem)
-	}
+	mem.limit = req.MemoryLimit
+	ctx = experimental.WithMemoryAllocator(ctx, mem.allocator())
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	inst, err = s.instantiate(ctx, m)
 	if err != nil {
