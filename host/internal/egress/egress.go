@@ -217,7 +217,11 @@ func (c *Client) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		lastErr = err
 	}
 	if lastErr == nil && refused.IsValid() {
-		return nil, &refusal{abi.EgressAddressNotAllowed, fmt.Sprintf("%s resolves to %s, a %s address packd does not dial", host, refused, special(refused))}
+		what := host + " resolves to " + refused.String() + ", a"
+		if host == refused.String() {
+			what = host + " is a"
+		}
+		return nil, &refusal{abi.EgressAddressNotAllowed, fmt.Sprintf("%s %s address, which packd dials only when the operator allows it (--network-allow)", what, special(refused))}
 	}
 	if lastErr == nil {
 		lastErr = fmt.Errorf("%s has no address", host)
