@@ -2,10 +2,18 @@ package host_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
+	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/host/internal/egress"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -30,3 +38,67 @@ func BenchmarkDispatchEcho(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEgress is what an outbound HTTP request of pack code costs next
+// to a plain Go client, against one loopback server in the same run
+// (`make bench`): plain-client is net/http's client; host is packd's
+// egress as the host sends a request (policy, its own resolution, the
+// address checks, the caps); go-pack is a call of testdata/gonet (pooled)
+// that makes 8 requests with net/http through abi/guest/egress, reported
+// per request (ns/request).
+func BenchmarkEgress(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong") }))
+	defer srv.Close()
+	ctx := context.Background()
+	allow := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	b.Run("plain-client", func(b *testing.B) {
+		c := &http.Client{Transport: &http.Transport{}}
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := c.Get(srv.URL + "/ping")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.ReadAll(res.Body)
+			res.Body.Close()
+		}
+	})
+	b.Run("host", func(b *testing.B) {
+		c := egress.New(egress.Config{AllowAddresses: allow, MaxRequests: 1 << 30})
+		defer c.Close()
+		k := c.ForCall(egress.Policy{Kind: egress.KindAllowlist, Hosts: []string{"127.0.0.1"}}, egress.CallInfo{})
+		b.ReportAllocs()
+		for b.Loop() {
+			if ans, _ := k.Do(ctx, &abi.HTTPRequest{URL: srv.URL + "/ping"}, nil); ans.Error != nil {
+				b.Fatal(ans.Error)
+			}
+		}
+	})
+	b.Run("go-pack", func(b *testing.B) {
+		dir := b.TempDir()
+		schema := `"input":{"type":"object"},"output":{"type":"object"},"modulePath":"gonet.wasm"`
+		index := indexJSON(`{"id":"net.fetch",`+schema+`,"network":{"kind":"allowlist","hosts":["127.0.0.1"]}},{"id":"net.offline",`+schema+`}`, "")
+		if err := os.WriteFile(filepath.Join(dir, "index.json"), []byte(index), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "gonet.wasm"), gonetWasm(b), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		p, err := host.Load(ctx, host.Config{IndexPath: filepath.Join(dir, "index.json"), Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 1},
+			Network: host.NetworkConfig{AllowAddresses: allow}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close(ctx)
+		msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"` + srv.URL + `/ping","times":` + strconv.Itoa(egressTimes) + `},"ctx":{"tenantId":"t","runId":"r"}}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			if o := p.Dispatch(ctx, msg, 0); !o.OK() || o.Usage.Egress.Requests != egressTimes {
+				b.Fatalf("%s", o.Response)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(egressTimes*b.N), "ns/request")
+	})
+}
+
+var egressTimes = 8

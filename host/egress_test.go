@@ -255,7 +255,7 @@ func TestKindgiNetworkAndLimitsAreEnforced(t *testing.T) {
 	}
 	start := time.Now()
 	o, out := call("hostile.loop", `{}`)
-	if o.Code != "deadline-exceeded" || o.Usage.Fuel != 50*host.FuelPerMs {
+	if o.Code != "deadline-exceeded" || o.Usage.Fuel > 50*host.FuelPerMs {
 		t.Errorf("a loop under cpuMs 50: %s, fuel %d", out, o.Usage.Fuel)
 	}
 	if took := time.Since(start); took > host.CPUDeadline(50*time.Millisecond)+5*time.Second {

@@ -451,11 +451,14 @@ func (p *problemList) fresh(limits *ojson.Object, where string) bool {
 	return v == "fresh"
 }
 
-// FuelPerMs is the fuel one millisecond of limits.cpuMs buys: what the
-// fastest guest code (plain instructions, BenchmarkFuelPace/work: about
-// 0.1 ns a unit) burns in a millisecond. Slower code (memory, calls, host
-// work) burns less in that time, so CPUDeadline bounds it by the clock.
-const FuelPerMs = 10_000_000
+// FuelPerMs is the fuel one millisecond of limits.cpuMs buys: about the
+// fastest rate any guest measured here burns fuel (a Go guest decoding
+// JSON, 120–160 units a nanosecond: the pass charges a whole loop body per
+// iteration, and Go's code jumps through one loop per function; plain
+// instructions burn about 10 a nanosecond). So no guest runs out of fuel
+// before its cpuMs of CPU, and CPUDeadline bounds the slower burners by
+// the clock.
+const FuelPerMs = 200_000_000
 
 // MaxCPUMs is the largest limits.cpuMs: a day.
 const MaxCPUMs = 86_400_000
