@@ -177,6 +177,14 @@ func TestSlowServerIsCutAtTheCallsDeadline(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the call took %v", took)
 	}
+	// The caller leaving (its context cancelled) cuts the request as soon.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start = time.Now()
+	o = np.pack.Dispatch(ctx, []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"`+np.url("api.test", "/slow")+`"},"ctx":{"tenantId":"t","runId":"r"}}`), time.Minute)
+	if o.Code == "" || time.Since(start) > 10*time.Second {
+		t.Errorf("a cancelled call: code %q after %v", o.Code, time.Since(start))
+	}
 }
 
 func TestRequestsPerCallAreCapped(t *testing.T) {

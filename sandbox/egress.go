@@ -13,8 +13,9 @@ import (
 // decides what the call may reach and how much it may send and receive.
 // Do is called on the guest's goroutine, one request at a time; it returns
 // the answer and the whole response body (nil with an answer whose Error
-// says why there is none), and returns at once when ctx is done. It must
-// not keep req or body: body is a copy the call owns until Do returns.
+// says why there is none), and returns at once when ctx is done. body is
+// the guest's memory, as long as the guest asked: Do checks its length
+// before it copies what it sends, and keeps nothing of it.
 type Egress interface {
 	Do(ctx context.Context, req *abi.HTTPRequest, body []byte) (*abi.HTTPAnswer, []byte)
 }
@@ -49,7 +50,7 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	case st.egress == nil:
 		ans = refusedHTTP(abi.EgressNotAllowed, "this call may not use the network")
 	default:
-		ans, resp = st.egress.Do(ctx, &req, append([]byte(nil), body...))
+		ans, resp = st.egress.Do(ctx, &req, body)
 	}
 	if ctx.Err() != nil {
 		stopForContext()

@@ -315,7 +315,8 @@ var methods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": tr
 var hopHeaders = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
 	"Keep-Alive": true, "Upgrade": true, "Te": true, "Trailer": true, "Proxy-Connection": true, "Proxy-Authorization": true}
 
-// Do sends one request (sandbox.Egress).
+// Do sends one request (sandbox.Egress). body may be the guest's memory:
+// Do copies it once its length is checked.
 func (k *Call) Do(ctx context.Context, r *abi.HTTPRequest, body []byte) (*abi.HTTPAnswer, []byte) {
 	start := time.Now()
 	ev := Event{Tool: k.info.Tool, Tenant: k.info.Tenant}
@@ -368,6 +369,9 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	if int64(len(body)) > k.c.cfg.MaxRequestBytes {
 		return refused(abi.EgressTooLarge, "the request body of %d bytes is over the cap of %d", len(body), k.c.cfg.MaxRequestBytes), nil
 	}
+	// body is the guest's memory: the transport may still read the body
+	// after Do returns (a server that answers before reading it all).
+	body = bytes.Clone(body)
 	if k.sum.Requests >= k.c.cfg.MaxRequests {
 		return refused(abi.EgressRequestLimit, "a call may make %d requests", k.c.cfg.MaxRequests), nil
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -206,6 +207,16 @@ func TestBounds(t *testing.T) {
 	}
 	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/ok")}, "more than ten bytes"); reason(ans) != abi.EgressTooLarge {
 		t.Errorf("a large body: %s", reason(ans))
+	}
+	// A body over the cap is refused before any of it is copied: the guest
+	// cannot make the host hold its memory again.
+	big := make([]byte, 64<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ans2, _ := k.Do(context.Background(), &abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/ok")}, big)
+	runtime.ReadMemStats(&after)
+	if reason(ans2) != abi.EgressTooLarge || after.TotalAlloc-before.TotalAlloc > 1<<20 {
+		t.Errorf("a 64 MiB body: %s, %d bytes allocated", reason(ans2), after.TotalAlloc-before.TotalAlloc)
 	}
 	// the redirect counts as the second request
 	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/redirect?to=/redirect?to=/ok")}, ""); reason(ans) != abi.EgressRequestLimit {
