@@ -50,7 +50,7 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	case st.egress == nil:
 		ans = refusedHTTP(abi.EgressNotAllowed, "this call may not use the network")
 	default:
-		ans, resp = st.egress.Do(ctx, &req, body)
+		ans, resp = doDetached(ctx, st.egress, &req, body)
 	}
 	if ctx.Err() != nil {
 		stopForContext()
@@ -84,6 +84,26 @@ func httpResponseRead(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 	}
 	st.httpAnswer, st.httpBody = nil, nil
+}
+
+// doDetached runs Do under a context of its own with the call's deadline
+// and cancellation: a pooled instance reuses its call's context, and an
+// HTTP client's goroutines may look at a request's context after Do has
+// returned.
+func doDetached(ctx context.Context, eg Egress, req *abi.HTTPRequest, body []byte) (*abi.HTTPAnswer, []byte) {
+	var rctx context.Context
+	var cancel context.CancelFunc
+	if d, ok := ctx.Deadline(); ok {
+		rctx, cancel = context.WithDeadline(context.Background(), d)
+	} else {
+		rctx, cancel = context.WithCancel(context.Background())
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	defer func() {
+		stop()
+		cancel()
+	}()
+	return eg.Do(rctx, req, body)
 }
 
 func refusedHTTP(reason, message string) *abi.HTTPAnswer {
