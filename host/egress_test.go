@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/host/internal/egress/egresstest"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -50,32 +50,7 @@ func netWasm(t testing.TB, name string) []byte {
 func newNetPack(t *testing.T, network host.NetworkConfig, module string) *netPack {
 	t.Helper()
 	np := &netPack{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		w.Header().Set("X-Seen", r.Header.Get("Authorization"))
-		fmt.Fprintf(w, "%s %s", r.Method, b)
-	})
-	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
-	})
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(20 * time.Second):
-		}
-	})
-	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
-		chunk := strings.Repeat("x", 64<<10)
-		for i := 0; i < 160; i++ {
-			if _, err := io.WriteString(w, chunk); err != nil {
-				return
-			}
-		}
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	_, np.port, _ = net.SplitHostPort(srv.Listener.Addr().String())
+	_, np.port = egresstest.Server(t)
 	resolve := map[string]string{"api.test": "127.0.0.1", "internal.test": "10.1.2.3", "meta.test": "169.254.169.254"}
 	network.LookupHost = func(_ context.Context, name string) ([]netip.Addr, error) {
 		if a, ok := resolve[name]; ok {

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/host/internal/egress/egresstest"
 )
 
 // names the tests resolve: api.test and *.svc.test are the loopback test
@@ -47,32 +44,7 @@ type fixture struct {
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
 	f := &fixture{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("X-Seen", r.Header.Get("X-Token"))
-		fmt.Fprintf(w, "%s %s %s", r.Method, r.Host, body)
-	})
-	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
-	})
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
-	})
-	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
-		chunk := strings.Repeat("x", 64<<10)
-		for i := 0; i < 160; i++ { // 10 MiB
-			if _, err := io.WriteString(w, chunk); err != nil {
-				return
-			}
-		}
-	})
-	f.srv = httptest.NewServer(mux)
-	t.Cleanup(f.srv.Close)
-	_, f.port, _ = net.SplitHostPort(f.srv.Listener.Addr().String())
+	f.srv, f.port = egresstest.Server(t)
 	if cfg.LookupHost == nil {
 		cfg.LookupHost = lookup
 	}
@@ -112,17 +84,17 @@ func reason(a *abi.HTTPAnswer) string {
 func TestAllowedRequestIsSent(t *testing.T) {
 	f := newFixture(t, Config{})
 	k := f.client.ForCall(allow, CallInfo{Tool: "t.tool", Tenant: "acme"})
-	ans, body := do(t, k, context.Background(), abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/ok"), Headers: map[string][]string{"x-token": {"s3cret"}}}, "hello")
+	ans, body := do(t, k, context.Background(), abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/echo"), Headers: map[string][]string{"authorization": {"s3cret"}}}, "hello")
 	if ans.Error != nil || ans.Status != 200 {
 		t.Fatalf("answer %+v", ans.Error)
 	}
-	if want := "POST api.test:" + f.port + " hello"; body != want {
+	if want := "POST hello"; body != want {
 		t.Errorf("body %q, want %q", body, want)
 	}
 	if got := ans.Headers["X-Seen"]; len(got) != 1 || got[0] != "s3cret" {
 		t.Errorf("the header did not reach the server: %v", ans.Headers)
 	}
-	ans, _ = do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("a.svc.test", "/ok")}, "")
+	ans, _ = do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("a.svc.test", "/echo")}, "")
 	if ans.Error != nil {
 		t.Errorf("a *.svc.test host: %v", ans.Error)
 	}
@@ -140,17 +112,17 @@ func TestRefusals(t *testing.T) {
 	f := newFixture(t, Config{MaxRequests: 20})
 	k := f.client.ForCall(allow, CallInfo{})
 	cases := []struct{ name, url, want string }{
-		{"a host not on the list", f.url("other.test", "/ok"), abi.EgressHostNotAllowed},
-		{"the apex of a glob", f.url("svc.test", "/ok"), abi.EgressHostNotAllowed},
-		{"a redirect to a host not on the list", f.url("api.test", "/redirect?to=") + f.url("other.test", "/ok"), abi.EgressHostNotAllowed},
+		{"a host not on the list", f.url("other.test", "/echo"), abi.EgressHostNotAllowed},
+		{"the apex of a glob", f.url("svc.test", "/echo"), abi.EgressHostNotAllowed},
+		{"a redirect to a host not on the list", f.url("api.test", "/redirect?to=") + f.url("other.test", "/echo"), abi.EgressHostNotAllowed},
 		{"a redirect to the metadata address", f.url("api.test", "/redirect?to=") + "http://169.254.169.254/latest/meta-data/", abi.EgressAddressNotAllowed},
-		{"a name that resolves to a private address", f.url("internal.test", "/ok"), abi.EgressAddressNotAllowed},
-		{"a name that resolves to the metadata address", f.url("meta.test", "/ok"), abi.EgressAddressNotAllowed},
+		{"a name that resolves to a private address", f.url("internal.test", "/echo"), abi.EgressAddressNotAllowed},
+		{"a name that resolves to the metadata address", f.url("meta.test", "/echo"), abi.EgressAddressNotAllowed},
 		{"the metadata address", "http://169.254.169.254/latest/meta-data/", abi.EgressAddressNotAllowed},
-		{"an IPv4-mapped private address", f.url("mapped.test", "/ok"), abi.EgressAddressNotAllowed},
-		{"loopback the operator did not allow", f.url("127.0.0.2", "/ok"), abi.EgressAddressNotAllowed},
+		{"an IPv4-mapped private address", f.url("mapped.test", "/echo"), abi.EgressAddressNotAllowed},
+		{"loopback the operator did not allow", f.url("127.0.0.2", "/echo"), abi.EgressAddressNotAllowed},
 		{"a file URL", "file:///etc/passwd", abi.EgressBadRequest},
-		{"a relative URL", "/ok", abi.EgressBadRequest},
+		{"a relative URL", "/echo", abi.EgressBadRequest},
 		{"a user in the URL", "http://u:p@api.test/ok", abi.EgressBadRequest},
 	}
 	for _, c := range cases {
@@ -160,21 +132,21 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 	for _, h := range []string{"Host", "content-length", "Transfer-Encoding", "bad name"} {
-		ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok"), Headers: map[string][]string{h: {"x"}}}, "")
+		ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/echo"), Headers: map[string][]string{h: {"x"}}}, "")
 		if reason(ans) != abi.EgressBadRequest {
 			t.Errorf("header %q: %s", h, reason(ans))
 		}
 	}
-	ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok"), Headers: map[string][]string{"X-A": {"a\r\nX-B: b"}}}, "")
+	ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/echo"), Headers: map[string][]string{"X-A": {"a\r\nX-B: b"}}}, "")
 	if reason(ans) != abi.EgressBadRequest {
 		t.Errorf("a header value with CRLF: %s", reason(ans))
 	}
-	ans, _ = do(t, k, context.Background(), abi.HTTPRequest{Method: "CONNECT", URL: f.url("api.test", "/ok")}, "")
+	ans, _ = do(t, k, context.Background(), abi.HTTPRequest{Method: "CONNECT", URL: f.url("api.test", "/echo")}, "")
 	if reason(ans) != abi.EgressBadRequest {
 		t.Errorf("CONNECT: %s", reason(ans))
 	}
 	for _, p := range []Policy{{}, {Kind: KindNone}, {Kind: KindUnrestricted}} {
-		ans, _ := do(t, f.client.ForCall(p, CallInfo{}), context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok")}, "")
+		ans, _ := do(t, f.client.ForCall(p, CallInfo{}), context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/echo")}, "")
 		if reason(ans) != abi.EgressNotAllowed {
 			t.Errorf("policy %+v without the operator's leave: %s", p, reason(ans))
 		}
@@ -184,13 +156,13 @@ func TestRefusals(t *testing.T) {
 func TestUnrestrictedStillRefusesSpecialAddresses(t *testing.T) {
 	f := newFixture(t, Config{Unrestricted: true})
 	k := f.client.ForCall(Policy{Kind: KindUnrestricted}, CallInfo{})
-	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("anything.test.", "/ok")}, ""); reason(ans) != abi.EgressFailed {
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("anything.test.", "/echo")}, ""); reason(ans) != abi.EgressFailed {
 		t.Errorf("an unknown name: %s", reason(ans))
 	}
-	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok")}, ""); ans.Error != nil {
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/echo")}, ""); ans.Error != nil {
 		t.Errorf("allowed loopback: %v", ans.Error)
 	}
-	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("meta.test", "/ok")}, ""); reason(ans) != abi.EgressAddressNotAllowed {
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("meta.test", "/echo")}, ""); reason(ans) != abi.EgressAddressNotAllowed {
 		t.Errorf("metadata: %s", reason(ans))
 	}
 }
@@ -205,7 +177,7 @@ func TestBounds(t *testing.T) {
 	if got := k.Summary().BytesReceived; got != 1<<20 {
 		t.Errorf("received %d bytes, want the cap", got)
 	}
-	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/ok")}, "more than ten bytes"); reason(ans) != abi.EgressTooLarge {
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/echo")}, "more than ten bytes"); reason(ans) != abi.EgressTooLarge {
 		t.Errorf("a large body: %s", reason(ans))
 	}
 	// A body over the cap is refused before any of it is copied: the guest
@@ -213,7 +185,7 @@ func TestBounds(t *testing.T) {
 	big := make([]byte, 64<<20)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	ans2, _ := k.Do(context.Background(), &abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/ok")}, big)
+	ans2, _ := k.Do(context.Background(), &abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/echo")}, big)
 	runtime.ReadMemStats(&after)
 	if reason(ans2) != abi.EgressTooLarge || after.TotalAlloc-before.TotalAlloc > 1<<20 {
 		t.Errorf("a 64 MiB body: %s, %d bytes allocated", reason(ans2), after.TotalAlloc-before.TotalAlloc)
@@ -222,7 +194,7 @@ func TestBounds(t *testing.T) {
 	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/redirect?to=/redirect?to=/ok")}, ""); reason(ans) != abi.EgressRequestLimit {
 		t.Errorf("past the request cap by redirect: %s", reason(ans))
 	}
-	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok")}, ""); reason(ans) != abi.EgressRequestLimit {
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/echo")}, ""); reason(ans) != abi.EgressRequestLimit {
 		t.Errorf("past the request cap: %s", reason(ans))
 	}
 

@@ -1,0 +1,51 @@
+// Package egresstest is the loopback HTTP server the egress tests send
+// pack code's requests to.
+package egresstest
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Server starts a loopback server, stopped when the test ends, and
+// returns it with its port:
+//
+//	/echo      answers "METHOD BODY", and the request's Authorization in X-Seen
+//	/redirect  redirects to its query's "to"
+//	/slow      answers after 20 s, or when the client leaves
+//	/huge      answers 10 MiB
+func Server(t testing.TB) (*httptest.Server, string) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen", r.Header.Get("Authorization"))
+		fmt.Fprintf(w, "%s %s", r.Method, b)
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	})
+	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
+		chunk := strings.Repeat("x", 64<<10)
+		for i := 0; i < 160; i++ {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return srv, port
+}
