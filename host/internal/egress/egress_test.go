@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,5 +225,18 @@ func TestCheckHost(t *testing.T) {
 		if CheckHost(h) == nil {
 			t.Errorf("%q is accepted", h)
 		}
+	}
+}
+
+// TestTLSIsVerified: a server whose certificate the system does not trust
+// (httptest's own) gets no request.
+func TestTLSIsVerified(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret reached") }))
+	defer srv.Close()
+	f := newFixture(t, Config{})
+	k := f.client.ForCall(Policy{Kind: KindAllowlist, Hosts: []string{"127.0.0.1"}}, CallInfo{})
+	ans, body := do(t, k, context.Background(), abi.HTTPRequest{URL: srv.URL + "/"}, "")
+	if reason(ans) != abi.EgressFailed || !strings.Contains(ans.Error.Message, "certificate") || body != "" {
+		t.Errorf("an untrusted certificate: %s %+v %q", reason(ans), ans.Error, body)
 	}
 }
