@@ -24,9 +24,9 @@ import (
 )
 
 var (
-	binDir     string
-	packdPath  string
-	vcsStamped bool // packd's build info names its VCS revision
+	binDir      string
+	packdPath   string
+	vcsRevision string // the VCS revision packd's build info names, if any
 )
 
 func buildBinary() int {
@@ -36,7 +36,7 @@ func buildBinary() int {
 		return 1
 	}
 	packdPath = filepath.Join(binDir, "packd")
-	defer func() { vcsStamped = stamped(packdPath) }()
+	defer func() { vcsRevision = stamped(packdPath) }()
 	// make test hands over the binary it built (the one the image holds).
 	if given := os.Getenv("PACKD_BINARY"); given != "" {
 		b, err := os.ReadFile(given)
@@ -65,18 +65,18 @@ func buildBinary() int {
 	return 0
 }
 
-// stamped reports whether a binary's build info names its VCS revision.
-func stamped(path string) bool {
+// stamped is the VCS revision a binary's build info names ("" for none).
+func stamped(path string) string {
 	bi, err := buildinfo.ReadFile(path)
 	if err != nil {
-		return false
+		return ""
 	}
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" {
-			return true
+			return s.Value
 		}
 	}
-	return false
+	return ""
 }
 
 // lines collects a stream's lines for waiting on them.
