@@ -86,18 +86,14 @@ func httpResponseRead(ctx context.Context, mod api.Module, stack []uint64) {
 	st.httpAnswer, st.httpBody = nil, nil
 }
 
-// doDetached runs Do under a context of its own with the call's deadline
-// and cancellation: a pooled instance reuses its call's context, and an
-// HTTP client's goroutines may look at a request's context after Do has
-// returned.
+// doDetached runs Do under a context of its own, cancelled when the
+// call's is done (its deadline or cancellation): a pooled instance reuses
+// its call's context, and an HTTP client's goroutines may look at a
+// request's context after Do has returned. It has no deadline of its own,
+// so that the call's context is always done first and the guest is
+// stopped for it, as for any other host work.
 func doDetached(ctx context.Context, eg Egress, req *abi.HTTPRequest, body []byte) (*abi.HTTPAnswer, []byte) {
-	var rctx context.Context
-	var cancel context.CancelFunc
-	if d, ok := ctx.Deadline(); ok {
-		rctx, cancel = context.WithDeadline(context.Background(), d)
-	} else {
-		rctx, cancel = context.WithCancel(context.Background())
-	}
+	rctx, cancel := context.WithCancel(context.Background())
 	stop := context.AfterFunc(ctx, cancel)
 	defer func() {
 		stop()
