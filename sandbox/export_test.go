@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -70,3 +71,24 @@ func BreakResets() func() {
 	skipResets, verifyResets = true, false
 	return func() { skipResets, verifyResets = false, true }
 }
+
+// FillPool makes n instances of a pooled module at once and puts them in
+// its pool, as a burst of n concurrent calls would.
+func FillPool(m *Module, n int) error {
+	var made []*pooledInstance
+	for i := 0; i < n; i++ {
+		pi, err := m.pool.get(context.Background(), nil, time.Now())
+		if err != nil {
+			return err
+		}
+		made = append(made, pi)
+	}
+	for _, pi := range made {
+		pi.since = time.Unix(0, m.pool.clock.Load())
+		m.pool.keep(pi)
+	}
+	return nil
+}
+
+// SetPoolClock sets the time a pooled module's calls see (the janitor's).
+func SetPoolClock(m *Module, t time.Time) { m.pool.clock.Store(t.UnixNano()) }

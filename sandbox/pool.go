@@ -27,8 +27,15 @@ import (
 // change a table or drop a segment, or keeps references in mutable globals,
 // is not pooled (its instances have state the reset does not cover).
 type instancePool struct {
-	m    *Module
-	idle chan *pooledInstance
+	m *Module
+	// idle is a stack, the instance put back last on top: a call takes the
+	// instance used most recently, whose memory, page tables and code are
+	// still warm in the CPU's caches (a queue would cycle through every
+	// instance), and the ones at the bottom are those the janitor closes
+	// once traffic falls.
+	idleMu sync.Mutex
+	idle   []*pooledInstance
+	size   int
 	mu   sync.Mutex // held while the snapshot is taken
 	snap atomic.Pointer[snapshot]
 	stop chan struct{}
@@ -115,7 +122,7 @@ type pooledInstance struct {
 func poolable(info instrument.Info) bool { return !info.WritesTablesOrSegments && !info.RefGlobals }
 
 func newInstancePool(m *Module, size int) *instancePool {
-	p := &instancePool{m: m, idle: make(chan *pooledInstance, size), stop: make(chan struct{})}
+	p := &instancePool{m: m, size: size, idle: make([]*pooledInstance, 0, size), stop: make(chan struct{})}
 	p.clock.Store(time.Now().UnixNano())
 	go p.janitor()
 	return p
@@ -131,29 +138,53 @@ func (p *instancePool) janitor() {
 
 // trim closes the idle instances put back before cutoff.
 func (p *instancePool) trim(cutoff time.Time) {
-	for n := len(p.idle); n > 0; n-- {
-		select {
-		case pi := <-p.idle:
-			if pi.since.Before(cutoff) {
-				p.discard(pi, "idle")
-			} else {
-				p.keep(pi)
-			}
-		default:
-			return
+	p.idleMu.Lock()
+	var old []*pooledInstance
+	keep := p.idle[:0]
+	for _, pi := range p.idle {
+		if pi.since.Before(cutoff) {
+			old = append(old, pi)
+		} else {
+			keep = append(keep, pi)
 		}
+	}
+	clear(p.idle[len(keep):])
+	p.idle = keep
+	p.idleMu.Unlock()
+	for _, pi := range old {
+		p.discard(pi, "idle")
 	}
 }
 
-// dropOne closes one idle instance, and reports whether there was one.
+// pop takes the idle instance put back last; nil when there is none.
+func (p *instancePool) pop() *pooledInstance {
+	p.idleMu.Lock()
+	defer p.idleMu.Unlock()
+	n := len(p.idle)
+	if n == 0 {
+		return nil
+	}
+	pi := p.idle[n-1]
+	p.idle[n-1] = nil
+	p.idle = p.idle[:n-1]
+	return pi
+}
+
+// dropOne closes the idle instance used least recently, and reports
+// whether there was one.
 func (p *instancePool) dropOne(reason string) bool {
-	select {
-	case pi := <-p.idle:
-		p.discard(pi, reason)
-		return true
-	default:
+	p.idleMu.Lock()
+	if len(p.idle) == 0 {
+		p.idleMu.Unlock()
 		return false
 	}
+	pi := p.idle[0]
+	copy(p.idle, p.idle[1:])
+	p.idle[len(p.idle)-1] = nil
+	p.idle = p.idle[:len(p.idle)-1]
+	p.idleMu.Unlock()
+	p.discard(pi, reason)
+	return true
 }
 
 // call runs kindgi_call in an instance of the pool.
@@ -214,11 +245,9 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 // get takes an idle instance, or makes one.
 func (p *instancePool) get(ctx context.Context, env []string, now time.Time) (*pooledInstance, error) {
 	p.expire(now.Add(-snapshotMaxAge))
-	select {
-	case pi := <-p.idle:
+	if pi := p.pop(); pi != nil {
 		p.event(PoolEvent{Kind: "hit"})
 		return pi, nil
-	default:
 	}
 	p.event(PoolEvent{Kind: "miss"})
 	return p.fresh(ctx, env)
@@ -246,9 +275,13 @@ func (p *instancePool) put(pi *pooledInstance, now time.Time) {
 // keep puts an instance in the pool as it is, or closes it when the pool
 // is full.
 func (p *instancePool) keep(pi *pooledInstance) {
-	select {
-	case p.idle <- pi:
-	default:
+	p.idleMu.Lock()
+	full := len(p.idle) >= p.size
+	if !full {
+		p.idle = append(p.idle, pi)
+	}
+	p.idleMu.Unlock()
+	if full {
 		p.discard(pi, "full")
 	}
 }
@@ -454,12 +487,7 @@ func (p *instancePool) close() {
 		}
 		p.mu.Unlock()
 	})
-	for {
-		select {
-		case pi := <-p.idle:
-			pi.close()
-		default:
-			return
-		}
+	for pi := p.pop(); pi != nil; pi = p.pop() {
+		pi.close()
 	}
 }

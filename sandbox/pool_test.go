@@ -432,3 +432,30 @@ func TestInstancesMadeDuringTheSnapshotMapIt(t *testing.T) {
 		t.Fatalf("resets: %v, want 8 that asked the kernel", how)
 	}
 }
+
+// TestPoolServesTheInstanceUsedLast: after a burst that made four
+// instances, steady calls one at a time keep using the same one (warm in
+// the CPU's caches), so the other three sit idle and the janitor closes
+// them: a pool shrinks back under light traffic, not only without any.
+func TestPoolServesTheInstanceUsedLast(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 4})
+	m := compile(t, sb, hostile("canary"))
+	burst := time.Now()
+	sandbox.SetPoolClock(m, burst)
+	if err := sandbox.FillPool(m, 4); err != nil {
+		t.Fatal(err)
+	}
+	sandbox.SetPoolClock(m, burst.Add(time.Minute))
+	for i := 0; i < 10; i++ {
+		if rep, err := canaryCall(t, m, "ok"); err != nil || string(rep.Body) != `{"dirty":false}` {
+			t.Fatalf("call %d: %s %v", i, rep.Body, err)
+		}
+	}
+	if n := m.PoolInstances(); n != 4 {
+		t.Fatalf("%d instances before the trim, want 4", n)
+	}
+	sandbox.TrimPools(m, burst.Add(time.Second))
+	if n := m.PoolInstances(); n != 1 {
+		t.Fatalf("%d instances after the trim, want the 1 the calls used", n)
+	}
+}
