@@ -36,11 +36,11 @@ type instancePool struct {
 	idleMu sync.Mutex
 	idle   []*pooledInstance
 	size   int
-	mu   sync.Mutex // held while the snapshot is taken
-	snap atomic.Pointer[snapshot]
-	stop chan struct{}
-	once sync.Once
-	live atomic.Int64 // instances alive, idle or serving a call
+	mu     sync.Mutex // held while the snapshot is taken
+	snap   atomic.Pointer[snapshot]
+	stop   chan struct{}
+	once   sync.Once
+	live   atomic.Int64 // instances alive, idle or serving a call
 	// clock is the time in Unix nanoseconds, set by the janitor at each of
 	// its rounds: what the pool times (idle instances, a snapshot's age)
 	// needs no finer clock, and a call does not read the real one.
