@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -38,22 +39,36 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
 	token := flag.String("token", "bench", "pack token")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here until SIGTERM")
+	heapProfile := flag.String("heapprofile", "", "write a heap profile here on SIGTERM")
 	pool := flag.Int("pool-size", server.DefaultMaxConcurrency, "instances of each module kept between calls (0: a fresh instance per call)")
 	flag.Parse()
 	ctx := context.Background()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+	if *cpuProfile != "" || *heapProfile != "" {
+		var cpu *os.File
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			_ = pprof.StartCPUProfile(f)
+			cpu = f
 		}
-		_ = pprof.StartCPUProfile(f)
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 		go func() {
 			<-sig
-			pprof.StopCPUProfile()
-			_ = f.Close()
+			if cpu != nil {
+				pprof.StopCPUProfile()
+				_ = cpu.Close()
+			}
+			if *heapProfile != "" {
+				if f, err := os.Create(*heapProfile); err == nil {
+					runtime.GC()
+					_ = pprof.WriteHeapProfile(f)
+					_ = f.Close()
+				}
+			}
 			os.Exit(0)
 		}()
 	}
@@ -63,6 +78,7 @@ func main() {
 		PoolEvents: func(ev sandbox.PoolEvent) {
 			poolMu.Lock()
 			poolEvents[ev.Kind+"/"+ev.Reason]++
+			poolEvents[ev.Kind+"/"+ev.Reason+" pages"] += ev.Pages
 			poolMu.Unlock()
 		}}})
 	if err != nil {

@@ -16,6 +16,10 @@
 //     table.init and table.grow are charged by their length (BulkShift), and
 //     memory.grow per page (GrowPageCost), before they run.
 //
+// Close active data segments are merged into runs (data.go): Go's linker
+// writes tens of thousands, and wazero keeps a record of each in every
+// instance. The memory an instance starts with is the same byte for byte.
+//
 // Within one function region control only moves forward, so each
 // instruction runs at most once per charge: the fuel used is an upper bound
 // of the instructions run, and the same call always burns the same fuel.
@@ -448,6 +452,8 @@ func (m *module) rewrite(s section) ([]byte, error) {
 		return m.rewriteCode(s.body)
 	case secCustom:
 		return m.rewriteCustom(s.body)
+	case secData:
+		return m.mergeData(s.body), nil
 	}
 	return s.body, nil
 }

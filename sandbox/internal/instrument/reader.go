@@ -152,3 +152,28 @@ func appendS64(b []byte, v int64) []byte {
 func appendName(b []byte, s string) []byte {
 	return append(appendU32(b, uint32(len(s))), s...)
 }
+
+// s32 reads a signed LEB128 i32 (at most 5 bytes); ok is false when it is
+// longer or out of range.
+func (r *reader) s32() (int32, bool) {
+	var v int64
+	var shift uint
+	for i := 0; i < 5; i++ {
+		c := r.byte()
+		if r.err != nil {
+			return 0, false
+		}
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			if v < -1<<31 || v > 1<<31-1 {
+				return 0, false
+			}
+			return int32(v), true
+		}
+	}
+	return 0, false
+}
