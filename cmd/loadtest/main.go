@@ -4,7 +4,10 @@
 // WASM (token, content type, body, parse, encode): the baseline the WASM
 // path is compared with. GET /bench/rss reports the process's resident
 // memory after the first 10,000 and 100,000 calls of /v1/invoke.
-// `make loadtest` (run.sh) drives it with wrk.
+// `make loadtest` (run.sh) drives it with wrk. For digging: -cpuprofile,
+// -heapprofile and -trace write their files when the process gets SIGTERM,
+// and GET /bench/pool counts the pool's events and the pages its resets
+// copied back.
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,11 +44,21 @@ func main() {
 	token := flag.String("token", "bench", "pack token")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here until SIGTERM")
 	heapProfile := flag.String("heapprofile", "", "write a heap profile here on SIGTERM")
+	traceOut := flag.String("trace", "", "write an execution trace here until SIGTERM")
 	pool := flag.Int("pool-size", server.DefaultMaxConcurrency, "instances of each module kept between calls (0: a fresh instance per call)")
 	flag.Parse()
 	ctx := context.Background()
-	if *cpuProfile != "" || *heapProfile != "" {
-		var cpu *os.File
+	if *cpuProfile != "" || *heapProfile != "" || *traceOut != "" {
+		var cpu, tr *os.File
+		if *traceOut != "" {
+			f, err := os.Create(*traceOut)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			_ = trace.Start(f)
+			tr = f
+		}
 		if *cpuProfile != "" {
 			f, err := os.Create(*cpuProfile)
 			if err != nil {
@@ -58,6 +72,10 @@ func main() {
 		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 		go func() {
 			<-sig
+			if tr != nil {
+				trace.Stop()
+				_ = tr.Close()
+			}
 			if cpu != nil {
 				pprof.StopCPUProfile()
 				_ = cpu.Close()
