@@ -78,19 +78,23 @@ func Serves(v int32) bool { return v == GuestABIVersion }
 // EncodeInvoke is the request message of a tool call; input and ctx are
 // ordered JSON values (ojson), written with their key order.
 func EncodeInvoke(toolID, version string, input, ctx any) []byte {
-	tool := &ojson.Object{Keys: []string{"id"}, Vals: []any{toolID}}
-	if version != "" { // built whole: Set would grow both slices
-		tool = &ojson.Object{Keys: []string{"id", "version"}, Vals: []any{toolID, version}}
+	b := append(make([]byte, 0, 256), `{"kind":`...)
+	b = ojson.AppendString(b, KindInvoke)
+	b = ojson.AppendString(append(b, `,"tool":{"id":`...), toolID)
+	if version != "" {
+		b = ojson.AppendString(append(b, `,"version":`...), version)
 	}
-	return ojson.Encode(&ojson.Object{Keys: []string{"kind", "tool", "input", "ctx"}, Vals: []any{KindInvoke, tool, input, ctx}})
+	b = ojson.Append(append(b, `},"input":`...), input)
+	return append(ojson.Append(append(b, `,"ctx":`...), ctx), '}')
 }
 
 // EncodeCheckInvoke is the request message of a guardrail check.
 func EncodeCheckInvoke(checkID string, config, trace any) []byte {
-	return ojson.Encode(&ojson.Object{
-		Keys: []string{"kind", "check", "config", "trace"},
-		Vals: []any{KindCheckInvoke, &ojson.Object{Keys: []string{"id"}, Vals: []any{checkID}}, config, trace},
-	})
+	b := append(make([]byte, 0, 256), `{"kind":`...)
+	b = ojson.AppendString(b, KindCheckInvoke)
+	b = ojson.AppendString(append(b, `,"check":{"id":`...), checkID)
+	b = ojson.Append(append(b, `},"config":`...), config)
+	return append(ojson.Append(append(b, `,"trace":`...), trace), '}')
 }
 
 // ReadThrown reads a StatusThrown response as the error's cause. A guest

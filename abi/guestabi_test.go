@@ -63,3 +63,32 @@ func TestServes(t *testing.T) {
 		t.Fatal("Serves is not exactly the versions packd speaks")
 	}
 }
+
+// TestMessagesAreTheOrderedObjects: the messages written field by field
+// (without building an ordered object per call) are byte for byte what
+// encoding the ordered object gives, escapes included.
+func TestMessagesAreTheOrderedObjects(t *testing.T) {
+	obj := func(kv ...any) *ojson.Object {
+		o := &ojson.Object{}
+		for i := 0; i < len(kv); i += 2 {
+			o.Keys, o.Vals = append(o.Keys, kv[i].(string)), append(o.Vals, kv[i+1])
+		}
+		return o
+	}
+	v, _ := ojson.Decode([]byte(`{"b":"\u2028\"","a":[1.5,null,{"2":0,"1":1}]}`))
+	for _, id := range []string{"p.tool", `q"\` + "\u2028\x01é"} {
+		cases := map[string][2][]byte{
+			"invoke":         {EncodeInvoke(id, "1.0", v, "ctx"), ojson.Encode(obj("kind", KindInvoke, "tool", obj("id", id, "version", "1.0"), "input", v, "ctx", "ctx"))},
+			"unversioned":    {EncodeInvoke(id, "", nil, v), ojson.Encode(obj("kind", KindInvoke, "tool", obj("id", id), "input", nil, "ctx", v))},
+			"check invoke":   {EncodeCheckInvoke(id, v, []any{}), ojson.Encode(obj("kind", KindCheckInvoke, "check", obj("id", id), "config", v, "trace", []any{}))},
+			"result":         {EncodeResult(obj(id, v)), ojson.Encode(obj("v", float64(ProtocolVersion), "kind", "result", "output", obj(id, v)))},
+			"check result":   {EncodeCheckResult(v), ojson.Encode(obj("v", float64(ProtocolVersion), "kind", "check-result", "result", v))},
+			"a string input": {EncodeInvoke(id, "", id, nil), ojson.Encode(obj("kind", KindInvoke, "tool", obj("id", id), "input", id, "ctx", nil))},
+		}
+		for name, c := range cases {
+			if string(c[0]) != string(c[1]) {
+				t.Errorf("%s, id %q:\n got %s\nwant %s", name, id, c[0], c[1])
+			}
+		}
+	}
+}

@@ -120,17 +120,16 @@ func (e *Error) Encode() []byte {
 }
 
 // EncodeResult writes a tool result message around an output value.
-func EncodeResult(output any) []byte {
-	return ojson.Encode(&ojson.Object{
-		Keys: []string{"v", "kind", "output"},
-		Vals: []any{float64(ProtocolVersion), "result", output},
-	})
-}
+func EncodeResult(output any) []byte { return encodeAnswer("result", "output", output) }
 
 // EncodeCheckResult writes a check result message around a check result value.
-func EncodeCheckResult(result any) []byte {
-	return ojson.Encode(&ojson.Object{
-		Keys: []string{"v", "kind", "result"},
-		Vals: []any{float64(ProtocolVersion), "check-result", result},
-	})
+func EncodeCheckResult(result any) []byte { return encodeAnswer("check-result", "result", result) }
+
+// encodeAnswer writes {"v":2,"kind":kind,key:v}, as the ordered object
+// would be written, without building one.
+func encodeAnswer(kind, key string, v any) []byte {
+	b := ojson.Append(append(make([]byte, 0, 128), `{"v":`...), float64(ProtocolVersion))
+	b = ojson.AppendString(append(b, `,"kind":`...), kind)
+	b = ojson.AppendString(append(b, ','), key)
+	return append(ojson.Append(append(b, ':'), v), '}')
 }

@@ -74,12 +74,12 @@ func (s *Server) invoke(c echo.Context) error {
 	if pin := s.cfg.TenantID; pin != "" {
 		ctx = host.WithTenantPin(ctx, pin) // the body's half of the pin; the header's is checked above
 	}
-	out := s.cfg.Pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get("kindgi-timeout-ms")))
+	out := s.cfg.Pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get(headerTimeout)))
 	elapsed := time.Since(admitted)
 	e := Event{
 		Time: admitted, Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
 		Outcome: "ok", Status: http.StatusOK, Duration: elapsed,
-		TraceID: traceIDFrom(req.Header.Get("traceparent")), SpanID: newSpanID(),
+		TraceID: traceIDFrom(req.Header.Get(headerTraceparent)), SpanID: newSpanID(),
 	}
 	if out.Code != "" {
 		e.Outcome = string(out.Code)
@@ -135,7 +135,14 @@ func (s *Server) readBody(c echo.Context) ([]byte, *refusal) {
 	// Without a real connection (tests through the handler) there is no
 	// deadline to set; the reader then bounds only the size.
 	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
-	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+	var body []byte
+	var err error
+	if req.ContentLength >= 0 { // net/http stops the body there
+		body = make([]byte, req.ContentLength)
+		_, err = io.ReadFull(req.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(req.Body, limit+1))
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, &refuseBodyTooSlow

@@ -16,6 +16,15 @@ import (
 // The routes, their middleware, and admission: the token and the header
 // half of the tenant pin; /readyz and /v1/info.
 
+// Request headers, written canonically: net/http's Header.Get copies a
+// key that is not, on every request.
+const (
+	headerPackToken   = "Kindgi-Pack-Token"
+	headerTenant      = "Kindgi-Tenant-Id"
+	headerTimeout     = "Kindgi-Timeout-Ms"
+	headerTraceparent = "Traceparent"
+)
+
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -72,12 +81,12 @@ func (s *Server) method(m string, h echo.HandlerFunc) echo.HandlerFunc {
 
 func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		got := sha256.Sum256([]byte(c.Request().Header.Get("kindgi-pack-token")))
+		got := sha256.Sum256([]byte(c.Request().Header.Get(headerPackToken)))
 		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
 			return s.refuse(c, refuseBadToken, "")
 		}
 		if pin := s.cfg.TenantID; pin != "" {
-			tenant := c.Request().Header.Get("kindgi-tenant-id")
+			tenant := c.Request().Header.Get(headerTenant)
 			if tenant != pin {
 				r := refuseTenantPinned
 				if tenant == "" {
@@ -86,7 +95,7 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 				if c.Request().URL.Path == "/v1/invoke" {
 					s.runHooks(Event{Time: time.Now(), Outcome: host.RefusalTenantMismatch,
 						Status: r.status, Call: host.Call{Correlation: host.Correlation{TenantID: tenant}},
-						TraceID: traceIDFrom(c.Request().Header.Get("traceparent"))})
+						TraceID: traceIDFrom(c.Request().Header.Get(headerTraceparent))})
 				}
 				return s.refuse(c, r, "")
 			}

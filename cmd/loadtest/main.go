@@ -109,7 +109,7 @@ func main() {
 		os.Exit(1)
 	}
 	srv.Echo().POST("/bench/plain", func(c echo.Context) error {
-		if c.Request().Header.Get("kindgi-pack-token") != *token {
+		if c.Request().Header.Get("Kindgi-Pack-Token") != *token {
 			return c.JSONBlob(http.StatusUnauthorized, []byte(`{"error":"Bad pack token"}`))
 		}
 		body, err := io.ReadAll(io.LimitReader(c.Request().Body, server.DefaultMaxBodyBytes+1))

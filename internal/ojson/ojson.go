@@ -222,14 +222,13 @@ type decoder struct {
 // index keeps decoding linear. Array-index keys are put in JavaScript's
 // order once, at the end (n log n).
 func (d *decoder) object(depth int) (any, error) {
-	obj := &Object{}
+	var obj *Object // made once the members are known, or once they are many
 	base := len(d.keys)
 	defer func() { d.keys, d.vals = d.keys[:base], d.vals[:base] }()
-	owned := false // the members are in obj, no longer on the stack
 	d.space()
 	if d.off < len(d.data) && d.data[d.off] == '}' {
 		d.off++
-		return obj, nil
+		return &Object{}, nil
 	}
 	for {
 		d.space()
@@ -248,7 +247,7 @@ func (d *decoder) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if owned {
+		if obj != nil {
 			obj.add(key, v)
 		} else {
 			dup := -1
@@ -264,16 +263,15 @@ func (d *decoder) object(depth int) (any, error) {
 				d.keys, d.vals = append(d.keys, key), append(d.vals, v)
 			}
 			if len(d.keys)-base >= indexFrom {
-				obj.Keys, obj.Vals = slices.Clone(d.keys[base:]), slices.Clone(d.vals[base:])
-				owned = true
+				obj = &Object{Keys: slices.Clone(d.keys[base:]), Vals: slices.Clone(d.vals[base:])}
 			}
 		}
 		if d.space(); d.off < len(d.data) && d.data[d.off] == ',' {
 			d.off++
 			continue
 		}
-		if !owned {
-			obj.Keys, obj.Vals = slices.Clone(d.keys[base:]), slices.Clone(d.vals[base:])
+		if obj == nil {
+			obj = smallObject(d.keys[base:], d.vals[base:])
 		}
 		if slices.ContainsFunc(obj.Keys, func(k string) bool { _, ok := arrayIndex(k); return ok }) {
 			jsOrder(obj.Keys, obj.Vals)
@@ -283,7 +281,24 @@ func (d *decoder) object(depth int) (any, error) {
 	}
 }
 
-// array decodes an array's elements after its '['.
+// smallObject copies the members of an object of fewer than indexFrom
+// keys; one of up to 4 is one allocation, not three (most of a call's
+// objects are that small).
+func smallObject(keys []string, vals []any) *Object {
+	if n := len(keys); n <= 4 {
+		s := &struct {
+			o Object
+			k [4]string
+			v [4]any
+		}{}
+		copy(s.k[:], keys)
+		copy(s.v[:], vals)
+		s.o.Keys, s.o.Vals = s.k[:n:n], s.v[:n:n]
+		return &s.o
+	}
+	return &Object{Keys: slices.Clone(keys), Vals: slices.Clone(vals)}
+}
+
 func (d *decoder) array(depth int) (any, error) {
 	base := len(d.items)
 	defer func() { d.items = d.items[:base] }()
@@ -544,8 +559,7 @@ func surrogateAt(s string, i int) (rune, bool) {
 
 // Encode writes v as JSON.stringify(v) would (no whitespace).
 func Encode(v any) []byte {
-	var b []byte
-	return Append(b, v)
+	return Append(make([]byte, 0, 128), v)
 }
 
 // Append appends the encoding of v to b.
