@@ -92,3 +92,6 @@ func FillPool(m *Module, n int) error {
 
 // SetPoolClock sets the time a pooled module's calls see (the janitor's).
 func SetPoolClock(m *Module, t time.Time) { m.pool.clock.Store(t.UnixNano()) }
+
+// InstancesMade is how many instances a pooled module has made.
+func InstancesMade(m *Module) int64 { return m.pool.made.Load() }

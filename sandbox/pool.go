@@ -36,11 +36,15 @@ type instancePool struct {
 	idleMu sync.Mutex
 	idle   []*pooledInstance
 	size   int
-	mu     sync.Mutex // held while the snapshot is taken
-	snap   atomic.Pointer[snapshot]
-	stop   chan struct{}
-	once   sync.Once
-	live   atomic.Int64 // instances alive, idle or serving a call
+	// snapLock is held by the call that takes the snapshot: one at a time,
+	// and calls that need one wait for it rather than make instances that
+	// could not map its image.
+	snapLock chan struct{}
+	snap     atomic.Pointer[snapshot]
+	stop     chan struct{}
+	once     sync.Once
+	live     atomic.Int64 // instances alive, idle or serving a call
+	made     atomic.Int64 // instances made over the pool's life
 	// clock is the time in Unix nanoseconds, set by the janitor at each of
 	// its rounds: what the pool times (idle instances, a snapshot's age)
 	// needs no finer clock, and a call does not read the real one.
@@ -122,7 +126,7 @@ type pooledInstance struct {
 func poolable(info instrument.Info) bool { return !info.WritesTablesOrSegments && !info.RefGlobals }
 
 func newInstancePool(m *Module, size int) *instancePool {
-	p := &instancePool{m: m, size: size, idle: make([]*pooledInstance, 0, size), stop: make(chan struct{})}
+	p := &instancePool{m: m, size: size, idle: make([]*pooledInstance, 0, size), stop: make(chan struct{}), snapLock: make(chan struct{}, 1)}
 	p.clock.Store(time.Now().UnixNano())
 	go p.janitor()
 	return p
@@ -291,6 +295,26 @@ func (p *instancePool) keep(pi *pooledInstance) {
 func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance, error) {
 	m, s := p.m, p.m.sb
 	snapped := p.snap.Load()
+	taker := false // this call takes the snapshot, and holds snapLock
+	if snapped == nil {
+		select {
+		case p.snapLock <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("instantiating module: waiting for its snapshot: %w", classify(ctx, ctx.Err()))
+		}
+		if snapped = p.snap.Load(); snapped == nil {
+			taker = true
+		} else {
+			<-p.snapLock // taken while this call waited
+		}
+	}
+	release := func() {
+		if taker {
+			taker = false
+			<-p.snapLock
+		}
+	}
+	defer release()
 	mem := &callMemory{budget: &s.mem, maps: s.maps}
 	if snapped != nil {
 		mem.image = snapped.image
@@ -310,6 +334,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		return nil, fmt.Errorf("instantiating module: %w", classify(lctx, err))
 	}
 	p.live.Add(1)
+	p.made.Add(1)
 	pi := &pooledInstance{inst: inst, call: inst.ExportedFunction(abi.ExportCall), lin: mem.linear, mem: mem, memory: inst.Memory(), closeRelease: func() {
 		_ = inst.Close(context.Background())
 		p.live.Add(-1)
@@ -332,12 +357,11 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		}
 		pi.globals = append(pi.globals, mg)
 	}
-	p.mu.Lock()
-	if p.snap.Load() == nil {
+	if taker {
 		snap, err := p.takeSnapshot(lctx, pi, env)
 		pi.snap = snap
 		image := snap != nil && snap.image != nil
-		p.mu.Unlock()
+		release()
 		switch {
 		case err != nil:
 			pi.close()
@@ -349,7 +373,6 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 		return pi, nil
 	}
 	pi.snap = p.snap.Load()
-	p.mu.Unlock()
 	if pi.snap == nil { // dropped (expired) meanwhile
 		pi.close()
 		return p.fresh(ctx, env)
@@ -392,8 +415,8 @@ func (p *instancePool) expire(cutoff time.Time) {
 	p.trim(time.Now().Add(time.Hour)) // every idle instance is of the old one
 }
 
-// takeSnapshot runs _initialize in pi and keeps what it left (p.mu held:
-// one snapshot is taken at a time).
+// takeSnapshot runs _initialize in pi and keeps what it left (snapLock
+// held: one snapshot is taken at a time).
 func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env []string) (*snapshot, error) {
 	if p.m.hasInit {
 		if _, err := pi.inst.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
@@ -481,11 +504,11 @@ func (pi *pooledInstance) close() { pi.closeRelease() }
 func (p *instancePool) close() {
 	p.once.Do(func() {
 		close(p.stop)
-		p.mu.Lock()
+		p.snapLock <- struct{}{}
 		if snap := p.snap.Load(); snap != nil {
 			snap.image.close()
 		}
-		p.mu.Unlock()
+		<-p.snapLock
 	})
 	for pi := p.pop(); pi != nil; pi = p.pop() {
 		pi.close()
