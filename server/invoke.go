@@ -122,6 +122,10 @@ func (s *Server) overloaded(c echo.Context) error {
 	return s.refuse(c, refuseOverloaded, "")
 }
 
+// presizeBody is the largest declared body length read into a buffer
+// allocated before it arrives.
+const presizeBody = 64 << 10
+
 // readBody reads an invoke body, bounded in size (MaxBodyBytes, refused on
 // Content-Length alone when it says more) and in time (BodyTimeout). It
 // returns the body, or the refusal to answer.
@@ -137,7 +141,9 @@ func (s *Server) readBody(c echo.Context) ([]byte, *refusal) {
 	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	var body []byte
 	var err error
-	if req.ContentLength >= 0 { // net/http stops the body there
+	if req.ContentLength >= 0 && req.ContentLength <= presizeBody {
+		// One buffer (net/http ends the body at its length); a longer
+		// declared length is not allocated before its bytes arrive.
 		body = make([]byte, req.ContentLength)
 		_, err = io.ReadFull(req.Body, body)
 	} else {

@@ -82,6 +82,28 @@ func TestBodyOverTheLimitIsNeverBuffered(t *testing.T) {
 	}
 }
 
+// TestADeclaredLengthIsNotAllocatedBeforeItArrives: a caller that
+// declares a body of the limit and sends a few bytes of it does not make
+// the server hold the whole declared length.
+func TestADeclaredLengthIsNotAllocatedBeforeItArrives(t *testing.T) {
+	s := newServer(t, Config{MaxBodyBytes: 8 << 20})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(`{"v":2,`))
+	req.ContentLength = 8 << 20
+	req.Header.Set("kindgi-pack-token", "tok")
+	req.Header.Set("content-type", "application/json")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	runtime.ReadMemStats(&after)
+	if !strings.Contains(rec.Body.String(), `"error"`) {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2<<20 {
+		t.Fatalf("%d bytes allocated for a body that sent 7 of its 8 MiB", got)
+	}
+}
+
 func TestPanicInAHandlerIs500AndTheServerLivesOn(t *testing.T) {
 	s := newServer(t, Config{})
 	s.Echo().GET("/boom", func(echo.Context) error { panic("handler bug") })

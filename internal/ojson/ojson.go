@@ -282,19 +282,45 @@ func (d *decoder) object(depth int) (any, error) {
 }
 
 // smallObject copies the members of an object of fewer than indexFrom
-// keys; one of up to 4 is one allocation, not three (most of a call's
-// objects are that small).
+// keys. One of up to 4 keys is one allocation, not three (most of a call's
+// objects are that small), and no larger than the three were: a body of
+// many small objects costs no more memory than before.
 func smallObject(keys []string, vals []any) *Object {
-	if n := len(keys); n <= 4 {
+	fill := func(o *Object, k []string, v []any) *Object {
+		copy(k, keys)
+		copy(v, vals)
+		o.Keys, o.Vals = k, v
+		return o
+	}
+	switch len(keys) {
+	case 1:
+		s := &struct {
+			o Object
+			k [1]string
+			v [1]any
+		}{}
+		return fill(&s.o, s.k[:], s.v[:])
+	case 2:
+		s := &struct {
+			o Object
+			k [2]string
+			v [2]any
+		}{}
+		return fill(&s.o, s.k[:], s.v[:])
+	case 3:
+		s := &struct {
+			o Object
+			k [3]string
+			v [3]any
+		}{}
+		return fill(&s.o, s.k[:], s.v[:])
+	case 4:
 		s := &struct {
 			o Object
 			k [4]string
 			v [4]any
 		}{}
-		copy(s.k[:], keys)
-		copy(s.v[:], vals)
-		s.o.Keys, s.o.Vals = s.k[:n:n], s.v[:n:n]
-		return &s.o
+		return fill(&s.o, s.k[:], s.v[:])
 	}
 	return &Object{Keys: slices.Clone(keys), Vals: slices.Clone(vals)}
 }
