@@ -282,45 +282,27 @@ func (d *decoder) object(depth int) (any, error) {
 }
 
 // smallObject copies the members of an object of fewer than indexFrom
-// keys. One of up to 4 keys is one allocation, not three (most of a call's
-// objects are that small), and no larger than the three were: a body of
-// many small objects costs no more memory than before.
+// keys. One of 1 or 2 keys (a call's tool, ctx and most inputs and
+// outputs) is one allocation, not three, and no larger in bytes than the
+// three were.
 func smallObject(keys []string, vals []any) *Object {
-	fill := func(o *Object, k []string, v []any) *Object {
-		copy(k, keys)
-		copy(v, vals)
-		o.Keys, o.Vals = k, v
-		return o
-	}
 	switch len(keys) {
 	case 1:
 		s := &struct {
 			o Object
 			k [1]string
 			v [1]any
-		}{}
-		return fill(&s.o, s.k[:], s.v[:])
+		}{k: [1]string{keys[0]}, v: [1]any{vals[0]}}
+		s.o.Keys, s.o.Vals = s.k[:], s.v[:]
+		return &s.o
 	case 2:
 		s := &struct {
 			o Object
 			k [2]string
 			v [2]any
-		}{}
-		return fill(&s.o, s.k[:], s.v[:])
-	case 3:
-		s := &struct {
-			o Object
-			k [3]string
-			v [3]any
-		}{}
-		return fill(&s.o, s.k[:], s.v[:])
-	case 4:
-		s := &struct {
-			o Object
-			k [4]string
-			v [4]any
-		}{}
-		return fill(&s.o, s.k[:], s.v[:])
+		}{k: [2]string{keys[0], keys[1]}, v: [2]any{vals[0], vals[1]}}
+		s.o.Keys, s.o.Vals = s.k[:], s.v[:]
+		return &s.o
 	}
 	return &Object{Keys: slices.Clone(keys), Vals: slices.Clone(vals)}
 }
