@@ -24,12 +24,12 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host"
@@ -90,20 +90,23 @@ func main() {
 			os.Exit(0)
 		}()
 	}
-	var poolMu sync.Mutex
-	poolEvents := map[string]int{}
+	// The pool reports to packd's metrics, as under `packd serve`, so that
+	// /v1/invoke here pays what it pays there; /bench/pool reads them back.
+	reg := prometheus.NewRegistry()
+	var metrics atomic.Pointer[server.Metrics]
 	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool,
-		PoolEvents: func(ev sandbox.PoolEvent) {
-			poolMu.Lock()
-			poolEvents[ev.Kind+"/"+ev.Reason]++
-			poolEvents[ev.Kind+"/"+ev.Reason+" pages"] += ev.Pages
-			poolMu.Unlock()
-		}}})
+		PoolEvents: func(ev sandbox.PoolEvent) { metrics.Load().PoolEvent(ev) }}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	srv, err := server.New(server.Config{Pack: pack, Token: *token})
+	m, err := server.NewMetrics(reg, server.MetricsConfig{Pack: pack, GoCollectors: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	metrics.Store(m)
+	srv, err := server.New(server.Config{Pack: pack, Token: *token, Metrics: m})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -156,9 +159,11 @@ func main() {
 		return c.JSON(http.StatusOK, out)
 	})
 	srv.Echo().GET("/bench/pool", func(c echo.Context) error {
-		poolMu.Lock()
-		defer poolMu.Unlock()
-		return c.JSON(http.StatusOK, poolEvents)
+		out, err := poolCounts(reg)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, out)
 	})
 	srv.Echo().GET("/bench/rss", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]int64{"calls": calls.Load(), "rssAfter10k": rss[0].Load(), "rssAfter100k": rss[1].Load()})
@@ -211,4 +216,31 @@ func (h *histogram) reset() {
 	for i := range h.n {
 		h.n[i].Store(0)
 	}
+}
+
+// poolCounts is packd_pool_events_total by event and reason, and the pages
+// the resets copied back (the sum of packd_pool_reset_pages).
+func poolCounts(reg *prometheus.Registry) (map[string]float64, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		switch f.GetName() {
+		case "packd_pool_events_total":
+			for _, m := range f.GetMetric() {
+				key := ""
+				for _, l := range m.GetLabel() {
+					key += "/" + l.GetValue()
+				}
+				out[key[1:]] = m.GetCounter().GetValue()
+			}
+		case "packd_pool_reset_pages":
+			for _, m := range f.GetMetric() {
+				out["reset pages"] = float64(m.GetHistogram().GetSampleSum())
+			}
+		}
+	}
+	return out, nil
 }
