@@ -110,8 +110,8 @@ func (s *Server) invoke(c echo.Context) error {
 		return s.refuse(c, rf, message)
 	}
 	h := c.Response().Header()
-	h.Set("kindgi-duration-ms", strconv.FormatInt(elapsed.Milliseconds(), 10))
-	h.Set("kindgi-artifact-version", s.artifactVersion)
+	h[headerDuration] = []string{strconv.FormatInt(elapsed.Milliseconds(), 10)}
+	h[headerArtifactVersion] = s.artifactVersion
 	return send(c, http.StatusOK, out.Response)
 }
 

@@ -16,13 +16,15 @@ import (
 // The routes, their middleware, and admission: the token and the header
 // half of the tenant pin; /readyz and /v1/info.
 
-// Request headers, written canonically: net/http's Header.Get copies a
-// key that is not, on every request.
+// Request and answer headers, written canonically: net/http's Header.Get
+// and Header.Set copy a key that is not, on every request.
 const (
-	headerPackToken   = "Kindgi-Pack-Token"
-	headerTenant      = "Kindgi-Tenant-Id"
-	headerTimeout     = "Kindgi-Timeout-Ms"
-	headerTraceparent = "Traceparent"
+	headerPackToken       = "Kindgi-Pack-Token"
+	headerTenant          = "Kindgi-Tenant-Id"
+	headerTimeout         = "Kindgi-Timeout-Ms"
+	headerTraceparent     = "Traceparent"
+	headerDuration        = "Kindgi-Duration-Ms"
+	headerArtifactVersion = "Kindgi-Artifact-Version"
 )
 
 func (s *Server) routes() *echo.Echo {

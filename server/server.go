@@ -72,8 +72,9 @@ type Server struct {
 	draining  atomic.Bool
 	ready     atomic.Bool
 	info      []byte
-	// artifactVersion is the pack's, said in every answer's header.
-	artifactVersion string
+	// artifactVersion is the pack's, said in every answer's header (the
+	// header's value, shared by every answer: see contentTypeValue).
+	artifactVersion []string
 	closeOnce       sync.Once
 }
 
@@ -119,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 		sem:       make(chan struct{}, cfg.MaxConcurrency),
 	}
 	s.info = s.buildInfo()
-	s.artifactVersion = cfg.Pack.Index().ArtifactVersion
+	s.artifactVersion = []string{cfg.Pack.Index().ArtifactVersion}
 	s.e = s.routes()
 	s.http = &http.Server{
 		Handler:           s.e,
@@ -190,11 +191,16 @@ func (s *Server) Close() error {
 
 const contentType = "application/json; charset=utf-8"
 
+// contentTypeValue is the Content-Type header's value, one slice for
+// every answer: net/http only reads a header's values, and Header.Add
+// appends to a full slice, which copies it.
+var contentTypeValue = []string{contentType}
+
 // send writes a JSON body with its content type and length.
 func send(c echo.Context, status int, body []byte) error {
 	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, contentType)
-	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	h[echo.HeaderContentType] = contentTypeValue
+	h[echo.HeaderContentLength] = []string{strconv.Itoa(len(body))}
 	c.Response().WriteHeader(status)
 	_, err := c.Response().Write(body)
 	return err

@@ -14,6 +14,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -183,7 +184,12 @@ func Decode(data []byte) (any, error) {
 // DecodeContext is Decode that gives up, with ctx's error, once ctx is done
 // (it looks every checkEvery values).
 func DecodeContext(ctx context.Context, data []byte) (any, error) {
-	d := &decoder{data: data, ctx: ctx}
+	d := decoders.Get().(*decoder)
+	defer d.release()
+	d.data, d.ctx = data, ctx
+	if len(data) <= oneCopyUpTo {
+		d.src = string(data)
+	}
 	d.space()
 	v, err := d.value(0)
 	if err == nil {
@@ -214,6 +220,34 @@ type decoder struct {
 	keys  []string
 	vals  []any
 	items []any
+	// src is data as one string when it is short (oneCopyUpTo): a string
+	// with no escape is then a substring of it, not a copy of its own.
+	src string
+}
+
+// oneCopyUpTo is the length up to which a document's strings share one
+// copy of it (a call's message, or a pack's answer, is typically a few
+// hundred bytes of a dozen strings); a longer document copies each string,
+// so that a value kept from it never keeps the whole document alive.
+const oneCopyUpTo = 4 << 10
+
+// decoders keeps decoders, so that their scratch stacks are not grown
+// anew for every document.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+// keepScratch is the most entries of each scratch stack a decoder takes
+// back to the pool.
+const keepScratch = 1 << 10
+
+// release puts the decoder back in the pool, unless its scratch grew past
+// keepScratch. Its stacks hold nothing of the document: object and array
+// clear the entries they pop.
+func (d *decoder) release() {
+	if cap(d.keys) > keepScratch || cap(d.vals) > keepScratch || cap(d.items) > keepScratch {
+		return
+	}
+	*d = decoder{keys: d.keys[:0], vals: d.vals[:0], items: d.items[:0]}
+	decoders.Put(d)
 }
 
 // object decodes an object's members after its '{'. Up to indexFrom keys
@@ -224,7 +258,11 @@ type decoder struct {
 func (d *decoder) object(depth int) (any, error) {
 	var obj *Object // made once the members are known, or once they are many
 	base := len(d.keys)
-	defer func() { d.keys, d.vals = d.keys[:base], d.vals[:base] }()
+	defer func() {
+		clear(d.keys[base:])
+		clear(d.vals[base:])
+		d.keys, d.vals = d.keys[:base], d.vals[:base]
+	}()
 	d.space()
 	if d.off < len(d.data) && d.data[d.off] == '}' {
 		d.off++
@@ -309,7 +347,10 @@ func smallObject(keys []string, vals []any) *Object {
 
 func (d *decoder) array(depth int) (any, error) {
 	base := len(d.items)
-	defer func() { d.items = d.items[:base] }()
+	defer func() {
+		clear(d.items[base:])
+		d.items = d.items[:base]
+	}()
 	d.space()
 	if d.off < len(d.data) && d.data[d.off] == ']' {
 		d.off++
@@ -455,6 +496,9 @@ func (d *decoder) str() (string, error) {
 		if c == '"' {
 			s := d.data[start:d.off]
 			d.off++
+			if d.src != "" {
+				return d.src[start : d.off-1], nil
+			}
 			return string(s), nil
 		}
 		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {

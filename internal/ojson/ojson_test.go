@@ -182,3 +182,79 @@ func TestErrorsSayWhere(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Decoders are pooled and a short document's strings share one copy of it:
+// nothing a decode returns may change when the caller reuses its buffer or
+// when other documents, short or long, are decoded after it or beside it.
+func TestDecodedValuesOutliveTheBufferAndLaterDecodes(t *testing.T) {
+	long := `{"big":[` + strings.Repeat(`{"k":"v\u00e9","n":[1,2,{"x":"y"}]},`, 400) + `"end"],"s":"tail"}`
+	docs := []string{
+		`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`,
+		`["a","b\n",{"c":[true,null,-1.5e3]},"\ud83d\ude00"]`,
+		long,
+		`{"10":"ten","2":"two","x":{"y":{"z":"deep"}}}`,
+	}
+	type kept struct {
+		buf  []byte
+		v    any
+		want string
+	}
+	var all []kept
+	for round := 0; round < 3; round++ {
+		for _, doc := range docs {
+			buf := []byte(doc)
+			v, err := Decode(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, kept{buf, v, string(Encode(v))})
+			for i := range buf { // the caller reuses its buffer
+				buf[i] = 'X'
+			}
+		}
+	}
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 200; i++ {
+				if _, err := Decode([]byte(docs[(g+i)%len(docs)])); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	for i, k := range all {
+		if got := string(Encode(k.v)); got != k.want {
+			t.Fatalf("value %d changed after later decodes:\n got %.200s\nwant %.200s", i, got, k.want)
+		}
+	}
+}
+
+// A call's message, decoded: one allocation per object of up to two keys,
+// three for a larger one, one per string or number value (boxed), and one
+// copy of the document for all of its strings.
+func TestDecodingACallAllocatesLittle(t *testing.T) {
+	msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`)
+	if _, err := Decode(msg); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := Decode(msg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// 3 small objects, 3 for the top one, 6 values, 1 copy (before, each
+	// string was a copy of its own and every decode grew its stacks: 31).
+	want := 13.0
+	if raceBuild {
+		want += 5 // a quarter of the decoder and its stacks' 2 x 9 growths
+	}
+	if allocs > want {
+		t.Fatalf("decoding a call's message allocates %.1f times; want at most %.0f", allocs, want)
+	}
+}

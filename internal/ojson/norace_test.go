@@ -1,0 +1,5 @@
+//go:build !race
+
+package ojson
+
+const raceBuild = false
