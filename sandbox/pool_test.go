@@ -2,8 +2,10 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -439,6 +441,82 @@ func TestInstancesMadeDuringTheSnapshotMapIt(t *testing.T) {
 	// (14 to 16 made before).
 	if n := sandbox.InstancesMade(m); n > 9 {
 		t.Fatalf("%d instances made for 8 concurrent first calls, want at most 9", n)
+	}
+}
+
+// TestCallsWaitingForTheSnapshotKeepTheirOwnLimits: a pack whose
+// _initialize never ends holds the snapshot for as long as the call
+// taking it may run (Config.LoadTimeout); the calls that came meanwhile
+// wait for it only until their own deadline or cancellation, and each
+// says so, while the taker is still running.
+func TestCallsWaitingForTheSnapshotKeepTheirOwnLimits(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 4, LoadTimeout: time.Minute, LoadFuel: sandbox.MaxFuel})
+	m := compile(t, sb, hostile("initspin"))
+	takerCtx, stopTaker := context.WithCancel(context.Background())
+	defer stopTaker()
+	takerDone := make(chan error, 1)
+	go func() {
+		_, err := m.Call(takerCtx, sandbox.Request{Body: []byte(`{}`)})
+		takerDone <- err
+	}()
+	// The taker has made its instance (and holds the snapshot) before it
+	// runs _initialize.
+	for i := 0; sandbox.InstancesMade(m) == 0; i++ {
+		if i == 1000 {
+			t.Fatal("the first call made no instance in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// callWithin is a call's error, or a failure when it does not return
+	// within 10 s (the taker would hold it for a minute).
+	callWithin := func(ctx context.Context) error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call waiting for the snapshot did not return within 10 s")
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := callWithin(ctx); !errors.Is(err, sandbox.ErrDeadline) || !strings.Contains(err.Error(), "waiting for its snapshot") {
+		t.Fatalf("a call past its deadline while the snapshot is taken: %v, want %v waiting for its snapshot", err, sandbox.ErrDeadline)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if err := callWithin(ctx); !errors.Is(err, sandbox.ErrCancelled) {
+		t.Fatalf("a call cancelled while the snapshot is taken: %v, want %v", err, sandbox.ErrCancelled)
+	}
+	select {
+	case err := <-takerDone:
+		t.Fatalf("the call taking the snapshot ended before its limits: %v", err)
+	default:
+	}
+	if n := sandbox.InstancesMade(m); n != 1 {
+		t.Fatalf("%d instances made, want the taker's only", n)
+	}
+
+	stopTaker()
+	select {
+	case err := <-takerDone:
+		if !errors.Is(err, sandbox.ErrCancelled) {
+			t.Fatalf("the taker, cancelled in _initialize: %v, want %v", err, sandbox.ErrCancelled)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the taker did not stop within 10 s of its cancellation")
+	}
+	// The next call takes the snapshot itself, and is held to its limits.
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`)}); !errors.Is(err, sandbox.ErrDeadline) {
+		t.Fatalf("the next call, which runs _initialize itself: %v, want %v", err, sandbox.ErrDeadline)
 	}
 }
 
