@@ -12,6 +12,9 @@ import (
 // snapshot, byte for byte.
 func init() { verifyResets = true }
 
+// RaceBuild reports a build with the race detector (race_test.go).
+const RaceBuild = raceBuild
+
 // CanaryAfterEveryCall makes every pooled instance, after its call and
 // before its reset, get a byte written on every page of its memory and
 // every one of its exported globals set: what the next call must never

@@ -46,6 +46,39 @@ type mmapMemory struct {
 	buf   []byte    // the whole mapping, nil when mapping failed
 	size  uint64    // bytes taken from the budget, and all the guest could touch
 	image *memImage // set when buf starts with a copy-on-write mapping of it
+	// private is what the last scan of an image mapping found.
+	private privatePages
+}
+
+// privatePages is the pages of an image mapping that a scan found private
+// (written since the mapping was made), and the process's page-fault
+// count read before that scan. A page of the mapping becomes private only
+// through a fault (a write to a page still shared with the image is
+// copy-on-write), and every fault of every thread of the process counts
+// (getrusage: minor and major faults, of live and exited threads, for
+// faults taken on the process's own behalf, get_user_pages included). So
+// while the count has not moved, the private pages are these and no
+// others: a reset copies the image back over them without asking the
+// kernel which pages were written. One fault anywhere in the process and
+// the next reset scans again. Only another process writing into this one
+// (ptrace, process_vm_writev) counts its faults as its own, and such a
+// process can read and write all of packd anyway.
+type privatePages struct {
+	valid  bool
+	faults int64
+	runs   []pageRun
+}
+
+// pageRun is a run of pages, in bytes from the start of the mapping.
+type pageRun struct{ off, len uint64 }
+
+// faultCount is the page faults the process has taken (minor and major).
+func faultCount() (int64, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return ru.Minflt + ru.Majflt, true
 }
 
 // Reallocate grows the memory to size bytes, or returns nil (the grow fails)
@@ -338,13 +371,15 @@ type pageRegion struct{ start, end, categories uint64 }
 // pages beats copying the whole image back.
 const scanFrom = 1 << 20
 
-// resetWritten copies img back over the pages of b (a mapImage mapping)
-// that are private, that is were written since b was mapped or reverted:
-// a page the guest wrote is an anonymous copy, one it only read is still
-// the memfd's. It asks PAGEMAP_SCAN, or reads /proc/self/pagemap where the
-// kernel has no PAGEMAP_SCAN, and says which it used; "" when neither
-// answers: the caller compares the whole image instead.
-func resetWritten(b []byte, img *memImage) (pages int, how string) {
+// resetWritten copies the image back over the pages of an image mapping
+// that are private, that is were written since it was mapped or reverted:
+// the pages its last scan found when no page fault has been taken in the
+// process since (privatePages), or else the pages PAGEMAP_SCAN finds, or
+// /proc/self/pagemap where the kernel has no PAGEMAP_SCAN. It says which
+// it used ("known", "scan", "pagemap"); "" when none answers: the caller
+// compares the whole image instead.
+func resetWritten(lin *mmapMemory) (pages int, how string) {
+	b, img, known := lin.buf, lin.image, &lin.private
 	mode := forceReset
 	if mode == resetAuto && len(img.data) < scanFrom {
 		return 0, "" // comparing it all is cheaper than asking
@@ -353,25 +388,42 @@ func resetWritten(b []byte, img *memImage) (pages int, how string) {
 	if pagemap.f == nil || len(b) < len(img.data) || mode == resetCopy {
 		return 0, ""
 	}
+	faults, counted := faultCount()
+	if known.valid && counted && faults == known.faults {
+		for _, r := range known.runs {
+			copy(b[r.off:r.off+r.len], img.data[r.off:r.off+r.len])
+			pages += int(r.len / pageSize)
+		}
+		return pages, "known"
+	}
+	known.valid, known.runs = false, known.runs[:0]
+	var ok bool
 	if mode == resetScan || mode == resetAuto && !pagemap.noScan.Load() {
-		pages, ok, unsupported := scanWritten(b, img)
+		var unsupported bool
+		pages, ok, unsupported = scanWritten(b, img, known)
 		switch {
 		case ok:
-			return pages, "scan"
+			how = "scan"
 		case !unsupported || mode == resetScan:
 			return 0, ""
+		default:
+			pagemap.noScan.Store(true)
 		}
-		pagemap.noScan.Store(true)
 	}
-	if pages, ok := readWritten(b, img); ok {
-		return pages, "pagemap"
+	if !ok {
+		if pages, ok = readWritten(b, img, known); !ok {
+			return 0, ""
+		}
+		how = "pagemap"
 	}
-	return 0, ""
+	known.valid, known.faults = counted, faults
+	return pages, how
 }
 
 // scanWritten is resetWritten with PAGEMAP_SCAN; unsupported reports
-// that this kernel does not have it.
-func scanWritten(b []byte, img *memImage) (pages int, ok, unsupported bool) {
+// that this kernel does not have it. The runs it copied are appended to
+// known.
+func scanWritten(b []byte, img *memImage, known *privatePages) (pages int, ok, unsupported bool) {
 	var regions [64]pageRegion
 	base := uint64(uintptr(unsafe.Pointer(&b[0])))
 	start, end := base, base+uint64(len(img.data))
@@ -390,6 +442,7 @@ func scanWritten(b []byte, img *memImage) (pages int, ok, unsupported bool) {
 			o, l := r.start-base, r.end-r.start
 			copy(b[o:o+l], img.data[o:o+l])
 			pages += int(l / pageSize)
+			known.runs = append(known.runs, pageRun{o, l})
 		}
 		if arg.walkEnd <= start {
 			break
@@ -401,8 +454,9 @@ func scanWritten(b []byte, img *memImage) (pages int, ok, unsupported bool) {
 }
 
 // readWritten is resetWritten reading /proc/self/pagemap: one 8-byte
-// entry per page, 512 pages per read.
-func readWritten(b []byte, img *memImage) (pages int, ok bool) {
+// entry per page, 512 pages per read. The runs it copied are appended to
+// known.
+func readWritten(b []byte, img *memImage, known *privatePages) (pages int, ok bool) {
 	var raw [512 * 8]byte
 	first := uintptr(unsafe.Pointer(&b[0])) / pageSize
 	total := len(img.data) / pageSize
@@ -424,6 +478,7 @@ func readWritten(b []byte, img *memImage) (pages int, ok bool) {
 			o, e := (p+i)*pageSize, (p+j)*pageSize
 			copy(b[o:e], img.data[o:e])
 			pages += j - i
+			known.runs = append(known.runs, pageRun{uint64(o), uint64(e - o)})
 			i = j
 		}
 		p += n

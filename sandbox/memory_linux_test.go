@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"bytes"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,4 +49,71 @@ func TestMemoryBudget(t *testing.T) {
 	if !b.take(30) {
 		t.Fatal("the budget did not come back")
 	}
+}
+
+// TestAResetTrustsItsLastScanOnlyUntilAPageFaults: after a scan, a reset
+// copies back the pages that scan found private without asking the kernel
+// again, as long as the process has taken no page fault since; a write to
+// any other page of the mapping, by the guest between two resets or by
+// anyone while the instance is idle, is a fault, and the next reset scans
+// again. Every reset leaves the memory equal to the image.
+func TestAResetTrustsItsLastScanOnlyUntilAPageFaults(t *testing.T) {
+	for _, mode := range []int{resetScan, resetPagemap} {
+		forceReset = mode
+		data := make([]byte, 2<<20)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		img := newMemImage(data)
+		if img == nil {
+			t.Fatal("no memfd image")
+		}
+		b := mapImage(img, len(data))
+		if b == nil {
+			t.Fatal("no mapping of the image")
+		}
+		lin := &mmapMemory{buf: b, image: img}
+		reset := func(what string) string {
+			t.Helper()
+			_, how := resetWritten(lin)
+			if how == "" {
+				t.Fatalf("mode %d, %s: the kernel did not say which pages were written", mode, what)
+			}
+			if !bytes.Equal(b[:len(data)], data) {
+				t.Fatalf("mode %d, %s: the memory differs from the image after a %s reset", mode, what, how)
+			}
+			return how
+		}
+		b[3*pageSize+5]++
+		if how := reset("first write"); how == "known" {
+			t.Fatalf("mode %d: the first reset trusted a scan it never made", mode)
+		}
+		known := 0
+		for i := 0; i < 20; i++ {
+			b[3*pageSize+5]++ // the same page: private already, no fault
+			if reset("the same page again") == "known" {
+				known++
+			}
+		}
+		// (Under the race detector, reading /proc/self/pagemap faults:
+		// raceBuild.)
+		if known == 0 && (mode == resetScan || !raceBuild) {
+			t.Fatalf("mode %d: 20 resets after writes to a page the last scan found all scanned again", mode)
+		}
+		for _, page := range []int{100, 511, 0} { // pages never written before
+			b[page*pageSize+9]++
+			if how := reset("a new page"); how == "known" {
+				t.Fatalf("mode %d: a write to page %d (a fault) went unseen: the reset trusted the last scan", mode, page)
+			}
+		}
+		// Idle: written between two resets, with no call in between.
+		reset("idle, before")
+		b[200*pageSize]++
+		if how := reset("a page written while idle"); how == "known" {
+			t.Fatalf("mode %d: a write to an idle instance went unseen", mode)
+		}
+		_ = syscall.Munmap(b)
+		img.close()
+	}
+	forceReset = resetAuto
 }

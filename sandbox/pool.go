@@ -54,9 +54,10 @@ type instancePool struct {
 // PoolEvent is what happened to a pooled instance (Config.PoolEvents):
 // Kind "hit" (a call got an idle instance), "miss" (it made one), "reset"
 // (an instance was reset after a call, in Seconds, copying back Pages
-// pages of 4 KiB that Reason "scan" (PAGEMAP_SCAN), "pagemap"
-// (/proc/self/pagemap) or "compare" (every page compared with the
-// snapshot) found written) or "discard" (it was closed: Reason "error" after a call
+// pages of 4 KiB that Reason "known" (the pages the instance's last scan
+// found, when the process has taken no page fault since), "scan"
+// (PAGEMAP_SCAN), "pagemap" (/proc/self/pagemap) or "compare" (every page
+// compared with the snapshot) found written) or "discard" (it was closed: Reason "error" after a call
 // that did not end well, "grown" when its memory grew, "full" when the
 // pool had no room, "idle" after waiting too long, "old" when its snapshot
 // had been taken anew, "memory" to give its memory to a call that needed
@@ -444,7 +445,7 @@ func (p *instancePool) reset(pi *pooledInstance) (pages int, how string) {
 		return 0, "skipped"
 	}
 	if pi.lin != nil && pi.lin.image != nil {
-		pages, how = resetWritten(pi.lin.buf, pi.lin.image)
+		pages, how = resetWritten(pi.lin)
 	}
 	if how == "" {
 		pages, how = copyChanged(pi.memory, pi.snap.memory), "compare"

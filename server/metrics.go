@@ -122,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_guest_lines_dropped_total", Help: "Lines of pack code output dropped because their reader fell behind, by stream (stdout, stderr, records).",
 	}, []string{"stream"})
 	m.poolEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "packd_pool_events_total", Help: "Pooled instances (--pool-size): hits, misses, resets by how written pages were found (scan, pagemap, compare), and discards by reason (error, grown, full, idle, old, memory).",
+		Name: "packd_pool_events_total", Help: "Pooled instances (--pool-size): hits, misses, resets by how written pages were found (known, scan, pagemap, compare), and discards by reason (error, grown, full, idle, old, memory).",
 	}, []string{"event", "reason"})
 	m.poolReset = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "packd_pool_reset_seconds", Help: "Time to reset a pooled instance to its snapshot after a call.",
