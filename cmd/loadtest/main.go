@@ -51,22 +51,12 @@ func main() {
 	if *cpuProfile != "" || *heapProfile != "" || *traceOut != "" {
 		var cpu, tr *os.File
 		if *traceOut != "" {
-			f, err := os.Create(*traceOut)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			_ = trace.Start(f)
-			tr = f
+			tr = create(*traceOut)
+			_ = trace.Start(tr)
 		}
 		if *cpuProfile != "" {
-			f, err := os.Create(*cpuProfile)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			_ = pprof.StartCPUProfile(f)
-			cpu = f
+			cpu = create(*cpuProfile)
+			_ = pprof.StartCPUProfile(cpu)
 		}
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
@@ -97,19 +87,16 @@ func main() {
 	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool,
 		PoolEvents: func(ev sandbox.PoolEvent) { metrics.Load().PoolEvent(ev) }}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		fail(err)
 	}
 	m, err := server.NewMetrics(reg, server.MetricsConfig{Pack: pack, GoCollectors: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		fail(err)
 	}
 	metrics.Store(m)
 	srv, err := server.New(server.Config{Pack: pack, Token: *token, Metrics: m})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		fail(err)
 	}
 	srv.Echo().POST("/bench/plain", func(c echo.Context) error {
 		if c.Request().Header.Get("Kindgi-Pack-Token") != *token {
@@ -170,11 +157,25 @@ func main() {
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		fail(err)
 	}
 	fmt.Fprintln(os.Stderr, "listening on", ln.Addr())
 	_ = srv.Serve(ln)
+}
+
+// fail says err and exits.
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+
+// create creates a file for a profile or trace, or fails.
+func create(path string) *os.File {
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	return f
 }
 
 // residentBytes is the process's resident set (Linux; 0 elsewhere).
