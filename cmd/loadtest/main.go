@@ -33,6 +33,7 @@ import (
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/sandbox"
 	"github.com/kindgi/packd/server"
@@ -94,7 +95,8 @@ func main() {
 		fail(err)
 	}
 	metrics.Store(m)
-	srv, err := server.New(server.Config{Pack: pack, Token: *token, Metrics: m})
+	// Records go to stderr in batches, as packd serve writes them.
+	srv, err := server.New(server.Config{Pack: pack, Token: *token, Metrics: m, Records: server.NewRecorder(lineq.NewBatch(os.Stderr))})
 	if err != nil {
 		fail(err)
 	}

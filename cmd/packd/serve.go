@@ -11,12 +11,18 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 
+	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/server"
 )
 
 const tokenEnv = "KINDGI_PACK_SERVICE_TOKEN"
+
+// recordsFlushWait bounds how long packd serve waits, as it exits, for its
+// last records to be written (stderr may be a pipe nobody reads).
+const recordsFlushWait = 2 * time.Second
 
 // serviceConfig is the process contract's configuration, read from flags and
 // the environment.
@@ -157,7 +163,11 @@ func digits(s string) bool {
 // serveCmd is the process contract: configure, boot, listen, drain on
 // SIGTERM. The service itself is server.Start's.
 func serveCmd(args []string, stdout, stderr io.Writer) int {
-	rec := server.NewRecorder(stderr)
+	// Records go out in batches: one write(2) per record was a system call
+	// per call served (and a wake-up of stderr's reader when it is a pipe).
+	records := lineq.NewBatch(stderr)
+	defer records.Close(recordsFlushWait)
+	rec := server.NewRecorder(records)
 	cfg, problems := readServiceConfig(args, os.Getenv, stderr)
 	if cfg.help {
 		serveUsage(stdout)

@@ -1,6 +1,8 @@
-// Package lineq writes whole lines to a writer from a goroutine of its own,
-// so that whoever produces them (a guest's output) never waits for whoever
-// reads them (a log shipper, a pipe nobody drains).
+// Package lineq writes whole lines to a writer from a goroutine of its own:
+// Queue so that whoever produces them (a guest's output) never waits for
+// whoever reads them (a log shipper, a pipe nobody drains), dropping what
+// does not fit; Batch so that a busy producer (the service's records) pays
+// a write for many lines, not one each, and loses none.
 package lineq
 
 import (
