@@ -411,6 +411,7 @@ func resetWritten(lin *mmapMemory) (pages int, how string) {
 		}
 	}
 	if !ok {
+		known.runs = known.runs[:0] // what a refused scan may have begun
 		if pages, ok = readWritten(b, img, known); !ok {
 			return 0, ""
 		}

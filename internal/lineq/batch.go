@@ -8,10 +8,10 @@ import (
 
 // Batch writes what it is given to a writer from a goroutine of its own,
 // in as few writes as it can: whatever arrives within Window of the first
-// line, or while a write is under way, goes out, in order, with it. A service's records written to
-// stderr one write each cost a system call per call served, and when
-// stderr is a pipe, a wake-up of its reader as well; batched, a busy
-// service writes them a few at a time, and an idle one at once.
+// line, or while a write is under way, goes out, in order, with it. A
+// service's records written to stderr one write each cost a system call
+// per call served, and when stderr is a pipe, a wake-up of its reader as
+// well; batched, a busy service writes many in one go.
 //
 // Unlike Queue, Batch never drops: a writer waits while MaxPending bytes
 // or more wait to go out. It is safe for concurrent use.
