@@ -9,7 +9,7 @@ GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
 
 .SECONDEXPANSION:
 
-.PHONY: image image-check c-sdk-test all build wasm fixtures run test spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: image image-check c-sdk-test all build wasm fixtures run test test-all spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -25,11 +25,11 @@ wasm: $(EXAMPLES)
 CLANG     ?= clang
 CFLAGS_WASM := --target=wasm32-wasi -mexec-model=reactor -O2 -Wall
 wasm-examples/c-%.wasm: sdk/c/kindgi.h $$(wildcard wasm-examples/c-$$(*D)/*.c)
-	@command -v $(CLANG) >/dev/null || { echo "clang not found: the C packs need Debian's clang lld wasi-libc libclang-rt-14-dev-wasm32" >&2; exit 1; }
+	@command -v $(CLANG) >/dev/null || { echo "clang not found: the C packs need Debian's clang lld wasi-libc libclang-rt-14-dev-wasm32 (scripts/deps installs them)" >&2; exit 1; }
 	$(CLANG) $(CFLAGS_WASM) -o $@ $(basename $@).c
 
 testdata/cnet/cnet.wasm: sdk/c/kindgi.h testdata/cnet/cnet.c
-	@command -v $(CLANG) >/dev/null || { echo "clang not found: the C packs need Debian's clang lld wasi-libc libclang-rt-14-dev-wasm32" >&2; exit 1; }
+	@command -v $(CLANG) >/dev/null || { echo "clang not found: the C packs need Debian's clang lld wasi-libc libclang-rt-14-dev-wasm32 (scripts/deps installs them)" >&2; exit 1; }
 	$(CLANG) $(CFLAGS_WASM) -o $@ testdata/cnet/cnet.c
 
 wasm-examples/%.wasm testdata/%.wasm: $(GOFILES) go.mod
@@ -50,7 +50,7 @@ endif
 # Serve the echo example pack on the defaults (every interface, PORT or
 # 8080) with a fresh token, after printing how to call it.
 PORT ?= 8080
-run: build wasm
+run: $(BIN) wasm-examples/echo/echo.wasm
 	@token=$$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n'); \
 	echo "packd serves the echo pack on port $(PORT) with token $$token"; \
 	echo "call it with:"; \
@@ -67,15 +67,21 @@ vet:
 	$(GO) vet -tags spectest ./sandbox/internal/instrument
 	$(WASM_ENV) $(GO) vet ./wasm-examples/... ./testdata/gocanary ./testdata/gonet
 
-test: build wasm fixtures vet
-	PACKD_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 ./...
-	cd abi/guest && $(GO) test -race -count=1 ./...
+# make test: scripts/deps installs what the tests need when it is missing
+# (Debian packages, Go modules) or stops at once with the command to run;
+# then every test, none of them skipped.
+test:
+	scripts/deps
+	$(MAKE) --no-print-directory test-all
+
+# Every test, with what scripts/deps installs already there.
+test-all: build wasm fixtures vet
+	PACKD_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 8m ./...
+	cd abi/guest && $(GO) test -race -count=1 -timeout 2m ./...
 	$(MAKE) --no-print-directory c-sdk-test
-	@if command -v podman >/dev/null || { command -v docker >/dev/null && docker info >/dev/null 2>&1; }; then $(MAKE) --no-print-directory image-check; \
-	else echo "neither podman nor a running docker (Debian: apt-get install podman): make image-check not run"; fi
+	$(MAKE) --no-print-directory image-check
 	$(MAKE) --no-print-directory spectest
-	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then $(MAKE) --no-print-directory e2e; \
-	else echo "promtool and prometheus are not installed (Debian: apt-get install prometheus): make e2e not run"; fi
+	$(MAKE) --no-print-directory e2e
 
 # The container image (Dockerfile, target prebuilt): bin/packd (static:
 # CGO_ENABLED=0; the binary the black-box suite tests) and the echo pack, with podman or docker, whichever is installed.
@@ -95,7 +101,8 @@ image-check: image
 c-sdk-test:
 	@mkdir -p build
 	$(CLANG) -Wall -Wextra -Wno-missing-field-initializers -Werror -gdwarf-4 -o build/kindgi_test sdk/c/test/kindgi_test.c
-	@if command -v valgrind >/dev/null; then valgrind --error-exitcode=1 --leak-check=full -q build/kindgi_test; else build/kindgi_test; fi
+	@if command -v valgrind >/dev/null; then valgrind --error-exitcode=1 --leak-check=full -q build/kindgi_test; \
+	else echo "valgrind not found (scripts/deps installs it): the C SDK test runs without it"; build/kindgi_test; fi
 
 # The official WebAssembly spec testsuite (wazero's converted copy) through
 # the fuel pass: every module, assertion and refusal (see
@@ -103,13 +110,13 @@ c-sdk-test:
 # is installed.
 spectest:
 	$(GO) mod download github.com/tetratelabs/wazero
-	@mkdir -p build; $(GO) test -tags spectest -count=1 -v -run TestSpecSuite ./sandbox/internal/instrument >build/spectest.log 2>&1; \
+	@mkdir -p build; $(GO) test -tags spectest -count=1 -timeout 5m -v -run TestSpecSuite ./sandbox/internal/instrument >build/spectest.log 2>&1; \
 	rc=$$?; grep -v -e '^=== RUN' -e '^    --- PASS' -e '^--- PASS' build/spectest.log; exit $$rc
 
 # promtool on a real scrape of a running packd, and a real Prometheus server
 # scraping it (needs Debian's prometheus package).
 e2e: build wasm
-	$(GO) test -tags e2e -count=1 -run 'Promtool|Prometheus' ./cmd/packd
+	$(GO) test -tags e2e -count=1 -timeout 3m -run 'Promtool|Prometheus' ./cmd/packd
 
 bench: build wasm fixtures
 	-$(GO) run ./internal/callbench

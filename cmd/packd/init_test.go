@@ -60,7 +60,7 @@ func TestInitScaffoldsAPackThatAnswers(t *testing.T) {
 func TestInitCPack(t *testing.T) {
 	for _, tool := range []string{"clang", "make"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH: the test needs it", tool)
+			t.Fatalf("%s is not on PATH: the test needs it (scripts/deps installs it)", tool)
 		}
 	}
 	dir := filepath.Join(t.TempDir(), "acme.hello-c")

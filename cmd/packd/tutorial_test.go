@@ -23,7 +23,7 @@ func TestTutorial(t *testing.T) {
 	}
 	for _, tool := range []string{"curl", "clang"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH: the tutorial needs it", tool)
+			t.Fatalf("%s is not on PATH: the tutorial needs it (scripts/deps installs it)", tool)
 		}
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "writing-a-pack.md"))

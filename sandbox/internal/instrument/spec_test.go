@@ -91,9 +91,9 @@ func TestSpecSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	validate, _ := exec.LookPath("wasm-validate")
-	if validate == "" {
-		t.Log("wasm-validate is not installed (Debian: apt-get install wabt): metered modules are checked by wazero only")
+	validate, err := exec.LookPath("wasm-validate")
+	if err != nil {
+		t.Fatal("wasm-validate is not installed: scripts/deps installs it (Debian: apt-get install wabt)")
 	}
 	var totals specTotals
 	for _, v := range []struct {
