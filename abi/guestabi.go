@@ -67,6 +67,7 @@ type (
 	Description = wire.Description
 	ToolSpec    = wire.ToolSpec
 	CheckSpec   = wire.CheckSpec
+	EnvSpec     = wire.EnvSpec
 	HTTPRequest = wire.HTTPRequest
 	HTTPAnswer  = wire.HTTPAnswer
 	HTTPError   = wire.HTTPError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,10 +73,17 @@ func TestEveryErrorCodeIsProduced(t *testing.T) {
 		seen[o.Code] = true
 	}
 
+	// A check's shape problem says what it answered and what it must answer.
+	o := hostile.Dispatch(context.Background(), []byte(`{"v":2,"kind":"check-invoke","check":{"id":"hostile.badcheck"},"config":{},"trace":{}}`), 0)
+	if want := `{"v":2,"kind":"error","code":"check-shape-invalid","message":"Check \"hostile.badcheck\" returned a result without a boolean ` + "`passed`" +
+		`: {\"passed\":\"yes\"} (a check answers an object with a boolean \"passed\", e.g. {\"passed\":false,\"reason\":\"too short\"})","checkId":"hostile.badcheck"}`; string(o.Response) != want {
+		t.Errorf("check shape:\n got %s\nwant %s", o.Response, want)
+	}
+
 	// cancelled: the caller goes away while the guest sleeps.
 	cctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
-	o := conf.Dispatch(cctx, []byte(inv("conformance.sleep", `{"ms":60000}`)), 0)
+	o = conf.Dispatch(cctx, []byte(inv("conformance.sleep", `{"ms":60000}`)), 0)
 	if string(o.Response) != `{"v":2,"kind":"error","code":"cancelled","message":"conformance.sleep was cancelled","toolId":"conformance.sleep"}` {
 		t.Errorf("cancel: %s", o.Response)
 	}
@@ -109,4 +117,20 @@ func FuzzDispatch(f *testing.F) {
 			t.Fatalf("a result for an unparsed message: %s", o.Response)
 		}
 	})
+}
+
+// TestExcerptIsBoundedAndValid: what an error message shows of a guest's
+// answer is at most maxExcerpt bytes and "…", cut at a character, and
+// valid UTF-8 whatever the guest wrote.
+func TestExcerptIsBoundedAndValid(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"ok":true}`, `{"ok":true}`},
+		{strings.Repeat("a", 95) + "é", strings.Repeat("a", 95) + "…"},
+		{strings.Repeat("a", 96), strings.Repeat("a", 96)},
+		{"\xff\xfe", "\uFFFD"},
+	} {
+		if got := host.Excerpt([]byte(c.in)); got != c.want {
+			t.Errorf("excerpt(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host/internal/egress"
@@ -276,13 +277,32 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 	}
 	resObj, isObj := res.(*ojson.Object)
 	if err != nil || !isObj {
-		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q returned a result that is not an object", id)))
+		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q returned a result that is not an object: %s%s", id, excerpt(body), checkShape)))
 	}
 	if passed, _ := resObj.Get("passed"); passed != true && passed != false {
-		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q returned a result without a boolean `passed`", id)))
+		return o.fail(t.errorFor(abi.CodeCheckShapeInvalid, fmt.Sprintf("Check %q returned a result without a boolean `passed`: %s%s", id, excerpt(body), checkShape)))
 	}
 	o.Response = abi.EncodeCheckResult(resObj)
 	return o
+}
+
+// checkShape says what a check's result must be, after what it was.
+const checkShape = ` (a check answers an object with a boolean "passed", e.g. {"passed":false,"reason":"too short"})`
+
+// maxExcerpt bounds how much of a guest's answer an error message shows.
+const maxExcerpt = 96
+
+// excerpt is the start of a guest's answer, for an error message: at most
+// maxExcerpt bytes, cut at a character boundary, "…" when cut.
+func excerpt(b []byte) string {
+	if len(b) <= maxExcerpt {
+		return strings.ToValidUTF8(string(b), "\uFFFD")
+	}
+	n := maxExcerpt
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return strings.ToValidUTF8(string(b[:n]), "\uFFFD") + "…"
 }
 
 // run hands call (its request message, fuel and instance limits) to the

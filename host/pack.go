@@ -76,8 +76,14 @@ type GuestLine struct {
 	Line   []byte // without its newline
 }
 
-// LoadError lists every problem found while loading a pack.
-type LoadError struct{ Problems []string }
+// LoadError lists every problem found while loading a pack. ModuleRoot is
+// the absolute directory module paths resolve in, when a module is
+// missing from it (the problem itself reads exactly "Missing module:
+// <path>", as the other pack services write it).
+type LoadError struct {
+	Problems   []string
+	ModuleRoot string
+}
 
 func (e *LoadError) Error() string {
 	return fmt.Sprintf("loading pack: %d problem(s): %s", len(e.Problems), strings.Join(e.Problems, "; "))
@@ -162,7 +168,13 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	problems = append(problems, modProblems...)
 	problems = append(problems, p.register(modules)...)
 	if len(problems) > 0 {
-		return p, &LoadError{Problems: problems}
+		le := &LoadError{Problems: problems}
+		for _, m := range modules {
+			if errors.Is(m.err, errMissingModule) {
+				le.ModuleRoot, _ = filepath.Abs(root)
+			}
+		}
+		return p, le
 	}
 	return p, nil
 }
@@ -291,6 +303,10 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module)
 	return "", stat
 }
 
+// errMissingModule: a module path names no file in the module root. Its
+// text is the reference services' ("Missing module: <path>").
+var errMissingModule = errors.New("Missing module")
+
 // readModule reads a module path inside root: relative, forward slashes,
 // never leaving the root (os.Root refuses ".." and symlinks that escape),
 // at most limit bytes.
@@ -304,8 +320,7 @@ func readModule(r *os.Root, p string, limit int) ([]byte, error) {
 	f, err := r.Open(filepath.FromSlash(p))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			dir, _ := filepath.Abs(r.Name())
-			return nil, fmt.Errorf("Missing module: %s (looked in %s, the module root: the index's directory unless --module-root says otherwise)", p, dir)
+			return nil, fmt.Errorf("%w: %s", errMissingModule, p)
 		}
 		return nil, fmt.Errorf("%s: module path escapes the module root or cannot be opened: %v", p, err)
 	}

@@ -447,11 +447,21 @@ func signature(def api.FunctionDefinition) string {
 	return sig
 }
 
+// startExport is what a WASI command exports instead of _initialize.
+const startExport = "_start"
+
 func checkExports(c wazero.CompiledModule) error {
 	if _, ok := c.ExportedMemories()[abi.ExportMemory]; !ok {
 		return fmt.Errorf("%w: module does not export %q", ErrMissingExport, abi.ExportMemory)
 	}
 	fns := c.ExportedFunctions()
+	_, command := fns[startExport]
+	if _, reactor := fns[abi.ExportInitialize]; command && !reactor {
+		// Go's default build mode: its exports trap until _start has run,
+		// and _start runs main and exits.
+		return fmt.Errorf("%w: the module is a WASI command (it exports _start, not _initialize), and packd runs reactors: "+
+			"build a Go pack with `GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o pack.wasm .`, a C pack with clang's -mexec-model=reactor", ErrMissingExport)
+	}
 	for _, name := range []string{abi.ExportABIVersion, abi.ExportDescribe, abi.ExportCall} {
 		def, ok := fns[name]
 		if !ok {
@@ -503,7 +513,20 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, m.sb.cfg.LoadTimeout)
 	defer cancel()
-	rep, err := m.run(lctx, abi.ExportDescribe, Request{Fuel: m.sb.cfg.LoadFuel})
+	var said loadStderr
+	rep, err := m.run(lctx, abi.ExportDescribe, Request{Fuel: m.sb.cfg.LoadFuel, Output: func(stream string, line []byte) {
+		if stream == "stderr" {
+			said.add(line)
+			_, _ = m.sb.stderr.Write(line)
+		} else {
+			_, _ = m.sb.stdout.Write(line)
+		}
+	}})
+	if err != nil && !errors.Is(err, ErrLoadLimit) {
+		if why := said.why(); why != "" {
+			err = fmt.Errorf("%w; the guest wrote: %s", err, why)
+		}
+	}
 	switch {
 	case errors.Is(err, ErrDeadline) && ctx.Err() == nil:
 		return d, fmt.Errorf("%w: its start function, _initialize and kindgi_describe ran over the load timeout of %v", ErrLoadLimit, m.sb.cfg.LoadTimeout)
@@ -681,6 +704,9 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	}
 	if m.hasInit {
 		if _, err := inst.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
+			if export == abi.ExportDescribe { // at load: say which part failed
+				return rep, fmt.Errorf("%s: %w", abi.ExportInitialize, classify(ctx, err))
+			}
 			return rep, classify(ctx, err)
 		}
 	}

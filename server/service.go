@@ -93,11 +93,15 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	s := &Service{rec: rec, done: make(chan struct{})}
 	if err := s.start(ctx, cfg); err != nil {
 		problems := []string{err.Error()}
+		fields := []Field{{Key: "problems", Value: problems}}
 		if le := (*host.LoadError)(nil); errors.As(err, &le) {
-			problems = le.Problems
+			fields[0].Value = le.Problems
+			if le.ModuleRoot != "" {
+				fields = append(fields, Field{Key: "moduleRoot", Value: le.ModuleRoot})
+			}
 		}
 		s.teardown()
-		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", Field{Key: "problems", Value: problems})
+		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", fields...)
 		return nil, err
 	}
 	return s, nil

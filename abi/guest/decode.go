@@ -71,24 +71,32 @@ func decodeContext(b []byte, c *Context) bool {
 				return true
 			})
 		case "secrets":
-			if p.null() {
-				c.Secrets = nil
-				return true
-			}
-			if c.Secrets == nil {
-				c.Secrets = map[string]json.RawMessage{}
-			}
-			return p.object(func(k []byte) bool {
-				var v json.RawMessage
-				if !p.raw(&v) {
-					return false
-				}
-				c.Secrets[string(k)] = v
-				return true
-			})
+			return p.rawMap(&c.Secrets)
+		case "settings":
+			return p.rawMap(&c.Settings)
 		}
-		return !folds(key, "tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets") && p.skip()
+		return !folds(key, "tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets", "settings") && p.skip()
 	}) && p.end()
+}
+
+// rawMap reads an object of JSON values into m (null: nil), as
+// encoding/json decodes a map[string]json.RawMessage: into the map it has.
+func (p *parser) rawMap(m *map[string]json.RawMessage) bool {
+	if p.null() {
+		*m = nil
+		return true
+	}
+	if *m == nil {
+		*m = map[string]json.RawMessage{}
+	}
+	return p.object(func(k []byte) bool {
+		var v json.RawMessage
+		if !p.raw(&v) {
+			return false
+		}
+		(*m)[string(k)] = v
+		return true
+	})
 }
 
 // folds reports whether key matches one of names but for case, as

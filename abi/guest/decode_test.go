@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const fullCtx = `{"tenantId":"t","runId":"r","projectId":"p","orgId":"o","requestId":"q","idempotencyKey":"k","env":{"A":"b","C":""},"secrets":{"s":{"k":"v"},"n":null},"extra":[1]}`
+const fullCtx = `{"tenantId":"t","runId":"r","projectId":"p","orgId":"o","requestId":"q","idempotencyKey":"k","env":{"A":"b","C":""},"secrets":{"s":{"k":"v"},"n":null},"settings":{"block-1":{"tone":"dry"}},"extra":[1]}`
 
 // decodeCases are requests and ctx values the fast decoders must read as
 // encoding/json does, or leave to it.
@@ -26,7 +26,8 @@ var decodeCases = []string{
 	`[]`, `null`, ``, `{`, `{"a":[` + string(make([]byte, 0)) + `]}`,
 	fullCtx,
 	`{"tenantId":"t\"q","env":{"A":"\u0041"}}`,
-	`{"env":null,"secrets":null}`,
+	`{"env":null,"secrets":null,"settings":null}`,
+	`{"settings":{"a":{"x":1},"a":{"y":2}},"Settings":{"b":[]}}`,
 	`{"env":{"A":"1"},"env":{"B":"2"}}`,
 	`{"env":{"A":1}}`,
 	`{"TenantID":"x"}`,
@@ -44,7 +45,8 @@ func TestFastDecodersAgreeWithEncodingJSON(t *testing.T) {
 		t.Fatalf("the common request is not decoded fast: %+v", r)
 	}
 	var c Context
-	if !decodeContext([]byte(fullCtx), &c) || c.Env["A"] != "b" || string(c.Secrets["s"]) != `{"k":"v"}` {
+	if !decodeContext([]byte(fullCtx), &c) || c.Env["A"] != "b" || string(c.Secrets["s"]) != `{"k":"v"}` ||
+		c.IdempotencyKey != "k" || string(c.Settings["block-1"]) != `{"tone":"dry"}` {
 		t.Fatalf("the common ctx is not decoded fast: %+v", c)
 	}
 }

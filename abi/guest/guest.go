@@ -20,14 +20,26 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 
 	"github.com/kindgi/packd/abi/guest/wire"
 )
 
-// Context is the call's callContext. Raw is the whole ctx as the caller sent
-// it, for fields this struct does not name.
+// Context is the call's callContext, as the caller sent it (the Pack
+// protocol's ctx). Raw is the whole ctx, for fields this struct does not
+// name.
+//
+// Env is the call's own ctx.env: values the calling runtime passes with
+// this one call (protocol 2.5.0). It is not the process environment: what
+// os.Getenv sees is the pack service's environment, filtered to the names
+// the index declares (RequireEnv, OptionalEnv), and the same for every
+// call. Secrets are the call's secrets by name; Settings the settings
+// blocks the calling agent version pins, each block's values by block id
+// (protocol 2.4.0); IdempotencyKey the caller's key for this call, the
+// same on a retry (protocol 2.6.0). Each is empty when the caller sent
+// none.
 type Context struct {
 	TenantID       string                     `json:"tenantId"`
 	RunID          string                     `json:"runId"`
@@ -37,6 +49,7 @@ type Context struct {
 	IdempotencyKey string                     `json:"idempotencyKey,omitempty"`
 	Env            map[string]string          `json:"env,omitempty"`
 	Secrets        map[string]json.RawMessage `json:"secrets,omitempty"`
+	Settings       map[string]json.RawMessage `json:"settings,omitempty"`
 	Raw            json.RawMessage            `json:"-"`
 }
 
@@ -48,8 +61,16 @@ type ToolFunc func(input json.RawMessage, ctx *Context) (any, error)
 type AnyToolFunc func(id string, input json.RawMessage, ctx *Context) (any, error)
 
 // CheckFunc evaluates a guardrail check: config as sent, trace the run trace.
-// It returns a result object with at least a boolean `passed`.
+// It returns a result object with at least a boolean `passed` (anything
+// else is a check-shape-invalid); CheckResult is one.
 type CheckFunc func(config, trace json.RawMessage) (any, error)
+
+// CheckResult is a check's result: whether the trace passed, and, when it
+// did not, why, for people.
+type CheckResult struct {
+	Passed bool   `json:"passed"`
+	Reason string `json:"reason,omitempty"`
+}
 
 var (
 	mu         sync.Mutex
@@ -58,6 +79,7 @@ var (
 	anyTool    AnyToolFunc
 	toolSpecs  = map[string]wire.ToolSpec{}  // what the options say, for packd index
 	checkSpecs = map[string]wire.CheckSpec{} // of each registered id
+	envSpec    wire.EnvSpec                  // RequireEnv, OptionalEnv
 )
 
 // Tool registers the handler for a tool id, with what the options say of
@@ -103,7 +125,8 @@ func AnyTool(fn AnyToolFunc) {
 }
 
 // Check registers a guardrail check by its check id, with what the
-// options say of it (Kind, Action, ConfigSchema, Description).
+// options say of it (Kind, Action, Severity, Guardrail, ConfigSchema,
+// Description, Limits, Network).
 func Check(id string, fn CheckFunc, opts ...Option) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -112,6 +135,49 @@ func Check(id string, fn CheckFunc, opts ...Option) {
 	}
 	checks[id] = fn
 	checkSpecs[id] = options(opts).checkSpec(id)
+}
+
+// TypedCheck registers a check whose config decodes into Config. Its
+// config schema, for `packd index`, is derived from Config (SchemaOf)
+// unless ConfigSchema says otherwise. packd validates config as the caller
+// sent it, with no defaults filled in, so a field the caller may leave out
+// is `omitempty` and reaches fn as its zero value. A config that does not
+// decode into Config throws a TypeError.
+func TypedCheck[Config any](id string, fn func(config Config, trace json.RawMessage) (CheckResult, error), opts ...Option) {
+	e := options(opts)
+	if e.config == nil {
+		e.config = SchemaOf(reflect.TypeFor[Config]())
+	}
+	Check(id, func(raw, trace json.RawMessage) (any, error) {
+		var c Config
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &c); err != nil {
+				return nil, &Error{Name: "TypeError", Message: "config does not decode: " + err.Error()}
+			}
+		}
+		return fn(c, trace)
+	}, func(x *entry) { *x = *e })
+}
+
+// RequireEnv names process environment variables the pack reads with
+// os.Getenv and cannot work without; OptionalEnv those it reads when they
+// are set. packd index writes them into the index's env, and packd passes
+// a module only the names the index declares (a strict service is not
+// ready while a required one is unset). Call them in init.
+func RequireEnv(names ...string) { addEnv(&envSpec.Required, names) }
+
+// OptionalEnv: see RequireEnv.
+func OptionalEnv(names ...string) { addEnv(&envSpec.Optional, names) }
+
+func addEnv(list *[]string, names []string) {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range names {
+		if !slices.Contains(*list, n) {
+			*list = append(*list, n)
+		}
+	}
+	slices.Sort(*list)
 }
 
 // Error is a thrown error with a name, as JavaScript errors have. Return one
@@ -144,6 +210,10 @@ func Describe() []byte {
 	sort.Strings(d.Checks)
 	sort.Slice(d.ToolSpecs, func(i, j int) bool { return d.ToolSpecs[i].ID < d.ToolSpecs[j].ID })
 	sort.Slice(d.CheckSpecs, func(i, j int) bool { return d.CheckSpecs[i].ID < d.CheckSpecs[j].ID })
+	if len(envSpec.Required)+len(envSpec.Optional) > 0 {
+		env := wire.EnvSpec{Required: slices.Clone(envSpec.Required), Optional: slices.Clone(envSpec.Optional)}
+		d.Env = &env
+	}
 	b, _ := json.Marshal(d)
 	return b
 }

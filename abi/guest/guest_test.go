@@ -14,6 +14,7 @@ func resetRegistry() {
 	defer mu.Unlock()
 	tools, checks, anyTool = map[string]ToolFunc{}, map[string]CheckFunc{}, nil
 	toolSpecs, checkSpecs = map[string]wire.ToolSpec{}, map[string]wire.CheckSpec{}
+	envSpec = wire.EnvSpec{}
 }
 
 func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
@@ -59,7 +60,7 @@ func TestDispatchRunsHandlersAndReportsThrows(t *testing.T) {
 	}
 	if got := string(Describe()); got != `{"tools":["sdk.echo","sdk.fails","sdk.panics","sdk.plain-error"],"checks":["sdk.check"],`+
 		`"toolSpecs":[{"id":"sdk.echo"},{"id":"sdk.fails"},{"id":"sdk.panics"},{"id":"sdk.plain-error"}],`+
-		`"checkSpecs":[{"id":"sdk.check","kind":"zero-llm","action":{"on-violation":"halt"}}]}` {
+		`"checkSpecs":[{"id":"sdk.check"}]}` {
 		t.Errorf("Describe = %s", got)
 	}
 	if status, _ := Dispatch([]byte(`not json`)); status != wire.StatusThrown {

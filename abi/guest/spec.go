@@ -12,14 +12,16 @@ import (
 )
 
 // Option says something of a tool or check for its index entry, which
-// `packd index` writes from what the module describes.
+// `packd index` writes from what the module describes. What no option
+// says, packd index keeps from the index it rewrites.
 type Option func(*entry)
 
 // entry is what the options say.
 type entry struct {
 	version, description, kind string
+	guardrail, severity        string
 	input, output, config      json.RawMessage
-	action                     json.RawMessage
+	action, limits, network    json.RawMessage
 }
 
 // Version is the tool's version (e.g. "1.0.0").
@@ -41,20 +43,45 @@ func OutputSchema(schema string) Option {
 	return func(e *entry) { e.output = b }
 }
 
-// ConfigSchema is a check's config JSON Schema, as JSON.
+// ConfigSchema is a check's config JSON Schema, as JSON; it overrides the
+// one TypedCheck derives from the config type.
 func ConfigSchema(schema string) Option {
 	b := mustJSON("ConfigSchema", schema)
 	return func(e *entry) { e.config = b }
 }
 
-// Kind is a check's kind (default "zero-llm"); Action what the runtime
-// does on a violation, as a JSON object (default {"on-violation":"halt"}).
+// Kind is a check's kind. When neither the module nor the index says,
+// packd index writes "zero-llm".
 func Kind(k string) Option { return func(e *entry) { e.kind = k } }
 
-// Action is a check's action object, as JSON.
+// Action is what the runtime does when a check fails, as a JSON object
+// (e.g. {"on-violation":"log-only"}). When neither the module nor the
+// index says, packd index writes {"on-violation":"halt"}.
 func Action(action string) Option {
 	b := mustJSON("Action", action)
 	return func(e *entry) { e.action = b }
+}
+
+// Severity is a check's severity in its index entry (e.g. "error").
+func Severity(s string) Option { return func(e *entry) { e.severity = s } }
+
+// Guardrail is the id of a check's index entry when it is not the check
+// id (the entry's checkId is then the check id).
+func Guardrail(id string) Option { return func(e *entry) { e.guardrail = id } }
+
+// Limits is the entry's limits object, as JSON: fuel, memMB, cpuMs,
+// instance (docs/index-format.md, "limits").
+func Limits(limits string) Option {
+	b := mustJSON("Limits", limits)
+	return func(e *entry) { e.limits = b }
+}
+
+// Network is the entry's network object, as JSON: the hosts the handler
+// may reach (docs/index-format.md, "network"), e.g.
+// {"kind":"allowlist","hosts":["api.example.com"]}.
+func Network(network string) Option {
+	b := mustJSON("Network", network)
+	return func(e *entry) { e.network = b }
 }
 
 func mustJSON(what, s string) json.RawMessage {
@@ -73,24 +100,34 @@ func options(opts []Option) *entry {
 }
 
 func (e *entry) toolSpec(id string) wire.ToolSpec {
-	return wire.ToolSpec{ID: id, Version: e.version, Description: e.description, Input: e.input, Output: e.output}
+	return wire.ToolSpec{ID: id, Version: e.version, Description: e.description, Input: e.input, Output: e.output,
+		Limits: e.limits, Network: e.network}
 }
 
 func (e *entry) checkSpec(id string) wire.CheckSpec {
-	s := wire.CheckSpec{ID: id, Kind: e.kind, Action: e.action, Description: e.description, ConfigSchema: e.config}
-	if s.Kind == "" {
-		s.Kind = "zero-llm"
-	}
-	if s.Action == nil {
-		s.Action = json.RawMessage(`{"on-violation":"halt"}`)
-	}
-	return s
+	return wire.CheckSpec{ID: id, Guardrail: e.guardrail, Kind: e.kind, Action: e.action, Severity: e.severity,
+		Description: e.description, ConfigSchema: e.config, Limits: e.limits, Network: e.network}
 }
+
+// Open, embedded in a struct, lets the object schema SchemaOf derives from
+// it accept properties the struct does not name. Without it a derived
+// object schema refuses them ("additionalProperties": false), so that a
+// caller's misspelt field is an input-validation-failed, not a field
+// silently left at its zero value:
+//
+//	type In struct {
+//		guest.Open        // {"name":"Ada","extra":1} is accepted
+//		Name string `json:"name"`
+//	}
+//
+// Open has no fields: encoding/json neither writes nor reads it.
+type Open struct{}
 
 // SchemaOf is the JSON Schema TypedTool derives from a Go type, as
 // encoding/json encodes it: a struct is an object whose properties are its
 // exported fields by their JSON names, required unless `omitempty` (a
-// field's `desc` tag becomes its description); strings, booleans, integers
+// field's `desc` tag becomes its description), and no other properties
+// unless it embeds Open; strings, booleans, integers
 // and floats are themselves; slices and arrays are arrays (a []byte a
 // base64 string); maps with string keys objects; time.Time a date-time
 // string; pointers their element; interfaces and json.RawMessage anything.
@@ -137,10 +174,13 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) schema {
 		seen[t] = true
 		defer delete(seen, t)
 		props, required := schema{}, []string{}
-		structFields(t, seen, props, &required)
+		open := structFields(t, seen, props, &required)
 		s := schema{"type": "object", "properties": props}
 		if len(required) > 0 {
 			s["required"] = required
+		}
+		if !open {
+			s["additionalProperties"] = false
 		}
 		return s
 	}
@@ -148,10 +188,15 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) schema {
 }
 
 // structFields adds t's fields as encoding/json sees them (embedded
-// structs' fields promoted, `json:"-"` left out).
-func structFields(t reflect.Type, seen map[reflect.Type]bool, props schema, required *[]string) {
+// structs' fields promoted, `json:"-"` left out), and reports whether t or
+// a struct embedded in it embeds Open.
+func structFields(t reflect.Type, seen map[reflect.Type]bool, props schema, required *[]string) (open bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous && f.Type == reflect.TypeFor[Open]() {
+			open = true
+			continue
+		}
 		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
@@ -163,7 +208,7 @@ func structFields(t reflect.Type, seen map[reflect.Type]bool, props schema, requ
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				structFields(ft, seen, props, required)
+				open = structFields(ft, seen, props, required) || open
 				continue
 			}
 		}
@@ -182,6 +227,7 @@ func structFields(t reflect.Type, seen map[reflect.Type]bool, props schema, requ
 			*required = append(*required, name)
 		}
 	}
+	return open
 }
 
 func maps(s schema, k string, v any) schema {

@@ -44,6 +44,9 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		for _, p := range le.Problems {
 			fmt.Fprintln(stdout, p)
 		}
+		if le.ModuleRoot != "" {
+			fmt.Fprintf(stderr, "packd check: module paths resolve in %s (the index's directory unless --module-root says otherwise)\n", le.ModuleRoot)
+		}
 		fmt.Fprintf(stderr, "packd check: %d problem(s) (the index format: docs/index-format.md)\n", len(le.Problems))
 		return exitError
 	case err != nil:

@@ -21,9 +21,11 @@ import (
 )
 
 // indexCmd writes a pack's index.json from its modules: each module
-// describes its tools and checks (ids, versions, descriptions, schemas);
-// what the index already says and the modules do not (packId, agents,
-// flows, env, a tool's limits or effects) is kept. The index is written
+// describes its tools and checks (ids, versions, descriptions, schemas,
+// limits, network, a guardrail's id, kind, action and severity) and the
+// environment names it reads; what the index already says and the modules
+// do not (packId, agents, flows, a tool's effects, anything a module
+// leaves out) is kept. The index is written
 // canonically, so the same modules and index give the same bytes.
 func indexCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("packd index", flag.ContinueOnError)
@@ -133,8 +135,9 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(exitError, "%v", err)
 	}
 	defer sb.Close(ctx)
-	oldTools, oldChecks := entries(top, "tools"), entries(top, "guardrails")
+	indexTools, indexChecks := entries(top, "tools"), entries(top, "guardrails")
 	var tools, guardrails []any
+	var env *abi.EnvSpec
 	for _, path := range modules {
 		wasm, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(path)))
 		if err != nil {
@@ -149,9 +152,12 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(exitError, "%s: describing module: %v", path, err)
 		}
-		t, notes := toolEntries(path, desc, oldTools)
+		t, notes := toolEntries(path, desc, indexTools)
 		tools = append(tools, t...)
-		guardrails = append(guardrails, checkEntries(path, desc, oldChecks)...)
+		g, gnotes := checkEntries(path, desc, indexChecks)
+		guardrails = append(guardrails, g...)
+		notes = append(notes, gnotes...)
+		env = mergeEnv(env, desc.Env)
 		for _, n := range notes {
 			fmt.Fprintln(stderr, "packd index:", n)
 		}
@@ -160,6 +166,9 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 	sortByID(guardrails)
 	top.Set("tools", tools)
 	top.Set("guardrails", guardrails)
+	if env != nil {
+		top.Set("env", envObject(env))
+	}
 	for _, k := range []string{"agents", "flows"} {
 		if list, ok := top.Get(k); ok {
 			if l, ok := list.([]any); ok {
@@ -214,10 +223,10 @@ func namedModules(top *ojson.Object) []string {
 	return out
 }
 
-// entries indexes an index's tools or guardrails by id@version (a
-// guardrail by its check id).
-func entries(top *ojson.Object, key string) map[string]*ojson.Object {
-	out := map[string]*ojson.Object{}
+// entries indexes an index's tools by id (each id's entries in index
+// order) and its guardrails by check id (checkId, else id).
+func entries(top *ojson.Object, key string) map[string][]*ojson.Object {
+	out := map[string][]*ojson.Object{}
 	v, _ := top.Get(key)
 	arr, _ := v.([]any)
 	for _, e := range arr {
@@ -225,23 +234,50 @@ func entries(top *ojson.Object, key string) map[string]*ojson.Object {
 		if !ok {
 			continue
 		}
-		id, _ := o.Get("id")
-		if key == "guardrails" {
-			if c, ok := o.Get("checkId"); ok {
-				id = c
-			}
-			out[fmt.Sprint(id)] = o
-			continue
+		id := stringField(o, "id")
+		if c, ok := o.Get("checkId"); ok && key == "guardrails" {
+			id, _ = c.(string)
 		}
-		ver, _ := o.Get("version")
-		out[fmt.Sprint(id)+"@"+fmt.Sprint(ver)] = o
+		out[id] = append(out[id], o)
 	}
 	return out
 }
 
+func stringField(o *ojson.Object, key string) string {
+	v, _ := o.Get(key)
+	s, _ := v.(string)
+	return s
+}
+
+// oldTools are the index's entries a module's tool updates: the entry of
+// its id and version; when the module names no version, the entries of
+// its id that name this module, else the one entry of its id.
+func oldTools(old map[string][]*ojson.Object, path string, s abi.ToolSpec) []*ojson.Object {
+	var same, here []*ojson.Object
+	for _, o := range old[s.ID] {
+		if s.Version != "" {
+			if stringField(o, "version") == s.Version {
+				return []*ojson.Object{o}
+			}
+			continue
+		}
+		same = append(same, o)
+		if stringField(o, "modulePath") == path {
+			here = append(here, o)
+		}
+	}
+	if len(here) > 0 {
+		return here
+	}
+	if len(same) == 1 {
+		return same
+	}
+	return nil
+}
+
 // toolEntries are the index entries of the tools a module describes: what
-// it says of each, over what the index said of the same id and version.
-func toolEntries(path string, d sandbox.Description, old map[string]*ojson.Object) ([]any, []string) {
+// it says of each, over what the index said of the same tool.
+func toolEntries(path string, d sandbox.Description, old map[string][]*ojson.Object) ([]any, []string) {
 	var out []any
 	var notes []string
 	specs := map[string]abi.ToolSpec{}
@@ -254,80 +290,135 @@ func toolEntries(path string, d sandbox.Description, old map[string]*ojson.Objec
 			continue
 		}
 		s := specs[id]
-		key := id + "@" + s.Version
-		if s.Version == "" {
-			key = id + "@<nil>"
+		s.ID = id
+		bases := oldTools(old, path, s)
+		if len(bases) == 0 {
+			bases = []*ojson.Object{{}}
 		}
-		e := &ojson.Object{}
-		if o := old[key]; o != nil {
-			e = ojson.Clone(o).(*ojson.Object)
-		}
-		e.Set("id", id)
-		if s.Version != "" {
-			e.Set("version", s.Version)
-		}
-		if s.Description != "" {
-			e.Set("description", s.Description)
-		}
-		for _, f := range []struct {
-			key string
-			raw []byte
-		}{{"input", s.Input}, {"output", s.Output}} {
-			if len(f.raw) > 0 {
-				v, err := ojson.Decode(f.raw)
-				if err != nil {
-					notes = append(notes, fmt.Sprintf("%s: tool %s: its %s schema is not JSON: %v", path, id, f.key, err))
-					continue
+		for _, base := range bases {
+			e := ojson.Clone(base).(*ojson.Object)
+			e.Set("id", id)
+			setString(e, "version", s.Version)
+			setString(e, "description", s.Description)
+			notes = append(notes, setJSON(e, path, "tool "+id, []jsonField{{"input", s.Input}, {"output", s.Output}, {"limits", s.Limits}, {"network", s.Network}})...)
+			for _, k := range []string{"input", "output"} {
+				if _, ok := e.Get(k); !ok {
+					e.Set(k, &ojson.Object{})
+					notes = append(notes, fmt.Sprintf("%s: tool %s says no %s schema: {} (anything) written; give one (Go: guest.InputSchema/OutputSchema, or TypedTool)", path, id, k))
 				}
-				e.Set(f.key, v)
 			}
-			if _, ok := e.Get(f.key); !ok {
-				e.Set(f.key, &ojson.Object{})
-				notes = append(notes, fmt.Sprintf("%s: tool %s says no %s schema: {} (anything) written; give one (Go: guest.InputSchema/OutputSchema, or TypedTool)", path, id, f.key))
-			}
+			e.Set("modulePath", path)
+			out = append(out, e)
 		}
-		e.Set("modulePath", path)
-		out = append(out, e)
 	}
 	return out, notes
 }
 
 // checkEntries are the guardrail entries of the checks a module describes.
-func checkEntries(path string, d sandbox.Description, old map[string]*ojson.Object) []any {
+func checkEntries(path string, d sandbox.Description, old map[string][]*ojson.Object) ([]any, []string) {
 	specs := map[string]abi.CheckSpec{}
 	for _, s := range d.CheckSpecs {
 		specs[s.ID] = s
 	}
 	var out []any
+	var notes []string
 	for _, id := range d.Checks {
 		s := specs[id]
 		e := &ojson.Object{}
-		if o := old[id]; o != nil {
-			e = ojson.Clone(o).(*ojson.Object)
+		if o := old[id]; len(o) > 0 {
+			e = ojson.Clone(o[0]).(*ojson.Object)
 		}
+		setString(e, "id", s.Guardrail)
 		if _, ok := e.Get("id"); !ok {
 			e.Set("id", id)
 		}
-		if got, _ := e.Get("id"); got != id {
+		if stringField(e, "id") != id {
 			e.Set("checkId", id)
 		}
-		if s.Kind != "" {
-			e.Set("kind", s.Kind)
-		} else if _, ok := e.Get("kind"); !ok {
+		setString(e, "kind", s.Kind)
+		setString(e, "severity", s.Severity)
+		notes = append(notes, setJSON(e, path, "check "+id, []jsonField{{"action", s.Action}, {"configSchema", s.ConfigSchema}, {"limits", s.Limits}, {"network", s.Network}})...)
+		if _, ok := e.Get("kind"); !ok {
 			e.Set("kind", "zero-llm")
 		}
-		if a, err := ojson.Decode(s.Action); err == nil {
-			e.Set("action", a)
-		} else if _, ok := e.Get("action"); !ok {
+		if _, ok := e.Get("action"); !ok {
 			e.Set("action", &ojson.Object{Keys: []string{"on-violation"}, Vals: []any{"halt"}})
-		}
-		if c, err := ojson.Decode(s.ConfigSchema); err == nil {
-			e.Set("configSchema", c)
 		}
 		e.Set("checkModulePath", path)
 		out = append(out, e)
 	}
-	return out
+	return out, notes
+}
+
+// setString sets key to v unless v is empty (the module said nothing).
+func setString(e *ojson.Object, key, v string) {
+	if v != "" {
+		e.Set(key, v)
+	}
+}
+
+type jsonField struct {
+	key string
+	raw []byte
+}
+
+// setJSON sets each field the module gave, and notes the ones that are
+// not JSON.
+func setJSON(e *ojson.Object, path, what string, fields []jsonField) []string {
+	var notes []string
+	for _, f := range fields {
+		if len(f.raw) == 0 {
+			continue
+		}
+		v, err := ojson.Decode(f.raw)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s: %s: its %s is not JSON: %v", path, what, f.key, err))
+			continue
+		}
+		e.Set(f.key, v)
+	}
+	return notes
+}
+
+// mergeEnv adds a module's environment names to the pack's: a name one
+// module requires is required.
+func mergeEnv(pack, mod *abi.EnvSpec) *abi.EnvSpec {
+	if mod == nil {
+		return pack
+	}
+	if pack == nil {
+		pack = &abi.EnvSpec{}
+	}
+	add := func(list *[]string, names []string) {
+		for _, n := range names {
+			if !slices.Contains(*list, n) {
+				*list = append(*list, n)
+			}
+		}
+	}
+	add(&pack.Required, mod.Required)
+	add(&pack.Optional, mod.Optional)
+	return pack
+}
+
+// envObject is the index's env: sorted, a required name not optional too.
+func envObject(env *abi.EnvSpec) *ojson.Object {
+	req := slices.Sorted(slices.Values(env.Required))
+	var opt []string
+	for _, n := range env.Optional {
+		if !slices.Contains(req, n) && !slices.Contains(opt, n) {
+			opt = append(opt, n)
+		}
+	}
+	slices.Sort(opt)
+	list := func(names []string) []any {
+		out := []any{}
+		for _, n := range names {
+			out = append(out, n)
+		}
+		return out
+	}
+	return &ojson.Object{Keys: []string{"required", "optional"}, Vals: []any{list(req), list(opt)}}
 }
 
 // sortByID sorts index entries by id, then version.

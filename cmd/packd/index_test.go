@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +76,57 @@ func TestIndexSaysWhatIsMissing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
 		t.Fatal("an index was written")
+	}
+}
+
+// TestFixtureIndexesAreWhatTheirModulesSay: the Go and C conformance
+// fixtures declare every tool's version, description and schemas, every
+// guardrail's id, action, severity and config schema, and the pack's env
+// in the module, so packd index gives their committed index byte for
+// byte: over the committed index, and from one that keeps only the pack's
+// own fields (no tools, guardrails or env).
+func TestFixtureIndexesAreWhatTheirModulesSay(t *testing.T) {
+	for _, dir := range []string{"conformance", "c-conformance"} {
+		t.Run(dir, func(t *testing.T) {
+			src := filepath.Join("..", "..", "wasm-examples", dir)
+			want, err := os.ReadFile(filepath.Join(src, "index.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := packd(t, "index", "--index", filepath.Join(src, "index.json"), "-o", "-")
+			if r.code != 0 || r.stdout != string(want) {
+				t.Fatalf("over the committed index: %d %s\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
+			}
+			var top map[string]json.RawMessage
+			if err := json.Unmarshal(want, &top); err != nil {
+				t.Fatal(err)
+			}
+			delete(top, "tools")
+			delete(top, "guardrails")
+			delete(top, "env")
+			bare, _ := json.Marshal(top)
+			index := filepath.Join(t.TempDir(), "index.json")
+			_ = os.WriteFile(index, bare, 0o644)
+			r = packd(t, "index", "--index", index, "--module-root", src, "-o", "-", filepath.Join(src, "conformance.wasm"))
+			if r.code != 0 || r.stdout != string(want) {
+				t.Fatalf("from the module alone: %d %s\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
+			}
+		})
+	}
+}
+
+// TestIndexKeepsWhatAModuleWithoutVersionsDoesNotSay: a module that names
+// only its ids (testdata/kindgi/ledger.wat, as a module of another
+// language may) leaves its index entries whole: version, description,
+// schemas, effects; the guardrail's action, severity and scope too.
+func TestIndexKeepsWhatAModuleWithoutVersionsDoesNotSay(t *testing.T) {
+	path := filepath.Join("..", "..", "testdata", "kindgi", "index.json")
+	want, _ := os.ReadFile(path)
+	r := packd(t, "index", "--index", path, "-o", "-")
+	if r.code != 0 || r.stdout != string(want) {
+		t.Fatalf("%d %s\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
+	}
+	if r.stderr != "" {
+		t.Errorf("notes for a module whose index says everything: %s", r.stderr)
 	}
 }

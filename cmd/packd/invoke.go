@@ -98,6 +98,9 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		for _, p := range le.Problems {
 			fmt.Fprintln(stderr, "packd invoke: warning:", p)
 		}
+		if le.ModuleRoot != "" {
+			fmt.Fprintf(stderr, "packd invoke: warning: module paths resolve in %s (the index's directory unless --module-root says otherwise)\n", le.ModuleRoot)
+		}
 	} else if err != nil {
 		fmt.Fprintln(stderr, "packd invoke:", err)
 		return exitError

@@ -145,22 +145,30 @@ void kindgi_http_free(kindgi_http_response *r);
 typedef int (*kindgi_tool_fn)(kindgi_json input, kindgi_json ctx, kindgi_out *out);
 typedef int (*kindgi_check_fn)(kindgi_json config, kindgi_json trace, kindgi_out *out);
 
-/* A tool: its id and handler, and, for `packd index`, what it is (all
- * optional; schemas as JSON text). */
+/* A tool: its id and handler, and, for `packd index`, its index entry
+ * (all optional: what is NULL, packd index keeps from the index; schemas,
+ * limits and network as JSON text, see docs/index-format.md). */
 typedef struct {
     const char *id;
     kindgi_tool_fn fn;
     const char *version, *description, *input_schema, *output_schema;
+    const char *limits, *network;
 } kindgi_tool;
 
-/* A guardrail check: its id and handler, and for `packd index` its kind
- * (default "zero-llm"), action (JSON, default {"on-violation":"halt"}) and
- * config schema. */
+/* A guardrail check: its id and handler, and for `packd index` its entry:
+ * kind (when neither this nor the index says, "zero-llm"), action (JSON;
+ * else {"on-violation":"halt"}), config schema, the guardrail's id when it
+ * is not the check id, severity, limits and network. */
 typedef struct {
     const char *id;
     kindgi_check_fn fn;
     const char *kind, *action, *config_schema;
+    const char *guardrail, *severity, *limits, *network;
 } kindgi_check;
+
+/* The environment names the pack reads with getenv, for the index's env:
+ * define KINDGI_ENV before including the implementation, as the JSON of
+ * an object {"required": [...], "optional": [...]}. */
 
 /* The pack defines both tables, each ended by an entry of zeros. */
 extern const kindgi_tool kindgi_tools[];
@@ -568,6 +576,8 @@ __attribute__((export_name("kindgi_describe"))) int32_t kindgi_describe(void) {
         kindgi_str_member_(&o, "description", t->description);
         kindgi_raw_member_(&o, "input", t->input_schema);
         kindgi_raw_member_(&o, "output", t->output_schema);
+        kindgi_raw_member_(&o, "limits", t->limits);
+        kindgi_raw_member_(&o, "network", t->network);
         kindgi_end_object(&o);
     }
     kindgi_end_array(&o);
@@ -576,12 +586,19 @@ __attribute__((export_name("kindgi_describe"))) int32_t kindgi_describe(void) {
     for (const kindgi_check *c = kindgi_checks; c->id; c++) {
         kindgi_begin_object(&o);
         kindgi_str_member_(&o, "id", c->id);
+        kindgi_str_member_(&o, "guardrail", c->guardrail);
         kindgi_str_member_(&o, "kind", c->kind);
         kindgi_raw_member_(&o, "action", c->action);
+        kindgi_str_member_(&o, "severity", c->severity);
         kindgi_raw_member_(&o, "configSchema", c->config_schema);
+        kindgi_raw_member_(&o, "limits", c->limits);
+        kindgi_raw_member_(&o, "network", c->network);
         kindgi_end_object(&o);
     }
     kindgi_end_array(&o);
+#ifdef KINDGI_ENV
+    kindgi_raw_member_(&o, "env", KINDGI_ENV);
+#endif
     kindgi_end_object(&o);
     kindgi_response_write_(o.b, (int32_t)o.n);
     free(o.b);

@@ -2,6 +2,7 @@
  * PROTOCOL-NOTES §8) in C, tool for tool: the black-box suite runs against
  * both. */
 #define KINDGI_IMPLEMENTATION
+#define KINDGI_ENV "{\"required\":[],\"optional\":[\"CONFORMANCE_VISIBLE\"]}"
 #include "../../sdk/c/kindgi.h"
 
 #include <time.h>
@@ -200,21 +201,43 @@ static int check_throws(kindgi_json config, kindgi_json trace, kindgi_out *o) {
     return kindgi_throw(o, "Error", "check boom");
 }
 
+/* Each entry says what index.json says of it: packd index writes the
+ * index from this module. */
 const kindgi_tool kindgi_tools[] = {
-    {"conformance.echo", echo},
-    {"conformance.bad-output", bad_output},
-    {"conformance.context", context},
-    {"conformance.defaults", defaults},
-    {"conformance.hold", hold},
-    {"conformance.noisy", noisy},
-    {"conformance.process-env", process_env},
-    {"conformance.sleep", sleep_tool},
-    {"conformance.throws", throws},
+    {.id = "conformance.echo", .fn = echo, .version = "1.0.0",
+     .description = "Answers with its message.",
+     .input_schema = "{\"additionalProperties\":false,\"properties\":{\"message\":{\"minLength\":1,\"type\":\"string\"}},\"required\":[\"message\"],\"type\":\"object\"}",
+     .output_schema = "{\"properties\":{\"message\":{\"type\":\"string\"}},\"required\":[\"message\"],\"type\":\"object\"}"},
+    {.id = "conformance.bad-output", .fn = bad_output, .version = "1.0.0",
+     .input_schema = "{\"type\":\"object\"}",
+     .output_schema = "{\"properties\":{\"message\":{\"type\":\"string\"}},\"required\":[\"message\"],\"type\":\"object\"}"},
+    {.id = "conformance.context", .fn = context, .version = "1.0.0",
+     .input_schema = "{\"type\":\"object\"}",
+     .output_schema = "{\"type\":\"object\"}"},
+    {.id = "conformance.defaults", .fn = defaults, .version = "1.0.0",
+     .input_schema = "{\"properties\":{\"greeting\":{\"default\":\"Hello\",\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"options\":{\"default\":{},\"properties\":{\"loud\":{\"default\":false,\"type\":\"boolean\"}},\"type\":\"object\"}},\"required\":[\"name\"],\"type\":\"object\"}",
+     .output_schema = "{\"type\":\"object\"}"},
+    {.id = "conformance.hold", .fn = hold, .version = "1.0.0",
+     .input_schema = "{\"properties\":{\"ms\":{\"minimum\":0,\"type\":\"integer\"},\"release\":{\"minLength\":1,\"type\":\"string\"}},\"required\":[\"release\",\"ms\"],\"type\":\"object\"}",
+     .output_schema = "{\"properties\":{\"released\":{\"type\":\"boolean\"}},\"required\":[\"released\"],\"type\":\"object\"}"},
+    {.id = "conformance.noisy", .fn = noisy, .version = "1.0.0",
+     .input_schema = "{\"type\":\"object\"}",
+     .output_schema = "{\"properties\":{\"ok\":{\"type\":\"boolean\"}},\"required\":[\"ok\"],\"type\":\"object\"}"},
+    {.id = "conformance.process-env", .fn = process_env, .version = "1.0.0",
+     .input_schema = "{\"type\":\"object\"}",
+     .output_schema = "{\"properties\":{\"names\":{\"items\":{\"type\":\"string\"},\"type\":\"array\"}},\"required\":[\"names\"],\"type\":\"object\"}"},
+    {.id = "conformance.sleep", .fn = sleep_tool, .version = "1.0.0",
+     .input_schema = "{\"properties\":{\"ms\":{\"minimum\":0,\"type\":\"integer\"}},\"required\":[\"ms\"],\"type\":\"object\"}",
+     .output_schema = "{\"properties\":{\"slept\":{\"type\":\"integer\"}},\"required\":[\"slept\"],\"type\":\"object\"}"},
+    {.id = "conformance.throws", .fn = throws, .version = "1.0.0",
+     .input_schema = "{\"type\":\"object\"}",
+     .output_schema = "{\"type\":\"object\"}"},
     {0},
 };
 
 const kindgi_check kindgi_checks[] = {
-    {"conformance.checks.min-length", min_length},
-    {"conformance.checks.throws", check_throws},
+    {.id = "conformance.checks.min-length", .fn = min_length, .guardrail = "conformance.min-length", .action = "{\"on-violation\":\"halt\"}", .severity = "error",
+     .config_schema = "{\"properties\":{\"minLength\":{\"default\":1,\"minimum\":0,\"type\":\"integer\"}},\"type\":\"object\"}"},
+    {.id = "conformance.checks.throws", .fn = check_throws, .guardrail = "conformance.check-throws", .action = "{\"on-violation\":\"log-only\"}"},
     {0},
 };

@@ -46,16 +46,21 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// v1 is every tool's version; what each option says is the tool's entry in
+// index.json, which packd index writes from this module.
+var v1 = guest.Version("1.0.0")
+
 func init() {
+	guest.OptionalEnv("CONFORMANCE_VISIBLE")
 	guest.Tool("conformance.echo", func(in json.RawMessage, _ *guest.Context) (any, error) {
 		v, err := decode[struct {
 			Message string `json:"message"`
 		}](in)
 		return ordered{{"message", v.Message}}, err
-	})
+	}, v1, guest.Description("Answers with its message."), guest.InputSchema(`{"type":"object","properties":{"message":{"type":"string","minLength":1}},"required":["message"],"additionalProperties":false}`), guest.OutputSchema(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`))
 	guest.Tool("conformance.bad-output", func(json.RawMessage, *guest.Context) (any, error) {
 		return ordered{{"message", 42}}, nil
-	})
+	}, v1, guest.InputSchema(`{"type":"object"}`), guest.OutputSchema(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`))
 	guest.Tool("conformance.context", func(_ json.RawMessage, ctx *guest.Context) (any, error) {
 		raw, err := decode[map[string]json.RawMessage](ctx.Raw)
 		if err != nil {
@@ -75,10 +80,10 @@ func init() {
 			}
 		}
 		return out, nil
-	})
+	}, v1, guest.InputSchema(`{"type":"object"}`), guest.OutputSchema(`{"type":"object"}`))
 	guest.Tool("conformance.defaults", func(in json.RawMessage, _ *guest.Context) (any, error) {
 		return in, nil
-	})
+	}, v1, guest.InputSchema(`{"type":"object","properties":{"name":{"type":"string"},"greeting":{"type":"string","default":"Hello"},"options":{"type":"object","properties":{"loud":{"type":"boolean","default":false}},"default":{}}},"required":["name"]}`), guest.OutputSchema(`{"type":"object"}`))
 	guest.Tool("conformance.hold", func(in json.RawMessage, _ *guest.Context) (any, error) {
 		v, err := decode[struct {
 			Release string `json:"release"`
@@ -90,13 +95,13 @@ func init() {
 		fmt.Printf("hold: %s\n", v.Release)
 		time.Sleep(time.Duration(v.Ms) * time.Millisecond)
 		return ordered{{"released", true}}, nil
-	})
+	}, v1, guest.InputSchema(`{"type":"object","properties":{"release":{"type":"string","minLength":1},"ms":{"type":"integer","minimum":0}},"required":["release","ms"]}`), guest.OutputSchema(`{"type":"object","properties":{"released":{"type":"boolean"}},"required":["released"]}`))
 	guest.Tool("conformance.noisy", func(json.RawMessage, *guest.Context) (any, error) {
 		fmt.Println("noisy: a line on stdout")
 		fmt.Println(`{"v":2,"kind":"result","output":{"ok":false}}`)
 		fmt.Fprintln(os.Stderr, "noisy: a line on stderr")
 		return ordered{{"ok", true}}, nil
-	})
+	}, v1, guest.InputSchema(`{"type":"object"}`), guest.OutputSchema(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`))
 	guest.Tool("conformance.process-env", func(json.RawMessage, *guest.Context) (any, error) {
 		names := []string{}
 		for _, kv := range os.Environ() {
@@ -105,7 +110,7 @@ func init() {
 		}
 		sort.Strings(names)
 		return ordered{{"names", names}}, nil
-	})
+	}, v1, guest.InputSchema(`{"type":"object"}`), guest.OutputSchema(`{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"}}},"required":["names"]}`))
 	guest.Tool("conformance.sleep", func(in json.RawMessage, _ *guest.Context) (any, error) {
 		v, err := decode[struct {
 			Ms int64 `json:"ms"`
@@ -115,10 +120,10 @@ func init() {
 		}
 		time.Sleep(time.Duration(v.Ms) * time.Millisecond)
 		return ordered{{"slept", v.Ms}}, nil
-	})
+	}, v1, guest.InputSchema(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0}},"required":["ms"]}`), guest.OutputSchema(`{"type":"object","properties":{"slept":{"type":"integer"}},"required":["slept"]}`))
 	guest.Tool("conformance.throws", func(json.RawMessage, *guest.Context) (any, error) {
 		return nil, errors.New("boom")
-	})
+	}, v1, guest.InputSchema(`{"type":"object"}`), guest.OutputSchema(`{"type":"object"}`))
 
 	guest.Check("conformance.checks.min-length", func(config, trace json.RawMessage) (any, error) {
 		cfg, err := decode[struct {
@@ -140,10 +145,10 @@ func init() {
 			return ordered{{"passed", true}}, nil
 		}
 		return ordered{{"passed", false}, {"reason", "too short"}}, nil
-	})
+	}, guest.Guardrail("conformance.min-length"), guest.Action(`{"on-violation":"halt"}`), guest.Severity("error"), guest.ConfigSchema(`{"type":"object","properties":{"minLength":{"type":"integer","minimum":0,"default":1}}}`))
 	guest.Check("conformance.checks.throws", func(json.RawMessage, json.RawMessage) (any, error) {
 		return nil, errors.New("check boom")
-	})
+	}, guest.Guardrail("conformance.check-throws"), guest.Action(`{"on-violation":"log-only"}`))
 }
 
 func main() {}

@@ -94,32 +94,51 @@ type Request struct {
 
 // Description is kindgi_describe's answer: the tool ids (or Wildcard) and
 // check ids a module serves, and, for `packd index`, what it knows of each
-// (ToolSpecs, CheckSpecs: optional, in ABI v1 as in any later version; a
-// host that does not read them ignores them).
+// (ToolSpecs, CheckSpecs) and the environment names it reads (Env): all
+// optional, in ABI v1 as in any later version; a host that does not read
+// them ignores them.
 type Description struct {
 	Tools      []string    `json:"tools"`
 	Checks     []string    `json:"checks"`
 	ToolSpecs  []ToolSpec  `json:"toolSpecs,omitempty"`
 	CheckSpecs []CheckSpec `json:"checkSpecs,omitempty"`
+	Env        *EnvSpec    `json:"env,omitempty"`
 }
 
 // ToolSpec is what a module says of one of its tools: the index entry
-// `packd index` writes for it. Schemas are JSON Schemas (draft 2020-12).
+// `packd index` writes for it. Schemas are JSON Schemas (draft 2020-12);
+// Limits and Network are the entry's `limits` and `network` objects
+// (docs/index-format.md).
 type ToolSpec struct {
 	ID          string          `json:"id"`
 	Version     string          `json:"version,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Input       json.RawMessage `json:"input,omitempty"`
 	Output      json.RawMessage `json:"output,omitempty"`
+	Limits      json.RawMessage `json:"limits,omitempty"`
+	Network     json.RawMessage `json:"network,omitempty"`
 }
 
-// CheckSpec is what a module says of one of its guardrail checks.
+// CheckSpec is what a module says of one of its guardrail checks. Guardrail
+// is the index entry's id when it is not the check id (the entry's checkId
+// is then ID).
 type CheckSpec struct {
 	ID           string          `json:"id"`
+	Guardrail    string          `json:"guardrail,omitempty"`
 	Kind         string          `json:"kind,omitempty"`
 	Action       json.RawMessage `json:"action,omitempty"`
+	Severity     string          `json:"severity,omitempty"`
 	Description  string          `json:"description,omitempty"`
 	ConfigSchema json.RawMessage `json:"configSchema,omitempty"`
+	Limits       json.RawMessage `json:"limits,omitempty"`
+	Network      json.RawMessage `json:"network,omitempty"`
+}
+
+// EnvSpec is the process environment names a module reads: the index's
+// `env` (names the service must have, and names it passes when set).
+type EnvSpec struct {
+	Required []string `json:"required,omitempty"`
+	Optional []string `json:"optional,omitempty"`
 }
 
 // Thrown is the response of a StatusThrown return: what the handler threw.

@@ -1,0 +1,4 @@
+package host
+
+// Excerpt is excerpt, for the external tests.
+var Excerpt = excerpt
