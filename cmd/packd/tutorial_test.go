@@ -70,10 +70,43 @@ func TestTutorial(t *testing.T) {
 		`"code":"input-validation-failed"`,
 		`{"v":2,"kind":"result","output":{"shouted":"HI HI"}}`,
 		"RangeError: times must not be negative",
+		`"params":{"additionalProperty":"tiems"}`,
+		`{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}`,
+		`{"v":2,"kind":"check-result","result":{"passed":true}}`,
+		`config failed validation: must NOT have additional properties`,
 		`{"v":2,"kind":"result","output":{"greeting":"Hello, Grace!"}}`,
+		`{"v":2,"kind":"check-result","result":{"passed":false,"reason":"empty"}}`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tutorial's output does not have %s:\n%s", want, out)
+		}
+	}
+	// packd index wrote the checks' guardrail entries from the code.
+	for _, c := range []struct{ index, want string }{
+		{"hello-pack/index.json", `"action": {
+        "on-violation": "halt"
+      },
+      "checkId": "hello-pack.checks.min-length",
+      "checkModulePath": "hello-pack.wasm",
+      "configSchema": {
+        "additionalProperties": false,
+        "properties": {
+          "minLength": {
+            "description": "The fewest characters an answer may have (default 1).",
+            "type": "integer"
+          }
+        },
+        "type": "object"
+      },
+      "id": "hello-pack.min-length",
+      "kind": "zero-llm",
+      "severity": "error"`},
+		{"hello-c/index.json", `"checkId": "hello-c.checks.not-empty",`},
+		{"hello-c/index.json", `"on-violation": "log-only"`},
+	} {
+		b, err := os.ReadFile(filepath.Join(cmd.Dir, c.index))
+		if err != nil || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s lacks %s:\n%s", c.index, c.want, b)
 		}
 	}
 	if n := strings.Count(string(out), `"output":{"greeting":"Hello, Ada!"}`); n != 2 {
