@@ -291,9 +291,10 @@ func TestDescribeParamsFromTheInputSchema(t *testing.T) {
 	req.Header.Set("kindgi-pack-token", "tok")
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, req)
+	// in the schema's order (the canonical index sorts its keys)
 	want := `{"verb":"conformance.defaults","pack":"conformance","description":"","category":"tool","params":[` +
-		`{"name":"name","type":"string","required":true,"description":""},` +
 		`{"name":"greeting","type":"string","required":false,"description":""},` +
+		`{"name":"name","type":"string","required":true,"description":""},` +
 		`{"name":"options","type":"object","required":false,"description":""}]}`
 	if rec.Code != http.StatusOK || rec.Body.String() != want {
 		t.Fatalf("%d %s", rec.Code, rec.Body)

@@ -47,8 +47,8 @@ func TestServiceRoutesAndOrderOfChecks(t *testing.T) {
 	info := s.do(t, "GET", "/v1/info", "", s.auth())
 	idx, _ := os.ReadFile(conformance)
 	sum := sha256.Sum256(idx)
-	if info.status != 200 || !strings.HasPrefix(info.body, `{"protocol":2,"packId":"conformance","packVersion":"1.0.0","artifactVersion":"conformance-1.0.0","indexHash":"sha256:`+hex.EncodeToString(sum[:])+`","tools":[{"id":"conformance.echo","version":"1.0.0"},`) ||
-		!strings.HasSuffix(info.body, `"checks":["conformance.checks.min-length","conformance.checks.throws"],"missingEnv":[]}`) {
+	if info.status != 200 || !strings.HasPrefix(info.body, `{"protocol":2,"packId":"conformance","packVersion":"1.0.0","artifactVersion":"conformance-1.0.0","indexHash":"sha256:`+hex.EncodeToString(sum[:])+`","tools":[{"id":"conformance.bad-output","version":"1.0.0"},`) ||
+		!strings.HasSuffix(info.body, `"checks":["conformance.checks.throws","conformance.checks.min-length"],"missingEnv":[]}`) {
 		t.Fatalf("info: %d %s", info.status, info.body)
 	}
 
@@ -336,7 +336,10 @@ func requiredEnvIndex(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b = bytes.Replace(b, []byte(`"env": {"required": []`), []byte(`"env": {"required": ["CONFORMANCE_REQUIRED"]`), 1)
+	if !bytes.Contains(b, []byte(`"required": []`)) {
+		t.Fatal("the conformance index has no empty env.required")
+	}
+	b = bytes.Replace(b, []byte(`"required": []`), []byte(`"required": ["CONFORMANCE_REQUIRED"]`), 1)
 	p := filepath.Join(t.TempDir(), "index.json")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
