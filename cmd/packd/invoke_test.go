@@ -262,6 +262,8 @@ func TestCheckCommand(t *testing.T) {
 		"describespin.wasm: describing module: sandbox: load-time code over its limit: its start function, _initialize and kindgi_describe ran over the load fuel of 100000000",
 		"startspin.wasm: describing module: sandbox: load-time code over its limit: ",
 		"manyloops.wasm: compiling module: sandbox: invalid module: instrument: over a limit: more than 2000 loops (function 2)",
+		"command.wasm: describing module: sandbox: missing export: the module is a WASI command (it exports _start, not _initialize), and packd runs reactors: build a Go pack with `GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o pack.wasm .`",
+		"initpanic.wasm: describing module: _initialize: wasm trap: unreachable; the guest wrote: panic: the config is missing: set ACME_URL\n",
 	} {
 		if r.code != 1 || !strings.Contains(r.stdout, want) {
 			t.Errorf("load problems: exit %d, stdout %s\nwant a line starting %s", r.code, r.stdout, want)
