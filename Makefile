@@ -5,7 +5,9 @@ WASM_ENV  := GOOS=wasip1 GOARCH=wasm
 EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
-GOFILES   := $(shell find . -name '*.go' -not -path './build/*')
+# Every .go file below here but build/, found by make itself (no find(1)).
+rwildcard  = $(foreach d,$(wildcard $(1:=/*)),$(call rwildcard,$(d),$(2)) $(filter $(subst *,%,$(2)),$(d)))
+GOFILES   := $(filter-out ./build/%,$(call rwildcard,.,*.go))
 
 .SECONDEXPANSION:
 
