@@ -543,7 +543,7 @@ func TestServiceSurvivesHostileModules(t *testing.T) {
 			t.Fatalf("exit %d", code)
 		}
 		rec := record(t, s.stderr.waitFor(t, time.Second, kindIs("boot-failed")))
-		if n := len(rec["problems"].([]any)); n != 8 {
+		if n := len(rec["problems"].([]any)); n != 10 {
 			t.Fatalf("%d problems: %v", n, rec["problems"])
 		}
 	})
