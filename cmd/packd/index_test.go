@@ -130,3 +130,64 @@ func TestIndexKeepsWhatAModuleWithoutVersionsDoesNotSay(t *testing.T) {
 		t.Errorf("notes for a module whose index says everything: %s", r.stderr)
 	}
 }
+
+// TestIndexWritesWhatAModuleSays: every field a module's description may
+// say (testdata/specs/specs.wat, written by hand as any language may) lands
+// in the index packd index writes from a bare one: a tool's limits and
+// network, a guardrail's id, action, severity and limits, the pack's env
+// (a name both required and optional is required). A description that
+// would make an index that does not load (a negative fuel limit, the
+// service token as an env name) writes nothing and names each problem.
+func TestIndexWritesWhatAModuleSays(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"specs.wasm", "badspecs.wasm"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "specs", f))
+		if err != nil {
+			t.Fatalf("%v (run make fixtures)", err)
+		}
+		_ = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	index := filepath.Join(dir, "index.json")
+	r := packd(t, "index", "--index", index, "--pack-id", "specs", "--pack-version", "1.0.0",
+		"--published-at", "2026-12-01T00:00:00.000Z", "-o", "-", filepath.Join(dir, "specs.wasm"))
+	var got struct {
+		Env        map[string][]string `json:"env"`
+		Tools      []map[string]any    `json:"tools"`
+		Guardrails []map[string]any    `json:"guardrails"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || len(got.Tools) != 1 || len(got.Guardrails) != 1 {
+		t.Fatalf("packd index: %d %s\n%s", r.code, r.stderr, r.stdout)
+	}
+	text := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	for _, c := range []struct{ got, want string }{
+		{text(got.Env), `{"optional":["SPECS_DEBUG"],"required":["SPECS_URL"]}`},
+		{text(got.Tools[0]), `{"description":"Fetches a thing.","id":"specs.fetch","input":{"type":"object"},"limits":{"fuel":5000000,"memMB":16},` +
+			`"modulePath":"specs.wasm","network":{"hosts":["api.example.com"],"kind":"allowlist"},"output":{"type":"object"},"version":"2.0.0"}`},
+		{text(got.Guardrails[0]), `{"action":{"on-violation":"log-only"},"checkId":"specs.checks.ok","checkModulePath":"specs.wasm","configSchema":{"type":"object"},` +
+			`"id":"specs.ok","kind":"zero-llm","limits":{"fuel":1000000},"severity":"warning"}`},
+	} {
+		if c.got != c.want {
+			t.Errorf("got  %s\nwant %s", c.got, c.want)
+		}
+	}
+	if r := packd(t, "check", "--index", writeString(t, filepath.Join(dir, "good.json"), r.stdout)); r.code != 0 {
+		t.Fatalf("packd check of what packd index wrote: %s %s", r.stdout, r.stderr)
+	}
+
+	r = packd(t, "index", "--index", index, "--pack-id", "specs", filepath.Join(dir, "badspecs.wasm"))
+	if r.code != exitError || !strings.Contains(r.stderr, "limits.fuel must be a positive integer") ||
+		!strings.Contains(r.stderr, `"KINDGI_PACK_SERVICE_TOKEN" is not an allowed`) || !strings.Contains(r.stderr, "nothing written") {
+		t.Fatalf("a description that makes a bad index: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(index); err == nil {
+		t.Fatal("an index was written")
+	}
+}
+
+func writeString(t *testing.T, path, s string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
