@@ -121,6 +121,7 @@ func TestConformancePack(t *testing.T) {
 func conformancePack(t *testing.T, index string) {
 	for _, c := range toolCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case is a packd invoke of its own
 			start := time.Now()
 			var extra []string
 			if c.version != "" {
@@ -190,6 +191,7 @@ func TestConformanceChecks(t *testing.T) {
 	for lang, index := range conformancePacks {
 		for _, c := range checkCases {
 			t.Run(lang+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
 				r := packd(t, "invoke", "--index", index, "--check", c.id, "--config", c.config, "--trace", c.trace)
 				if got := strings.TrimSuffix(r.stdout, "\n"); got != c.want || r.code != c.code {
 					t.Fatalf("exit %d, stdout:\n%s\nwant exit %d:\n%s\nstderr: %s", r.code, got, c.code, c.want, r.stderr)
