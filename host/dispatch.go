@@ -172,8 +172,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		e.Issues = issues
 		return o.fail(e)
 	}
-	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Network, entry.spec.CPUTime, sandbox.Request{Fuel: entry.spec.Fuel, Fresh: entry.spec.Fresh, MemoryLimit: entry.spec.MemoryLimit,
-		Body: abi.EncodeInvoke(id, entry.spec.Version, input, callCtx)})
+	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Limits, abi.EncodeInvoke(id, entry.spec.Version, input, callCtx))
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -266,8 +265,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Network, c.spec.CPUTime, sandbox.Request{Fuel: c.spec.Fuel, Fresh: c.spec.Fresh, MemoryLimit: c.spec.MemoryLimit,
-		Body: abi.EncodeCheckInvoke(id, config, trace)})
+	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Limits, abi.EncodeCheckInvoke(id, config, trace))
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -305,16 +303,17 @@ func excerpt(b []byte) string {
 	return strings.ToValidUTF8(string(b[:n]), "\uFFFD") + "…"
 }
 
-// run hands call (its request message, fuel and instance limits) to the
-// module under the call's deadline (ctx's), and returns what the guest
+// run hands a call's request message to the module under the target's
+// limits and the call's deadline (ctx's), and returns what the guest
 // answered with StatusOK, or the error message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, network egress.Policy, cpu time.Duration, call sandbox.Request) ([]byte, *abi.Error) {
+func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, lim Limits, body []byte) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
 	if e := t.late(ctx); e != nil {
 		return nil, e
 	}
+	call := lim.request(body)
 	call.Env = p.env
 	if p.output != nil {
 		who := GuestLine{Call: *t}
@@ -324,14 +323,11 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, networ
 			p.output(l)
 		}
 	}
-	if cpu > 0 { // limits.cpuMs caps the run by the clock too
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, CPUDeadline(cpu))
-		defer cancel()
-	}
+	ctx, cancel := lim.bound(ctx)
+	defer cancel()
 	var out *egress.Call
 	if mod.mod.ImportsHTTP() {
-		out = p.egress.ForCall(network, egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID})
+		out = p.egress.ForCall(lim.Network, egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID})
 		call.Egress = out
 	}
 	rep, err := mod.mod.Call(ctx, call)

@@ -216,7 +216,7 @@ func TestKindgiNetworkAndLimitsAreEnforced(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	for _, spec := range p.Index().Tools {
-		if spec.ID == "hostile.loop" && (spec.Fuel != 50*host.FuelPerMs || spec.CPUTime != 50*time.Millisecond || spec.MemoryLimit != 1<<20) {
+		if spec.ID == "hostile.loop" && (spec.Limits.Fuel != 50*host.FuelPerMs || spec.Limits.CPUTime != 50*time.Millisecond || spec.Limits.MemoryLimit != 1<<20) {
 			t.Errorf("hostile.loop's limits read as %+v", spec)
 		}
 	}

@@ -28,7 +28,7 @@ func FuzzParseIndex(f *testing.F) {
 			return
 		}
 		for _, tool := range idx.Tools {
-			if tool.ID == "" || tool.ModulePath == "" || tool.Fuel < 0 {
+			if tool.ID == "" || tool.ModulePath == "" || tool.Limits.Fuel < 0 {
 				t.Fatalf("a tool without what a call needs: %+v", tool)
 			}
 		}

@@ -5,14 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
-	"time"
 
-	"github.com/kindgi/packd/host/internal/egress"
 	"github.com/kindgi/packd/internal/ojson"
-	"github.com/kindgi/packd/sandbox"
 )
 
 // Index is a parsed pack index (envelope v1).
@@ -28,22 +24,9 @@ type Index struct {
 // ToolSpec is one entry of the index's tools.
 type ToolSpec struct {
 	ID, Version, Description, ModulePath string
-	Input, Output                        any             // JSON Schemas as written (ojson)
-	Limits                               json.RawMessage // the open limits object as written; nil when absent
-	// Fuel is the tool's fuel budget per call (0: the default):
-	// limits.fuel, or limits.cpuMs × FuelPerMs, the lesser when both are set.
-	Fuel int64
-	// Fresh is limits.instance "fresh": every call in a fresh instance, even
-	// when the service pools instances.
-	Fresh bool
-	// MemoryLimit is limits.memMB in bytes: the tool's instance memory
-	// limit (0: the service's). CPUTime is limits.cpuMs: it sets Fuel and
-	// caps the pack code's run at CPUDeadline(CPUTime).
-	MemoryLimit int64
-	CPUTime     time.Duration
-	// Network is what the tool's code may reach over HTTP (network; none
-	// when absent).
-	Network egress.Policy
+	Input, Output                        any // JSON Schemas as written (ojson)
+	// Limits bound the tool's calls (its limits and network).
+	Limits Limits
 }
 
 // GuardrailSpec is one entry of the index's guardrails.
@@ -53,14 +36,8 @@ type GuardrailSpec struct {
 	// as {"on-violation": "halt"}; packd keeps it and does not read it.
 	Action       json.RawMessage
 	ConfigSchema any // nil when absent
-	// Fuel, MemoryLimit and CPUTime are the check's limits (see ToolSpec).
-	Fuel        int64
-	MemoryLimit int64
-	CPUTime     time.Duration
-	// Fresh is limits.instance "fresh" (see ToolSpec.Fresh).
-	Fresh bool
-	// Network is what the check's code may reach (see ToolSpec.Network).
-	Network egress.Policy
+	// Limits bound the check's calls (its limits and network).
+	Limits Limits
 }
 
 // Check is the id a check-invoke names: checkId, else id.
@@ -294,11 +271,9 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 	for _, k := range []string{"needsSpec", "spec"} {
 		p.object(o, k, where)
 	}
-	t.Network = p.network(o, where)
+	t.Limits = p.readLimits(o, where)
 	p.str(o, "sandbox", where, false)
 	p.boolean(o, "mutating", where)
-	limits, lim := p.limits(o, where)
-	t.Limits, t.Fuel, t.MemoryLimit, t.CPUTime, t.Fresh = raw(limits), lim.fuel, lim.memory, lim.cpu, p.fresh(limits, where)
 	if len(p.list) > n {
 		return nil
 	}
@@ -327,15 +302,13 @@ func (p *problemList) guardrail(i int, v any) *GuardrailSpec {
 	for _, k := range []string{"scope", "config"} {
 		p.object(o, k, where)
 	}
-	g.Network = p.network(o, where)
+	g.Limits = p.readLimits(o, where)
 	if cs, ok := o.Get("configSchema"); ok {
 		if _, isObj := cs.(*ojson.Object); !isObj {
 			p.add("%s \"configSchema\" must be a JSON Schema object", where)
 		}
 		g.ConfigSchema = cs
 	}
-	lo, lim := p.limits(o, where)
-	g.Fuel, g.MemoryLimit, g.CPUTime, g.Fresh = lim.fuel, lim.memory, lim.cpu, p.fresh(lo, where)
 	if len(p.list) > n {
 		return nil
 	}
@@ -434,135 +407,4 @@ func jsonType(v any) string {
 		return "an array"
 	}
 	return "an object"
-}
-
-// fresh reads limits.instance: "fresh" or "pooled" (the default).
-func (p *problemList) fresh(limits *ojson.Object, where string) bool {
-	if limits == nil {
-		return false
-	}
-	v, ok := limits.Get("instance")
-	if !ok {
-		return false
-	}
-	if v != "fresh" && v != "pooled" {
-		p.add(`%s limits.instance must be "fresh" or "pooled"`, where)
-	}
-	return v == "fresh"
-}
-
-// FuelPerMs is the fuel one millisecond of limits.cpuMs buys: about the
-// fastest rate any guest measured here burns fuel (a Go guest decoding
-// JSON, 120–160 units a nanosecond: the pass charges a whole loop body per
-// iteration, and Go's code jumps through one loop per function; plain
-// instructions burn about 10 a nanosecond). So no guest runs out of fuel
-// before its cpuMs of CPU, and CPUDeadline bounds the slower burners by
-// the clock.
-const FuelPerMs = 200_000_000
-
-// MaxCPUMs is the largest limits.cpuMs: a day.
-const MaxCPUMs = 86_400_000
-
-// CPUDeadline is how long pack code with a cpuMs budget may run by the
-// clock: twice its CPU time and a second more, for host work, waits on the
-// network and a busy machine.
-func CPUDeadline(cpu time.Duration) time.Duration { return 2*cpu + time.Second }
-
-// limitValues are the limits packd applies per tool or check.
-type limitValues struct {
-	fuel, memory int64
-	cpu          time.Duration
-}
-
-// limits reads the open limits object and the limits packd applies per
-// tool: fuel (a positive integer up to sandbox.MaxFuel), and kindgi's
-// memMB and cpuMs (positive integers; memMB at most 65536, cpuMs at most
-// MaxCPUMs).
-func (p *problemList) limits(o *ojson.Object, where string) (*ojson.Object, limitValues) {
-	var lim limitValues
-	l, ok := o.Get("limits")
-	if !ok {
-		return nil, lim
-	}
-	lo, ok := l.(*ojson.Object)
-	if !ok {
-		p.add("%s \"limits\" must be an object", where)
-		return nil, lim
-	}
-	integer := func(key string, max float64) (int64, bool) {
-		v, ok := lo.Get(key)
-		if !ok {
-			return 0, false
-		}
-		n, isNum := v.(float64)
-		if !isNum || n != math.Trunc(n) || n < 1 || n > max {
-			p.add("%s limits.%s must be an integer from 1 to %.0f", where, key, max)
-			return 0, false
-		}
-		return int64(n), true
-	}
-	if mb, ok := integer("memMB", 65536); ok {
-		lim.memory = mb << 20
-	}
-	if ms, ok := integer("cpuMs", MaxCPUMs); ok {
-		lim.cpu = time.Duration(ms) * time.Millisecond
-		lim.fuel = ms * FuelPerMs
-	}
-	f, ok := lo.Get("fuel")
-	if !ok {
-		return lo, lim
-	}
-	n, isNum := f.(float64)
-	if !isNum || n != math.Trunc(n) || math.Abs(n) >= 1<<63 {
-		n = 0 // not an int64: refused below, in the same words
-	}
-	if err := sandbox.CheckFuel(int64(n)); err != nil {
-		p.add("%s limits.fuel %v", where, err)
-		return lo, lim
-	}
-	if lim.fuel == 0 || int64(n) < lim.fuel {
-		lim.fuel = int64(n)
-	}
-	return lo, lim
-}
-
-// network reads a network policy: {"kind": "none"}, {"kind":
-// "unrestricted"} or {"kind": "allowlist", "hosts": [...]}, open to other
-// keys; none when absent.
-func (p *problemList) network(o *ojson.Object, where string) egress.Policy {
-	no := p.object(o, "network", where)
-	if no == nil {
-		return egress.Policy{Kind: egress.KindNone}
-	}
-	kind, _ := no.Get("kind")
-	pol := egress.Policy{Kind: egress.KindNone}
-	switch kind {
-	case egress.KindNone, egress.KindUnrestricted, egress.KindAllowlist:
-		pol.Kind = kind.(string)
-	default:
-		p.add(`%s network.kind must be "none", "unrestricted" or "allowlist"`, where)
-	}
-	hosts, ok := no.Get("hosts")
-	if !ok {
-		if pol.Kind == egress.KindAllowlist {
-			p.add(`%s network of kind "allowlist" is missing "hosts"`, where)
-		}
-		return pol
-	}
-	arr, isArr := hosts.([]any)
-	if !isArr {
-		p.add("%s network.hosts must be an array of host names", where)
-		return pol
-	}
-	for i, h := range arr {
-		s, _ := h.(string)
-		if err := egress.CheckHost(s); err != nil {
-			p.add("%s network.hosts[%d] %s %s", where, i, ojson.Encode(h), err)
-			continue
-		}
-		if pol.Kind == egress.KindAllowlist {
-			pol.Hosts = append(pol.Hosts, strings.ToLower(strings.TrimSuffix(s, ".")))
-		}
-	}
-	return pol
 }

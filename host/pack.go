@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -381,59 +380,7 @@ func (p *Pack) register(modules map[string]*module) []string {
 		}
 		p.checks[spec.Check()] = c
 	}
-	problems = append(problems, p.memoryProblems()...)
-	return append(problems, p.networkProblems(modules)...)
-}
-
-// memoryProblems: a tool's limits.memMB may not be over the service's
-// memory limit, nor under its module's initial memory.
-func (p *Pack) memoryProblems() []string {
-	var problems []string
-	check := func(id string, limit int64, m *module) {
-		switch {
-		case limit == 0:
-		case limit > p.sb.MemoryLimitBytes():
-			problems = append(problems, fmt.Sprintf("%s: limits.memMB %d is over the service's memory limit of %d MiB (--memory-limit-mib)", id, limit>>20, p.sb.MemoryLimitBytes()>>20))
-		case m != nil && m.mod != nil && m.mod.MinMemoryBytes() > limit:
-			problems = append(problems, fmt.Sprintf("%s: limits.memMB %d is under the %d KiB of memory module %s starts with", id, limit>>20, m.mod.MinMemoryBytes()>>10, m.path))
-		}
-	}
-	for _, spec := range p.index.Tools {
-		check(spec.ID, spec.MemoryLimit, p.modules[spec.ModulePath])
-	}
-	for _, spec := range p.index.Guardrails {
-		check(spec.Check(), spec.MemoryLimit, p.modules[spec.ModulePath])
-	}
-	return problems
-}
-
-// networkProblems: a tool may have unrestricted network only when the
-// operator allows it, and a module that imports http_request must have a
-// tool or check that may use the network.
-func (p *Pack) networkProblems(modules map[string]*module) []string {
-	var problems []string
-	mayReach := map[string]bool{}
-	policy := func(id, modPath string, pol egress.Policy) {
-		if pol.Kind == egress.KindUnrestricted && !p.egress.Unrestricted() {
-			problems = append(problems, fmt.Sprintf("%s: network is unrestricted, which this service does not allow (--network-unrestricted)", id))
-		}
-		if pol.Kind == egress.KindUnrestricted || pol.Kind == egress.KindAllowlist && len(pol.Hosts) > 0 {
-			mayReach[modPath] = true
-		}
-	}
-	for _, spec := range p.index.Tools {
-		policy(spec.ID, spec.ModulePath, spec.Network)
-	}
-	for _, spec := range p.index.Guardrails {
-		policy(spec.Check(), spec.ModulePath, spec.Network)
-	}
-	for _, path := range slices.Sorted(maps.Keys(modules)) {
-		if m := modules[path]; m.mod != nil && m.mod.ImportsHTTP() && !mayReach[path] {
-			problems = append(problems, fmt.Sprintf("%s: the module imports %s.%s, but none of its tools or checks may use the network (network in the index)",
-				path, abi.ImportModule, abi.ImportHTTPRequest))
-		}
-	}
-	return problems
+	return append(problems, p.limitProblems(modules)...)
 }
 
 // idList names the ids a module serves, for a message.

@@ -1,0 +1,232 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/host/internal/egress"
+	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// Limits are what bounds the calls of one tool or check: read once from its
+// index entry (its limits and network objects), checked once at load, and
+// applied to every call through request and (*Pack).run.
+//
+// To add a limit: a field here, its reader in readLimits, its load check in
+// limitProblems (if it has one), and where a call applies it: request
+// (the sandbox's side) or bound (the clock); then host/index.schema.json and docs/index-format.md, whose test
+// holds the two to the same answer.
+type Limits struct {
+	// Fuel is the budget of one call (0: the service's default):
+	// limits.fuel, or limits.cpuMs × FuelPerMs, the lesser when both are set.
+	Fuel int64
+	// MemoryLimit is limits.memMB in bytes: the instance memory limit of a
+	// call (0: the service's).
+	MemoryLimit int64
+	// CPUTime is limits.cpuMs: it sets Fuel and caps the pack code's run
+	// by the clock at CPUDeadline(CPUTime).
+	CPUTime time.Duration
+	// Fresh is limits.instance "fresh": every call in a fresh instance, even
+	// when the service pools instances.
+	Fresh bool
+	// Network is what the code may reach over HTTP (network; none when
+	// absent).
+	Network egress.Policy
+}
+
+// request is the sandbox request of one call under l.
+func (l Limits) request(body []byte) sandbox.Request {
+	return sandbox.Request{Body: body, Fuel: l.Fuel, Fresh: l.Fresh, MemoryLimit: l.MemoryLimit}
+}
+
+// bound is the context a call's pack code runs under: the call's, capped
+// by the clock at CPUDeadline when limits.cpuMs is set.
+func (l Limits) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.CPUTime > 0 {
+		return context.WithTimeout(ctx, CPUDeadline(l.CPUTime))
+	}
+	return ctx, func() {}
+}
+
+// FuelPerMs is the fuel one millisecond of limits.cpuMs buys: about the
+// fastest rate any guest measured here burns fuel (a Go guest decoding
+// JSON, 120–160 units a nanosecond: the pass charges a whole loop body per
+// iteration, and Go's code jumps through one loop per function; plain
+// instructions burn about 10 a nanosecond). So no guest runs out of fuel
+// before its cpuMs of CPU, and CPUDeadline bounds the slower burners by
+// the clock.
+const FuelPerMs = 200_000_000
+
+// MaxCPUMs is the largest limits.cpuMs: a day.
+const MaxCPUMs = 86_400_000
+
+// CPUDeadline is how long pack code with a cpuMs budget may run by the
+// clock: twice its CPU time and a second more, for host work, waits on the
+// network and a busy machine.
+func CPUDeadline(cpu time.Duration) time.Duration { return 2*cpu + time.Second }
+
+// readLimits reads an index entry's limits (open otherwise: fuel, a
+// positive integer up to sandbox.MaxFuel; kindgi's memMB and cpuMs,
+// positive integers, memMB at most 65536 and cpuMs at most MaxCPUMs;
+// instance, "fresh" or "pooled") and its network.
+func (p *problemList) readLimits(o *ojson.Object, where string) Limits {
+	lim := Limits{Network: p.network(o, where)}
+	l, ok := o.Get("limits")
+	if !ok {
+		return lim
+	}
+	lo, ok := l.(*ojson.Object)
+	if !ok {
+		p.add("%s \"limits\" must be an object", where)
+		return lim
+	}
+	p.budgets(lo, where, &lim)
+	if v, ok := lo.Get("instance"); ok {
+		if v != "fresh" && v != "pooled" {
+			p.add(`%s limits.instance must be "fresh" or "pooled"`, where)
+		}
+		lim.Fresh = v == "fresh"
+	}
+	return lim
+}
+
+// budgets reads limits.memMB, limits.cpuMs and limits.fuel into lim.
+func (p *problemList) budgets(lo *ojson.Object, where string, lim *Limits) {
+	integer := func(key string, max float64) (int64, bool) {
+		v, ok := lo.Get(key)
+		if !ok {
+			return 0, false
+		}
+		n, isNum := v.(float64)
+		if !isNum || n != math.Trunc(n) || n < 1 || n > max {
+			p.add("%s limits.%s must be an integer from 1 to %.0f", where, key, max)
+			return 0, false
+		}
+		return int64(n), true
+	}
+	if mb, ok := integer("memMB", 65536); ok {
+		lim.MemoryLimit = mb << 20
+	}
+	if ms, ok := integer("cpuMs", MaxCPUMs); ok {
+		lim.CPUTime = time.Duration(ms) * time.Millisecond
+		lim.Fuel = ms * FuelPerMs
+	}
+	f, ok := lo.Get("fuel")
+	if !ok {
+		return
+	}
+	n, isNum := f.(float64)
+	if !isNum || n != math.Trunc(n) || math.Abs(n) >= 1<<63 {
+		n = 0 // not an int64: refused below, in the same words
+	}
+	if err := sandbox.CheckFuel(int64(n)); err != nil {
+		p.add("%s limits.fuel %v", where, err)
+		return
+	}
+	if lim.Fuel == 0 || int64(n) < lim.Fuel {
+		lim.Fuel = int64(n)
+	}
+}
+
+// network reads a network policy: {"kind": "none"}, {"kind":
+// "unrestricted"} or {"kind": "allowlist", "hosts": [...]}, open to other
+// keys; none when absent.
+func (p *problemList) network(o *ojson.Object, where string) egress.Policy {
+	no := p.object(o, "network", where)
+	if no == nil {
+		return egress.Policy{Kind: egress.KindNone}
+	}
+	kind, _ := no.Get("kind")
+	pol := egress.Policy{Kind: egress.KindNone}
+	switch kind {
+	case egress.KindNone, egress.KindUnrestricted, egress.KindAllowlist:
+		pol.Kind = kind.(string)
+	default:
+		p.add(`%s network.kind must be "none", "unrestricted" or "allowlist"`, where)
+	}
+	hosts, ok := no.Get("hosts")
+	if !ok {
+		if pol.Kind == egress.KindAllowlist {
+			p.add(`%s network of kind "allowlist" is missing "hosts"`, where)
+		}
+		return pol
+	}
+	arr, isArr := hosts.([]any)
+	if !isArr {
+		p.add("%s network.hosts must be an array of host names", where)
+		return pol
+	}
+	for i, h := range arr {
+		s, _ := h.(string)
+		if err := egress.CheckHost(s); err != nil {
+			p.add("%s network.hosts[%d] %s %s", where, i, ojson.Encode(h), err)
+			continue
+		}
+		if pol.Kind == egress.KindAllowlist {
+			pol.Hosts = append(pol.Hosts, strings.ToLower(strings.TrimSuffix(s, ".")))
+		}
+	}
+	return pol
+}
+
+// target is a tool or a check, as the load checks of limits see it.
+type target struct {
+	id, modulePath string
+	limits         Limits
+}
+
+// targets are the index's tools, then its checks (by check id).
+func (idx *Index) targets() []target {
+	out := make([]target, 0, len(idx.Tools)+len(idx.Guardrails))
+	for _, s := range idx.Tools {
+		out = append(out, target{s.ID, s.ModulePath, s.Limits})
+	}
+	for _, s := range idx.Guardrails {
+		out = append(out, target{s.Check(), s.ModulePath, s.Limits})
+	}
+	return out
+}
+
+// limitProblems checks every target's limits against the service and its
+// module: limits.memMB neither over the service's memory limit nor under
+// the module's initial memory (every target), then unrestricted network
+// only when the operator allows it (every target), and a module that
+// imports http_request has a tool or check that may use the network.
+func (p *Pack) limitProblems(modules map[string]*module) []string {
+	var problems []string
+	targets := p.index.targets()
+	for _, t := range targets {
+		m, limit := modules[t.modulePath], t.limits.MemoryLimit
+		switch {
+		case limit == 0:
+		case limit > p.sb.MemoryLimitBytes():
+			problems = append(problems, fmt.Sprintf("%s: limits.memMB %d is over the service's memory limit of %d MiB (--memory-limit-mib)", t.id, limit>>20, p.sb.MemoryLimitBytes()>>20))
+		case m != nil && m.mod != nil && m.mod.MinMemoryBytes() > limit:
+			problems = append(problems, fmt.Sprintf("%s: limits.memMB %d is under the %d KiB of memory module %s starts with", t.id, limit>>20, m.mod.MinMemoryBytes()>>10, m.path))
+		}
+	}
+	mayReach := map[string]bool{}
+	for _, t := range targets {
+		pol := t.limits.Network
+		if pol.Kind == egress.KindUnrestricted && !p.egress.Unrestricted() {
+			problems = append(problems, fmt.Sprintf("%s: network is unrestricted, which this service does not allow (--network-unrestricted)", t.id))
+		}
+		if pol.Kind == egress.KindUnrestricted || pol.Kind == egress.KindAllowlist && len(pol.Hosts) > 0 {
+			mayReach[t.modulePath] = true
+		}
+	}
+	for _, path := range slices.Sorted(maps.Keys(modules)) {
+		if m := modules[path]; m.mod != nil && m.mod.ImportsHTTP() && !mayReach[path] {
+			problems = append(problems, fmt.Sprintf("%s: the module imports %s.%s, but none of its tools or checks may use the network (network in the index)",
+				path, abi.ImportModule, abi.ImportHTTPRequest))
+		}
+	}
+	return problems
+}
