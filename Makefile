@@ -121,7 +121,7 @@ e2e: build wasm
 	$(GO) test -tags e2e -count=1 -timeout 3m -run 'Promtool|Prometheus' ./cmd/packd
 
 bench: build wasm fixtures
-	-$(GO) run ./internal/callbench
+	-$(GO) run ./cmd/callbench
 	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./sandbox
 	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./sandbox
 	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
@@ -137,7 +137,7 @@ loadtest: build wasm
 # RSS of packd serve at its defaults under a burst of 64 memory-hungry calls
 # (192 MiB each), and how soon it returns to idle (about a minute; Linux).
 memtest: build fixtures
-	$(GO) run ./internal/memtest -packd $(BIN)
+	$(GO) run ./cmd/memtest -packd $(BIN)
 
 # Regenerate testdata/ajv/golden.json with real Ajv (needs node and npm);
 # testdata/ajv/matrix.py first rewrites the keyword x instance-type cases.

@@ -378,7 +378,7 @@ const scanFrom = 1 << 20
 // /proc/self/pagemap where the kernel has no PAGEMAP_SCAN. It says which
 // it used ("known", "scan", "pagemap"); "" when none answers: the caller
 // compares the whole image instead.
-func resetWritten(lin *mmapMemory) (pages int, how string) {
+func resetWritten(lin *mmapMemory) (pages int, how PoolReason) {
 	b, img, known := lin.buf, lin.image, &lin.private
 	mode := forceReset
 	if mode == resetAuto && len(img.data) < scanFrom {
@@ -394,7 +394,7 @@ func resetWritten(lin *mmapMemory) (pages int, how string) {
 			copy(b[r.off:r.off+r.len], img.data[r.off:r.off+r.len])
 			pages += int(r.len / pageSize)
 		}
-		return pages, "known"
+		return pages, ResetKnown
 	}
 	known.valid, known.runs = false, known.runs[:0]
 	var ok bool
@@ -403,7 +403,7 @@ func resetWritten(lin *mmapMemory) (pages int, how string) {
 		pages, ok, unsupported = scanWritten(b, img, known)
 		switch {
 		case ok:
-			how = "scan"
+			how = ResetScan
 		case !unsupported || mode == resetScan:
 			return 0, ""
 		default:
@@ -415,7 +415,7 @@ func resetWritten(lin *mmapMemory) (pages int, how string) {
 		if pages, ok = readWritten(b, img, known); !ok {
 			return 0, ""
 		}
-		how = "pagemap"
+		how = ResetPagemap
 	}
 	known.valid, known.faults = counted, faults
 	return pages, how

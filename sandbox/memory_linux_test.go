@@ -82,7 +82,7 @@ func TestAResetTrustsItsLastScanOnlyUntilAPageFaults(t *testing.T) {
 			if !bytes.Equal(b[:len(data)], data) {
 				t.Fatalf("mode %d, %s: the memory differs from the image after a %s reset", mode, what, how)
 			}
-			return how
+			return string(how)
 		}
 		b[3*pageSize+5]++
 		if how := reset("first write"); how == "known" {

@@ -24,7 +24,7 @@ type mmapMemory struct {
 	image *memImage
 }
 
-func newMemImage([]byte) *memImage           { return nil }
-func (img *memImage) close()                 {}
-func revert([]byte, *memImage) error         { return nil }
-func resetWritten(*mmapMemory) (int, string) { return 0, "" }
+func newMemImage([]byte) *memImage               { return nil }
+func (img *memImage) close()                     {}
+func revert([]byte, *memImage) error             { return nil }
+func resetWritten(*mmapMemory) (int, PoolReason) { return 0, "" }

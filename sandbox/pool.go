@@ -51,31 +51,14 @@ type instancePool struct {
 	clock atomic.Int64
 }
 
-// PoolEvent is what happened to a pooled instance (Config.PoolEvents):
-// Kind "hit" (a call got an idle instance), "miss" (it made one), "reset"
-// (an instance was reset after a call, in Seconds, copying back Pages
-// pages of 4 KiB that Reason "known" (the pages the instance's last scan
-// found, when the process has taken no page fault since), "scan"
-// (PAGEMAP_SCAN), "pagemap" (/proc/self/pagemap) or "compare" (every page
-// compared with the snapshot) found written) or "discard" (it was closed: Reason "error" after a call
-// that did not end well, "grown" when its memory grew, "full" when the
-// pool had no room, "idle" after waiting too long, "old" when its snapshot
-// had been taken anew, "memory" to give its memory to a call that needed
-// it).
-type PoolEvent struct {
-	Kind, Reason string
-	Seconds      float64
-	Pages        int
-}
-
 func (p *instancePool) event(ev PoolEvent) {
 	if f := p.m.sb.cfg.PoolEvents; f != nil {
 		f(ev)
 	}
 }
 
-func (p *instancePool) discard(pi *pooledInstance, reason string) {
-	p.event(PoolEvent{Kind: "discard", Reason: reason})
+func (p *instancePool) discard(pi *pooledInstance, reason PoolReason) {
+	p.event(PoolEvent{Kind: PoolDiscard, Reason: reason})
 	pi.close()
 }
 
@@ -157,7 +140,7 @@ func (p *instancePool) trim(cutoff time.Time) {
 	p.idle = keep
 	p.idleMu.Unlock()
 	for _, pi := range old {
-		p.discard(pi, "idle")
+		p.discard(pi, DiscardIdle)
 	}
 }
 
@@ -177,7 +160,7 @@ func (p *instancePool) pop() *pooledInstance {
 
 // dropOne closes the idle instance used least recently, and reports
 // whether there was one.
-func (p *instancePool) dropOne(reason string) bool {
+func (p *instancePool) dropOne(reason PoolReason) bool {
 	p.idleMu.Lock()
 	if len(p.idle) == 0 {
 		p.idleMu.Unlock()
@@ -217,9 +200,9 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		keep = keep && err == nil
 		switch {
 		case !keep:
-			p.discard(pi, "error")
+			p.discard(pi, DiscardError)
 		case int(pi.memory.Size()) != len(pi.snap.memory):
-			p.discard(pi, "grown")
+			p.discard(pi, DiscardGrown)
 		default:
 			if afterCall != nil {
 				afterCall(pi.inst)
@@ -227,7 +210,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 			if s.cfg.PoolEvents != nil {
 				start := time.Now()
 				pages, how := p.reset(pi)
-				p.event(PoolEvent{Kind: "reset", Reason: how, Seconds: time.Since(start).Seconds(), Pages: pages})
+				p.event(PoolEvent{Kind: PoolReset, Reason: how, Seconds: time.Since(start).Seconds(), Pages: pages})
 			} else {
 				p.reset(pi)
 			}
@@ -251,10 +234,10 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 func (p *instancePool) get(ctx context.Context, env []string, now time.Time) (*pooledInstance, error) {
 	p.expire(now.Add(-snapshotMaxAge))
 	if pi := p.pop(); pi != nil {
-		p.event(PoolEvent{Kind: "hit"})
+		p.event(PoolEvent{Kind: PoolHit})
 		return pi, nil
 	}
-	p.event(PoolEvent{Kind: "miss"})
+	p.event(PoolEvent{Kind: PoolMiss})
 	return p.fresh(ctx, env)
 }
 
@@ -270,7 +253,7 @@ func (p *instancePool) serves(env []string) bool {
 // is when its call started.
 func (p *instancePool) put(pi *pooledInstance, now time.Time) {
 	if pi.snap != p.snap.Load() {
-		p.discard(pi, "old")
+		p.discard(pi, DiscardOld)
 		return
 	}
 	pi.since = now
@@ -287,7 +270,7 @@ func (p *instancePool) keep(pi *pooledInstance) {
 	}
 	p.idleMu.Unlock()
 	if full {
-		p.discard(pi, "full")
+		p.discard(pi, DiscardFull)
 	}
 }
 
@@ -440,7 +423,7 @@ func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env
 // back only the pages the call wrote when its memory maps the snapshot
 // image and the kernel can say which), every mutable global, and the
 // pass's counters.
-func (p *instancePool) reset(pi *pooledInstance) (pages int, how string) {
+func (p *instancePool) reset(pi *pooledInstance) (pages int, how PoolReason) {
 	if skipResets {
 		return 0, "skipped"
 	}
@@ -448,7 +431,7 @@ func (p *instancePool) reset(pi *pooledInstance) (pages int, how string) {
 		pages, how = resetWritten(pi.lin)
 	}
 	if how == "" {
-		pages, how = copyChanged(pi.memory, pi.snap.memory), "compare"
+		pages, how = copyChanged(pi.memory, pi.snap.memory), ResetCompare
 	}
 	p.resetGlobals(pi)
 	return pages, how

@@ -98,7 +98,7 @@ func TestResetCopiesBackOnlyWrittenPages(t *testing.T) {
 		sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
 			if ev.Kind == "reset" {
 				mu.Lock()
-				pages, how = append(pages, ev.Pages), append(how, ev.Reason)
+				pages, how = append(pages, ev.Pages), append(how, string(ev.Reason))
 				mu.Unlock()
 			}
 		}})
@@ -229,7 +229,7 @@ func TestPoolEvents(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
 		mu.Lock()
 		defer mu.Unlock()
-		seen[ev.Kind+"/"+ev.Reason]++
+		seen[string(ev.Kind)+"/"+string(ev.Reason)]++
 	}})
 	m := compile(t, sb, hostile("canary"))
 	// miss+reset, hit+reset, hit then discarded, miss then discarded,
@@ -314,7 +314,7 @@ func TestIdleInstancesNeverRefuseACall(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{PoolSize: 4, MemoryBudget: 3 << 20, PoolEvents: func(ev sandbox.PoolEvent) {
 		mu.Lock()
 		defer mu.Unlock()
-		seen[ev.Kind+"/"+ev.Reason]++
+		seen[string(ev.Kind)+"/"+string(ev.Reason)]++
 	}})
 	a, b := compile(t, sb, hostile("canary")), compile(t, sb, hostile("canary"))
 	for i, m := range []*sandbox.Module{a, b, a, b} { // 2 MiB each: one fits at a time
@@ -416,7 +416,7 @@ func TestInstancesMadeDuringTheSnapshotMapIt(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{PoolSize: 8, PoolEvents: func(ev sandbox.PoolEvent) {
 		if ev.Kind == "reset" {
 			mu.Lock()
-			how[ev.Reason]++
+			how[string(ev.Reason)]++
 			mu.Unlock()
 		}
 	}})
@@ -537,7 +537,7 @@ func TestACallWritingANewPageIsCaught(t *testing.T) {
 		sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
 			if ev.Kind == "reset" {
 				mu.Lock()
-				hows = append(hows, ev.Reason)
+				hows = append(hows, string(ev.Reason))
 				mu.Unlock()
 			}
 		}})

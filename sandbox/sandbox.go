@@ -245,7 +245,7 @@ func (s *Sandbox) reclaim(n int64) bool {
 			if s.mem.limit > 0 && s.mem.used.Load()+n <= s.mem.limit {
 				return closed
 			}
-			if p.dropOne("memory") {
+			if p.dropOne(DiscardMemory) {
 				closed, more = true, true
 			}
 		}

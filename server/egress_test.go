@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/sandbox"
 )
 
 // TestEgressIsVisibleWithoutBodiesOrSecrets: a call of testdata/gonet
@@ -48,7 +47,7 @@ func TestEgressIsVisibleWithoutBodiesOrSecrets(t *testing.T) {
 	buf := &lockedBuffer{}
 	cfg := ServiceConfig{
 		Load: host.Config{IndexPath: filepath.Join(dir, "index.json"),
-			Sandbox: sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2},
+			Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2},
 			Network: host.NetworkConfig{AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}},
 		Server: Config{Token: "tok"}, Host: "127.0.0.1", MetricsAddr: "127.0.0.1:0",
 		AuditLog: filepath.Join(dir, "audit.log"), Version: "test", Records: NewRecorder(buf),

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/sandbox"
 	"github.com/kindgi/packd/server"
 )
 
@@ -20,7 +19,7 @@ func ExampleNew() {
 	ctx := context.Background()
 	pack, err := host.Load(ctx, host.Config{
 		IndexPath: filepath.Join("..", "testdata", "kindgi", "index.json"),
-		Sandbox:   sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")},
+		Sandbox:   host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/sandbox"
 )
 
 // Metrics are packd's Prometheus metrics. Labels are bounded: tool and check
@@ -57,12 +56,12 @@ func (m *Metrics) GuestLineDropped(stream string) {
 }
 
 // PoolEvent counts what happened to a pooled instance.
-func (m *Metrics) PoolEvent(ev sandbox.PoolEvent) {
+func (m *Metrics) PoolEvent(ev host.PoolEvent) {
 	if m == nil {
 		return
 	}
-	m.poolEvents.WithLabelValues(ev.Kind, ev.Reason).Inc()
-	if ev.Kind == "reset" {
+	m.poolEvents.WithLabelValues(string(ev.Kind), string(ev.Reason)).Inc()
+	if ev.Kind == host.PoolReset {
 		m.poolReset.Observe(ev.Seconds)
 		m.poolPages.Observe(float64(ev.Pages))
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/sandbox"
 )
 
 // operated is a server over the hostile test pack with metrics, a gate and
@@ -45,7 +44,7 @@ func newOperated(t *testing.T, gate host.Gate, hooks ...Hook) *operated {
 	t.Helper()
 	p, _ := host.Load(context.Background(), host.Config{
 		IndexPath: filepath.Join("..", "testdata", "hostile", "index.json"), Gate: gate,
-		Sandbox: sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")},
+		Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")},
 	})
 	if p == nil {
 		t.Fatal("the test pack did not load")
@@ -127,8 +126,8 @@ func TestMetricsCountCallsAndRefusals(t *testing.T) {
 	if !found {
 		t.Error("no trace id exemplar on packd_call_duration_seconds")
 	}
-	o.m.PoolEvent(sandbox.PoolEvent{Kind: "reset", Seconds: 0.0001})
-	o.m.PoolEvent(sandbox.PoolEvent{Kind: "discard", Reason: "grown"})
+	o.m.PoolEvent(host.PoolEvent{Kind: "reset", Seconds: 0.0001})
+	o.m.PoolEvent(host.PoolEvent{Kind: "discard", Reason: "grown"})
 	o.m.GuestLineDropped("stdout")
 	if testutil.ToFloat64(o.m.poolEvents.WithLabelValues("discard", "grown")) != 1 || testutil.CollectAndCount(o.m.poolReset) != 1 ||
 		testutil.ToFloat64(o.m.guestLines.WithLabelValues("stdout")) != 1 {
@@ -281,7 +280,7 @@ func TestDescribe(t *testing.T) {
 
 func TestDescribeParamsFromTheInputSchema(t *testing.T) {
 	p, err := host.Load(context.Background(), host.Config{IndexPath: filepath.Join("..", "wasm-examples", "conformance", "index.json"),
-		Sandbox: sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")}})
+		Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache")}})
 	if err != nil {
 		t.Fatal(err)
 	}

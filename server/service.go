@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/sandbox"
 )
 
 // ServiceConfig is a whole running pack service: the pack to load, how
@@ -114,7 +113,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	var metrics atomic.Pointer[Metrics]
 	dropped := func(stream string) { metrics.Load().GuestLineDropped(stream) }
 	hc.Sandbox.DroppedLines = dropped
-	hc.Sandbox.PoolEvents = func(ev sandbox.PoolEvent) { metrics.Load().PoolEvent(ev) }
+	hc.Sandbox.PoolEvents = func(ev host.PoolEvent) { metrics.Load().PoolEvent(ev) }
 	// Outbound HTTP of pack code: counted, and in the audit log when there
 	// is one (both exist once the pack has loaded; no call runs before).
 	var audit atomic.Pointer[AuditLog]

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/sandbox"
 )
 
 func (l *lockedBuffer) records(t *testing.T) []map[string]any {
@@ -57,7 +56,7 @@ func serviceConfig(t *testing.T, buf *lockedBuffer) ServiceConfig {
 	root, _ := filepath.Abs(filepath.Join("..", "testdata", "hostile"))
 	return ServiceConfig{
 		Load: host.Config{IndexPath: index, ModuleRoot: root,
-			Sandbox: sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2}},
+			Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2}},
 		Server:      Config{Token: "tok", TenantID: "t1"},
 		Host:        "127.0.0.1",
 		MetricsAddr: "127.0.0.1:0",

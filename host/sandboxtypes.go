@@ -1,0 +1,23 @@
+package host
+
+import "github.com/kindgi/packd/sandbox"
+
+// The sandbox's types that a service configures and observes through
+// host: the layer above reaches the sandbox only through this one
+// (TestLayers). They are the sandbox's own, by alias.
+type (
+	// SandboxConfig is Config.Sandbox: the runtime, its limits and pool.
+	SandboxConfig = sandbox.Config
+	// PoolEvent is what happened to a pooled instance
+	// (SandboxConfig.PoolEvents).
+	PoolEvent = sandbox.PoolEvent
+	// PoolEventLabel is one kind of pool event with one of its reasons.
+	PoolEventLabel = sandbox.PoolEventLabel
+)
+
+// PoolReset is the pool event of an instance reset after a call.
+const PoolReset = sandbox.PoolReset
+
+// PoolEventLabels lists every kind of pool event with each reason it can
+// carry (sandbox.PoolEventLabels).
+func PoolEventLabels() []PoolEventLabel { return sandbox.PoolEventLabels() }
