@@ -653,8 +653,9 @@ func (s lineSink) emit(line []byte) {
 	_, _ = s.q.Write(line)
 }
 
-// Call runs kindgi_call in a fresh instance. Reply.FuelUsed is set whatever
-// the outcome.
+// Call runs kindgi_call in an instance of its own: a pooled one reset to the
+// module's snapshot when the module pools (Config.PoolSize) and the request
+// allows it, else a fresh one. Reply.FuelUsed is set whatever the outcome.
 func (m *Module) Call(ctx context.Context, req Request) (Reply, error) {
 	if m.shape != nil {
 		return Reply{}, m.shape

@@ -33,7 +33,6 @@ var (
 	refuseGateFailed     = refusal{status: http.StatusServiceUnavailable, reason: host.RefusalGateFailed, code: host.RefusalGateFailed, retryAfter: true}
 	refuseDraining       = refusal{status: http.StatusServiceUnavailable, reason: "draining", message: "draining", retryAfter: true}
 	refuseMissingEnv     = refusal{status: http.StatusServiceUnavailable, reason: "missing-env", message: "missing env", retryAfter: true}
-	refuseNotReady       = refusal{status: http.StatusServiceUnavailable, reason: "not-ready", message: "not ready", retryAfter: true}
 	refuseOverloaded     = refusal{status: http.StatusServiceUnavailable, reason: "overloaded", message: "overloaded", retryAfter: true}
 )
 

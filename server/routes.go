@@ -106,16 +106,16 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// unavailable answers the first 503 that applies (draining, missing env,
-// not ready) and says whether it did.
+// unavailable answers the first 503 that applies (draining, missing env)
+// and says whether it did. A server is never "not ready" otherwise: it is
+// built around a pack that has loaded (New), and before that nothing
+// listens.
 func (s *Server) unavailable(c echo.Context) (bool, error) {
 	switch {
 	case s.draining.Load():
 		return true, s.refuse(c, refuseDraining, "")
 	case s.cfg.StrictEnv && len(s.cfg.MissingEnv) > 0:
 		return true, s.refuse(c, refuseMissingEnv, "", "missingEnv", s.cfg.MissingEnv)
-	case !s.ready.Load():
-		return true, s.refuse(c, refuseNotReady, "")
 	}
 	return false, nil
 }

@@ -70,7 +70,6 @@ type Server struct {
 	http      *http.Server
 	sem       chan struct{} // one slot per in-flight invoke
 	draining  atomic.Bool
-	ready     atomic.Bool
 	info      []byte
 	// artifactVersion is the pack's, said in every answer's header (the
 	// header's value, shared by every answer: see contentTypeValue).
@@ -129,7 +128,6 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
-	s.ready.Store(true)
 	return s, nil
 }
 
