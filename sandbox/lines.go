@@ -2,6 +2,9 @@ package sandbox
 
 import (
 	"bytes"
+	"io"
+
+	"github.com/kindgi/packd/internal/lineq"
 )
 
 // lineWriter collects one call's output on one stream and forwards it to its
@@ -73,4 +76,36 @@ func (w *lineWriter) emit(line []byte) {
 	}
 	w.budget -= len(line)
 	w.sink.emit(line)
+}
+
+// newQueue puts a line queue in front of w (nil: discard).
+func newQueue(w io.Writer, stream string, dropped func(string)) *lineq.Queue {
+	if w == nil {
+		w = io.Discard
+	}
+	var onDrop func()
+	if dropped != nil {
+		onDrop = func() { dropped(stream) }
+	}
+	return lineq.New(w, 0, nil, onDrop)
+}
+
+// lineSink is where a call's lines on a stream go: the call's own output
+// function when it has one, else the sandbox's queue. It never blocks.
+type lineSink struct {
+	output func(stream string, line []byte)
+	stream string
+	q      *lineq.Queue
+}
+
+func sinkFor(output func(string, []byte), stream string, q *lineq.Queue) lineSink {
+	return lineSink{output: output, stream: stream, q: q}
+}
+
+func (s lineSink) emit(line []byte) {
+	if s.output != nil {
+		s.output(s.stream, line)
+		return
+	}
+	_, _ = s.q.Write(line)
 }

@@ -1,0 +1,249 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/sandbox/internal/instrument"
+)
+
+// PoolInstances is how many instances of the module live now, idle or
+// serving a call (0 when calls get a fresh instance).
+func (m *Module) PoolInstances() int {
+	if m.pool == nil {
+		return 0
+	}
+	return int(m.pool.live.Load())
+}
+
+// Module is a compiled pack module. Calls on it may run concurrently.
+type Module struct {
+	sb       *Sandbox
+	compiled wazero.CompiledModule
+	minBytes int64 // its memory's initial size
+	info     instrument.Info
+	pool     *instancePool // nil: a fresh instance per call
+	hasInit  bool
+	http     bool  // it imports http_request: its calls may send requests
+	shape    error // why the module does not implement the guest ABI, or nil
+	// abiVersion is the guest ABI version the module answered when it was
+	// described (0 before); packd serves only the versions abi.Serves.
+	abiVersion atomic.Int32
+}
+
+// ABIVersion is the guest ABI version the module declared when Describe
+// ran (0 before then).
+func (m *Module) ABIVersion() int32 { return m.abiVersion.Load() }
+
+// MinMemoryBytes is the module's initial linear memory, in bytes.
+func (m *Module) MinMemoryBytes() int64 { return m.minBytes }
+
+// ImportsHTTP reports whether the module imports http_request: only then
+// can its calls send requests (Request.Egress).
+func (m *Module) ImportsHTTP() bool { return m.http }
+
+// Compile validates, instruments (fuel) and compiles a module once. A module
+// that imports anything packd does not provide fails here; a module that
+// lacks the guest ABI exports compiles, and Shape, Describe and Call report
+// ErrMissingExport. A module over Config.MaxModuleBytes, or whose
+// compilation takes longer than Config.CompileTimeout, is refused.
+func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	if len(wasm) > s.cfg.MaxModuleBytes {
+		return nil, fmt.Errorf("compiling module: %w: %d bytes is over the limit of %d", ErrInvalidModule, len(wasm), s.cfg.MaxModuleBytes)
+	}
+	if err := instrument.Prescan(wasm); err != nil {
+		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
+	}
+	// The pass checks every index and section end of the module as written
+	// (nothing invalid may resolve to what it adds); wazero then validates
+	// the result. Its error says what is wrong with the module itself.
+	metered, info, err := instrument.InstrumentInfo(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true, MaxStackBytes: s.cfg.MaxStackBytes})
+	if err != nil {
+		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
+	}
+	compiled, err := s.compileBounded(ctx, metered)
+	if errors.Is(err, ErrCompileTimeout) || errors.Is(err, ErrDeadline) || errors.Is(err, ErrCancelled) {
+		return nil, fmt.Errorf("compiling module: %w", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
+	}
+	if err := s.checkImports(compiled); err != nil {
+		_ = compiled.Close(ctx)
+		return nil, err
+	}
+	m := &Module{sb: s, compiled: compiled, info: info}
+	for _, def := range compiled.ImportedFunctions() {
+		if mod, name, _ := def.Import(); mod == abi.ImportModule && name == abi.ImportHTTPRequest {
+			m.http = true
+		}
+	}
+	for _, def := range compiled.ExportedMemories() {
+		m.minBytes = int64(def.Min()) * 65536
+	}
+	exports := compiled.ExportedFunctions()
+	if def, ok := exports[abi.ExportInitialize]; ok && len(def.ParamTypes()) == 0 && len(def.ResultTypes()) == 0 {
+		m.hasInit = true
+	}
+	m.shape = checkExports(compiled)
+	if s.cfg.PoolSize > 0 && m.shape == nil && poolable(info) {
+		m.pool = newInstancePool(m, s.cfg.PoolSize)
+		s.poolsMu.Lock()
+		s.pools[m.pool] = struct{}{}
+		s.poolsMu.Unlock()
+	}
+	return m, nil
+}
+
+// compileBounded gives up on a compilation after CompileTimeout or when
+// ctx is done. wazero compiles with several workers and stops them between
+// functions when its context is cancelled; the pass bounds what one
+// function may cost (instrument.MaxFramesPerFunction), so a compilation
+// given up on ends soon after in the background.
+func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CompileTimeout)
+	defer cancel()
+	type result struct {
+		c   wazero.CompiledModule
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// A panic in wazero's compiler must not end the process (the pass
+		// refuses every module known to cause one, see FuzzInstrument).
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r = result{err: fmt.Errorf("wazero panicked compiling the module: %v", p)}
+			}
+			done <- r
+		}()
+		mu, _ := s.compiling.LoadOrStore(sha256.Sum256(wasm), &sync.Mutex{})
+		mu.(*sync.Mutex).Lock()
+		defer mu.(*sync.Mutex).Unlock()
+		wctx := experimental.WithCompilationWorkers(cctx, runtime.GOMAXPROCS(0))
+		r.c, r.err = s.rt.CompileModule(wctx, wasm)
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil || cctx.Err() == nil {
+			return r.c, r.err
+		}
+	case <-cctx.Done():
+		go func() { // close what a late finish compiled
+			if r := <-done; r.err == nil {
+				_ = r.c.Close(context.Background())
+			}
+		}()
+	}
+	if ctx.Err() != nil {
+		return nil, classify(ctx, ctx.Err())
+	}
+	return nil, fmt.Errorf("%w (over %v)", ErrCompileTimeout, s.cfg.CompileTimeout)
+}
+
+func (s *Sandbox) checkImports(c wazero.CompiledModule) error {
+	for _, def := range c.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		host := s.rt.Module(mod)
+		if (mod != abi.ImportModule && mod != wasiModule) || host == nil {
+			return fmt.Errorf("%w: the module imports %s.%s, but packd provides functions of modules %q and %q only (see abi/GUEST-ABI.md)",
+				ErrInvalidModule, mod, name, abi.ImportModule, wasiModule)
+		}
+		provided := host.ExportedFunctionDefinitions()
+		want, ok := provided[name] // fuel_refill too: the pass imports it (a module's own import of it is refused by the pass)
+		if !ok {
+			var names []string
+			for n := range provided {
+				if n != abi.ImportFuelRefill {
+					names = append(names, n)
+				}
+			}
+			slices.Sort(names)
+			return fmt.Errorf("%w: the module imports %s.%s, which packd does not provide; %s has %s (see abi/GUEST-ABI.md)",
+				ErrInvalidModule, mod, name, mod, strings.Join(names, ", "))
+		}
+		if !slices.Equal(def.ParamTypes(), want.ParamTypes()) || !slices.Equal(def.ResultTypes(), want.ResultTypes()) {
+			return fmt.Errorf("%w: the module imports %s.%s with type %s, but packd's has type %s (see abi/GUEST-ABI.md)",
+				ErrInvalidModule, mod, name, signature(def), signature(want))
+		}
+	}
+	return nil
+}
+
+// signature writes a function type as the text format does:
+// (param i32 i32) (result i32).
+func signature(def api.FunctionDefinition) string {
+	part := func(kind string, types []api.ValueType) string {
+		if len(types) == 0 {
+			return ""
+		}
+		names := make([]string, len(types))
+		for i, t := range types {
+			names[i] = api.ValueTypeName(t)
+		}
+		return "(" + kind + " " + strings.Join(names, " ") + ")"
+	}
+	sig := strings.TrimSpace(part("param", def.ParamTypes()) + " " + part("result", def.ResultTypes()))
+	if sig == "" {
+		return "()"
+	}
+	return sig
+}
+
+// startExport is what a WASI command exports instead of _initialize.
+const startExport = "_start"
+
+func checkExports(c wazero.CompiledModule) error {
+	if _, ok := c.ExportedMemories()[abi.ExportMemory]; !ok {
+		return fmt.Errorf("%w: module does not export %q", ErrMissingExport, abi.ExportMemory)
+	}
+	fns := c.ExportedFunctions()
+	_, command := fns[startExport]
+	if _, reactor := fns[abi.ExportInitialize]; command && !reactor {
+		// Go's default build mode: its exports trap until _start has run,
+		// and _start runs main and exits.
+		return fmt.Errorf("%w: the module is a WASI command (it exports _start, not _initialize), and packd runs reactors: "+
+			"build a Go pack with `GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o pack.wasm .`, a C pack with clang's -mexec-model=reactor", ErrMissingExport)
+	}
+	for _, name := range []string{abi.ExportABIVersion, abi.ExportDescribe, abi.ExportCall} {
+		def, ok := fns[name]
+		if !ok {
+			return fmt.Errorf("%w: module does not export %q", ErrMissingExport, name)
+		}
+		if len(def.ParamTypes()) != 0 || len(def.ResultTypes()) != 1 || def.ResultTypes()[0] != api.ValueTypeI32 {
+			return fmt.Errorf("%w: %q must have type () -> i32", ErrMissingExport, name)
+		}
+	}
+	return nil
+}
+
+// Pooled reports whether calls reuse instances of the module (Config.PoolSize,
+// and a module whose instances' state the reset covers).
+func (m *Module) Pooled() bool { return m.pool != nil }
+
+// Shape is nil when the module exports everything the guest ABI requires.
+func (m *Module) Shape() error { return m.shape }
+
+// Close releases the module's idle instances and the compiled module.
+func (m *Module) Close(ctx context.Context) error {
+	if m.pool != nil {
+		m.sb.poolsMu.Lock()
+		delete(m.sb.pools, m.pool)
+		m.sb.poolsMu.Unlock()
+		m.pool.close()
+	}
+	return m.compiled.Close(ctx)
+}
