@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/ojson"
 )
 
 var callEvents = []Event{
@@ -18,6 +19,9 @@ var callEvents = []Event{
 		Correlation: host.Correlation{TenantID: "t\u2028", ProjectID: "p", OrgID: "o"}},
 		Outcome: "handler-throw", Duration: 3 * time.Second, Usage: host.Usage{Fuel: 1e15}},
 	{Parsed: true, Call: host.Call{Target: host.TargetTool, ID: "x"}, Outcome: "deadline-exceeded"},
+	{Parsed: true, Call: host.Call{Target: host.TargetTool, ID: "net.fetch", Correlation: host.Correlation{TenantID: "t2"}},
+		Outcome: "ok", Duration: 40 * time.Millisecond, Usage: host.Usage{Fuel: 1<<53 + 1,
+			Egress: host.EgressSummary{Requests: 3, Refused: 1, BytesSent: 120, BytesReceived: 4096}}},
 }
 
 // TestCallRecordFieldOrder: a call record lists the trace, then the
@@ -32,6 +36,12 @@ func TestCallRecordFieldOrder(t *testing.T) {
 		`"event":"call","kind":"call","target":"tool","id":"echo.message","version":"1.0.0","outcome":"ok","durationMs":1,"fuel":123456}` + "\n"
 	if b.String() != want {
 		t.Fatalf("call record\n%s\nwant\n%s", b.String(), want)
+	}
+	// fuel is an integer, exactly, past what a float holds (2^53 + 1)
+	b.Reset()
+	CallRecords(r).OnCall(callEvents[3])
+	if !bytes.Contains(b.Bytes(), []byte(`"fuel":9007199254740993,"egress":{"requests":3,"refused":1,"bytesSent":120,"bytesReceived":4096}}`)) {
+		t.Fatalf("call record %s", b.String())
 	}
 }
 
@@ -64,4 +74,26 @@ func BenchmarkCallRecord(b *testing.B) {
 	for b.Loop() {
 		h.OnCall(callEvents[0])
 	}
+}
+
+// callRecordFields are a call record's fields, for Recorder.Record: the
+// reference that callRecord, the one writer, is held to (it writes the
+// same bytes without building them).
+func callRecordFields(e Event) (string, []Field) {
+	ms := e.Duration.Milliseconds()
+	fields := []Field{{"traceId", e.TraceID}, {"spanId", e.SpanID}}
+	for _, f := range e.Correlation.Pairs() {
+		fields = append(fields, Field{f.Key, f.Value})
+	}
+	fields = append(fields, Field{idKey(e.Target), e.ID},
+		Field{"event", "call"}, Field{"kind", "call"}, Field{"target", string(e.Target)}, Field{"id", e.ID})
+	if e.Version != "" {
+		fields = append(fields, Field{"version", e.Version})
+	}
+	fields = append(fields, Field{"outcome", e.Outcome}, Field{"durationMs", int(ms)}, Field{"fuel", int(e.Fuel)})
+	if g := e.Egress; g.Requests > 0 || g.Refused > 0 {
+		fields = append(fields, Field{"egress", &ojson.Object{Keys: []string{"requests", "refused", "bytesSent", "bytesReceived"},
+			Vals: []any{g.Requests, g.Refused, int(g.BytesSent), int(g.BytesReceived)}}})
+	}
+	return callMessage(e, ms), fields
 }

@@ -74,23 +74,6 @@ func CallRecords(r *Recorder) Hook {
 	})
 }
 
-// callRecordFields are a call record's fields, for Recorder.Record: what
-// callRecord writes without them.
-func callRecordFields(e Event) (string, []Field) {
-	ms := e.Duration.Milliseconds()
-	fields := []Field{{"traceId", e.TraceID}, {"spanId", e.SpanID}}
-	for _, f := range e.Correlation.Pairs() {
-		fields = append(fields, Field{f.Key, f.Value})
-	}
-	fields = append(fields, Field{idKey(e.Target), e.ID},
-		Field{"event", "call"}, Field{"kind", "call"}, Field{"target", string(e.Target)}, Field{"id", e.ID})
-	if e.Version != "" {
-		fields = append(fields, Field{"version", e.Version})
-	}
-	fields = append(fields, Field{"outcome", e.Outcome}, Field{"durationMs", int(ms)}, Field{"fuel", float64(e.Fuel)})
-	return callMessage(e, ms), fields
-}
-
 func callMessage(e Event, ms int64) string {
 	return string(e.Target) + " " + e.ID + " " + e.Outcome + " " + strconv.FormatInt(ms, 10) + "ms"
 }

@@ -105,7 +105,7 @@ func (r *Recorder) callRecord(level string, e Event) {
 	b = append(b, `,"durationMs":`...)
 	b = strconv.AppendInt(b, ms, 10)
 	b = append(b, `,"fuel":`...)
-	b = append(b, ojson.FormatNumber(float64(e.Fuel))...)
+	b = strconv.AppendInt(b, e.Fuel, 10)
 	if g := e.Egress; g.Requests > 0 || g.Refused > 0 {
 		b = append(b, `,"egress":{"requests":`...)
 		b = strconv.AppendInt(b, int64(g.Requests), 10)
