@@ -181,7 +181,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		return o.fail(e)
 	}
 	if err != nil {
-		return o.fail(t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that is not JSON: %v", id, strings.TrimPrefix(err.Error(), ojson.ErrSyntax.Error()+": "))))
+		return o.fail(t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that is not JSON: %s", id, notJSON(err))))
 	}
 	issues = entry.out.Validate(out)
 	if e := t.late(ctx); e != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -85,4 +86,13 @@ func (t *Call) guestError(modPath string, err error, fuelUsed int64) *abi.Error 
 		e.Cause = &abi.Cause{Name: "Error", Message: err.Error()}
 		return e
 	}
+}
+
+// notJSON says why bytes are not JSON, in a message's words: what is wrong
+// and where, without the decoder's name (a *ojson.SyntaxError's Detail).
+func notJSON(err error) string {
+	if se := (*ojson.SyntaxError)(nil); errors.As(err, &se) {
+		return se.Detail()
+	}
+	return err.Error()
 }

@@ -82,7 +82,7 @@ func parseIndex(data []byte) (idx *Index, problems []string) {
 	idx = &Index{Hash: "sha256:" + hex.EncodeToString(sum[:])}
 	doc, err := ojson.Decode(data)
 	if err != nil {
-		return idx, []string{"Cannot read the pack index: it is not valid JSON: " + strings.TrimPrefix(err.Error(), ojson.ErrSyntax.Error()+": ")}
+		return idx, []string{"Cannot read the pack index: it is not valid JSON: " + notJSON(err)}
 	}
 	problems = readIndex(doc, idx)
 	if len(problems) == 0 {

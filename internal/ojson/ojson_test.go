@@ -258,3 +258,20 @@ func TestDecodingACallAllocatesLittle(t *testing.T) {
 		t.Fatalf("decoding a call's message allocates %.1f times; want at most %.0f", allocs, want)
 	}
 }
+
+// TestSyntaxErrorSaysWhereAndWraps: a decoding error is a *SyntaxError
+// with its line and column, wrapping ErrSyntax; its Detail is the text
+// packd's messages show, without the package's words.
+func TestSyntaxErrorSaysWhereAndWraps(t *testing.T) {
+	_, err := Decode([]byte("{\n  \"a\": tru"))
+	var se *SyntaxError
+	if !errors.As(err, &se) || !errors.Is(err, ErrSyntax) || se.Line != 2 || se.Column != 8 {
+		t.Fatalf("%#v %v", se, err)
+	}
+	if !strings.HasSuffix(se.Detail(), " at line 2, column 8") || strings.HasPrefix(se.Detail(), "ojson") {
+		t.Errorf("detail %q", se.Detail())
+	}
+	if err.Error() != "ojson: invalid JSON: "+se.Detail() {
+		t.Errorf("error %q", err.Error())
+	}
+}
