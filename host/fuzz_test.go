@@ -33,7 +33,7 @@ func FuzzParseIndex(f *testing.F) {
 			}
 		}
 		for _, g := range idx.Guardrails {
-			if g.Check() == "" || g.ModulePath == "" || g.Action == nil {
+			if g.InvokeID() == "" || g.ModulePath == "" || g.Action == nil {
 				t.Fatalf("a guardrail without what a call needs: %+v", g)
 			}
 		}

@@ -40,8 +40,9 @@ type GuardrailSpec struct {
 	Limits Limits
 }
 
-// Check is the id a check-invoke names: checkId, else id.
-func (g *GuardrailSpec) Check() string {
+// InvokeID is the id a check-invoke names to call this check: checkId,
+// else id.
+func (g *GuardrailSpec) InvokeID() string {
 	if g.CheckID != "" {
 		return g.CheckID
 	}
@@ -70,10 +71,10 @@ func keySet(keys ...string) map[string]bool {
 	return m
 }
 
-// CheckIndex reads an index's bytes and lists every problem with them, as
+// ValidateIndex reads an index's bytes and lists every problem with them, as
 // Load does before it loads any module (packd index checks what it writes
 // with it).
-func CheckIndex(data []byte) (*Index, []string) { return parseIndex(data) }
+func ValidateIndex(data []byte) (*Index, []string) { return parseIndex(data) }
 
 // parseIndex reads an index. It collects every problem it finds rather than
 // stopping at the first; the index is usable only when problems is empty.
@@ -146,10 +147,10 @@ func readIndex(doc any, idx *Index) []string {
 	}
 	seenChecks := map[string]bool{}
 	for _, g := range idx.Guardrails {
-		if seenChecks[g.Check()] {
-			p.add("Duplicate check %s", g.Check())
+		if seenChecks[g.InvokeID()] {
+			p.add("Duplicate check %s", g.InvokeID())
 		}
-		seenChecks[g.Check()] = true
+		seenChecks[g.InvokeID()] = true
 	}
 	return p.list
 }

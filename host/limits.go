@@ -126,7 +126,7 @@ func (p *problemList) budgets(lo *ojson.Object, where string, lim *Limits) {
 	if !isNum || n != math.Trunc(n) || math.Abs(n) >= 1<<63 {
 		n = 0 // not an int64: refused below, in the same words
 	}
-	if err := sandbox.CheckFuel(int64(n)); err != nil {
+	if err := sandbox.ValidateFuel(int64(n)); err != nil {
 		p.add("%s limits.fuel %v", where, err)
 		return
 	}
@@ -165,7 +165,7 @@ func (p *problemList) network(o *ojson.Object, where string) egress.Policy {
 	}
 	for i, h := range arr {
 		s, _ := h.(string)
-		if err := egress.CheckHost(s); err != nil {
+		if err := egress.ValidateHost(s); err != nil {
 			p.add("%s network.hosts[%d] %s %s", where, i, ojson.Encode(h), err)
 			continue
 		}
@@ -189,7 +189,7 @@ func (idx *Index) targets() []target {
 		out = append(out, target{s.ID, s.ModulePath, s.Limits})
 	}
 	for _, s := range idx.Guardrails {
-		out = append(out, target{s.Check(), s.ModulePath, s.Limits})
+		out = append(out, target{s.InvokeID(), s.ModulePath, s.Limits})
 	}
 	return out
 }

@@ -364,21 +364,21 @@ func (p *Pack) register(modules map[string]*module) []string {
 		p.tools[spec.ID] = append(p.tools[spec.ID], t)
 	}
 	for _, spec := range p.index.Guardrails {
-		if p.checks[spec.Check()] != nil {
+		if p.checks[spec.InvokeID()] != nil {
 			continue // a duplicate, already a problem of the index
 		}
 		c := &check{spec: spec, mod: modules[spec.ModulePath]}
 		if spec.ConfigSchema != nil {
 			var err error
 			if c.config, err = schema.Compile(spec.ConfigSchema); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: configSchema does not compile: %v", spec.Check(), err))
+				problems = append(problems, fmt.Sprintf("%s: configSchema does not compile: %v", spec.InvokeID(), err))
 				continue
 			}
 		}
-		if c.mod.err == nil && !slices.Contains(c.mod.desc.Checks, spec.Check()) {
-			problems = append(problems, fmt.Sprintf("%s: module %s does not serve check %q (it serves %s)", spec.Check(), spec.ModulePath, spec.Check(), idList(c.mod.desc.Checks)))
+		if c.mod.err == nil && !slices.Contains(c.mod.desc.Checks, spec.InvokeID()) {
+			problems = append(problems, fmt.Sprintf("%s: module %s does not serve check %q (it serves %s)", spec.InvokeID(), spec.ModulePath, spec.InvokeID(), idList(c.mod.desc.Checks)))
 		}
-		p.checks[spec.Check()] = c
+		p.checks[spec.InvokeID()] = c
 	}
 	return append(problems, p.limitProblems(modules)...)
 }

@@ -80,7 +80,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
-	if err := s.checkImports(compiled); err != nil {
+	if err := s.validateImports(compiled); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if def, ok := exports[abi.ExportInitialize]; ok && len(def.ParamTypes()) == 0 && len(def.ResultTypes()) == 0 {
 		m.hasInit = true
 	}
-	m.shape = checkExports(compiled)
+	m.shape = validateExports(compiled)
 	if s.cfg.PoolSize > 0 && m.shape == nil && poolable(info) {
 		m.pool = newInstancePool(m, s.cfg.PoolSize)
 		s.poolsMu.Lock()
@@ -154,7 +154,7 @@ func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte) (wazero.Compi
 	return nil, fmt.Errorf("%w (over %v)", ErrCompileTimeout, s.cfg.CompileTimeout)
 }
 
-func (s *Sandbox) checkImports(c wazero.CompiledModule) error {
+func (s *Sandbox) validateImports(c wazero.CompiledModule) error {
 	for _, def := range c.ImportedFunctions() {
 		mod, name, _ := def.Import()
 		host := s.rt.Module(mod)
@@ -206,7 +206,7 @@ func signature(def api.FunctionDefinition) string {
 // startExport is what a WASI command exports instead of _initialize.
 const startExport = "_start"
 
-func checkExports(c wazero.CompiledModule) error {
+func validateExports(c wazero.CompiledModule) error {
 	if _, ok := c.ExportedMemories()[abi.ExportMemory]; !ok {
 		return fmt.Errorf("%w: module does not export %q", ErrMissingExport, abi.ExportMemory)
 	}

@@ -31,7 +31,7 @@ const (
 	// tableElementBytes is what one table element costs the host.
 	tableElementBytes = 8
 	// MaxFuel bounds a budget so that sums of fuel never overflow an int64
-	// (see CheckFuel).
+	// (see ValidateFuel).
 	MaxFuel = 1 << 62
 )
 
@@ -110,10 +110,10 @@ type Sandbox struct {
 	closeErr  error
 }
 
-// CheckFuel says what is wrong with a fuel budget, if anything: one must be
+// ValidateFuel says what is wrong with a fuel budget, if anything: one must be
 // from 1 to MaxFuel. It is the one check of a budget, for flags, an index's
 // limits.fuel and Config alike.
-func CheckFuel(n int64) error {
+func ValidateFuel(n int64) error {
 	if n < 1 || n > MaxFuel {
 		return fmt.Errorf("must be a positive integer up to %d", int64(MaxFuel))
 	}
@@ -123,7 +123,7 @@ func CheckFuel(n int64) error {
 // New starts a runtime with the guest ABI host module and the minimal WASI.
 func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	for _, f := range []int64{cfg.DefaultFuel, cfg.LoadFuel} {
-		if err := CheckFuel(f); f != 0 && err != nil { // 0: the default
+		if err := ValidateFuel(f); f != 0 && err != nil { // 0: the default
 			return nil, fmt.Errorf("sandbox: a fuel budget %w", err)
 		}
 	}

@@ -139,7 +139,7 @@ func (s *Server) buildInfo() []byte {
 	}
 	checks := make([]string, 0, len(idx.Guardrails))
 	for _, g := range idx.Guardrails {
-		checks = append(checks, g.Check())
+		checks = append(checks, g.InvokeID())
 	}
 	return ojson.Encode(&ojson.Object{
 		Keys: []string{"protocol", "packId", "packVersion", "artifactVersion", "indexHash", "tools", "checks", "missingEnv"},

@@ -135,10 +135,10 @@ func (l *loadFlags) check() []string {
 	if l.memoryMiB == 0 || l.memoryMiB > 4096 {
 		problems = append(problems, "--memory-limit-mib must be between 1 and 4096")
 	}
-	if err := sandbox.CheckFuel(l.fuel); err != nil {
+	if err := sandbox.ValidateFuel(l.fuel); err != nil {
 		problems = append(problems, "--fuel (or PACKD_FUEL) "+err.Error())
 	}
-	if err := sandbox.CheckFuel(l.loadFuel); err != nil {
+	if err := sandbox.ValidateFuel(l.loadFuel); err != nil {
 		problems = append(problems, "--load-fuel "+err.Error())
 	}
 	if l.memoryBudgetMiB <= 0 {

@@ -178,7 +178,7 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 	}
 
 	data := ojson.Canonical(top)
-	if _, problems := host.CheckIndex(data); len(problems) > 0 {
+	if _, problems := host.ValidateIndex(data); len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(stderr, p)
 		}

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -52,5 +56,36 @@ func TestLayers(t *testing.T) {
 				t.Errorf("%s (layer %d) imports %s (layer %d)", pkg, from, imp, to)
 			}
 		}
+	}
+}
+
+// TestFilesStaySmall: no non-test Go file of the repository is over 500
+// lines (ARCHITECTURE's "files by concern"): a file that grows past it is
+// split by concern, not let grow.
+func TestFilesStaySmall(t *testing.T) {
+	root := filepath.Join("..", "..")
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "build" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		n++
+		if lines := bytes.Count(b, []byte{'\n'}); lines > 500 {
+			t.Errorf("%s has %d lines: split it by concern", path, lines)
+		}
+		return nil
+	})
+	if err != nil || n < 50 {
+		t.Fatalf("walked %d files: %v", n, err)
 	}
 }

@@ -59,10 +59,10 @@ func (p Policy) Allows(host string) bool {
 	return false
 }
 
-// CheckHost says what is wrong with an allowlist entry, if anything: a DNS
+// ValidateHost says what is wrong with an allowlist entry, if anything: a DNS
 // name or IP literal, or "*." and a name of at least two labels; no
 // scheme, port, path or wildcard elsewhere.
-func CheckHost(h string) error {
+func ValidateHost(h string) error {
 	name, glob := strings.CutPrefix(h, "*.")
 	if ip, err := netip.ParseAddr(name); err == nil && !glob && ip.Zone() == "" {
 		return nil

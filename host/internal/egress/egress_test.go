@@ -217,12 +217,12 @@ func TestBounds(t *testing.T) {
 
 func TestCheckHost(t *testing.T) {
 	for _, h := range []string{"api.example.com", "*.example.com", "localhost", "10.0.0.1", "::1", "a_b.example"} {
-		if err := CheckHost(h); err != nil {
+		if err := ValidateHost(h); err != nil {
 			t.Errorf("%q: %v", h, err)
 		}
 	}
 	for _, h := range []string{"", "*", "*.com", "https://api.example.com", "api.example.com:443", "api.example.com/x", "a.*.com", "-a.com", "a..com"} {
-		if CheckHost(h) == nil {
+		if ValidateHost(h) == nil {
 			t.Errorf("%q is accepted", h)
 		}
 	}
