@@ -140,7 +140,7 @@ func (a *AuditLog) line(e Event) []byte {
 	o.Set("outcome", e.Outcome)
 	o.Set("status", float64(e.Status))
 	o.Set("durationMs", float64(e.Duration.Milliseconds()))
-	o.Set("fuel", float64(e.Fuel))
+	o.Set("fuel", int(e.Fuel)) // an integer, exactly
 	o.Set("artifactVersion", a.artifactVersion)
 	if e.TraceID != "" {
 		o.Set("traceId", e.TraceID)

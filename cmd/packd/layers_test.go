@@ -60,7 +60,7 @@ func TestLayers(t *testing.T) {
 }
 
 // TestFilesStaySmall: no non-test Go file of the repository is over 500
-// lines (ARCHITECTURE's "files by concern"): a file that grows past it is
+// lines (the house style's "files by concern"): a file that grows past it is
 // split by concern, not let grow.
 func TestFilesStaySmall(t *testing.T) {
 	root := filepath.Join("..", "..")
