@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/ojson"
@@ -39,10 +40,15 @@ func (t *Call) thrown(c abi.Cause) *abi.Error {
 }
 
 // late is the deadline or cancellation error once the call's context is
-// done, else nil: the deadline covers validation and decoding too.
+// done or its deadline has passed by the clock (the context's timer fires
+// late when every core is busy), else nil: the deadline covers validation
+// and decoding too, and no result goes out after it.
 func (t *Call) late(ctx context.Context) *abi.Error {
 	switch err := ctx.Err(); {
 	case err == nil:
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			return t.guestError("", sandbox.ErrDeadline, 0)
+		}
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return t.guestError("", sandbox.ErrDeadline, 0)

@@ -152,6 +152,7 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	mem.limit = req.MemoryLimit
 	ctx = experimental.WithMemoryAllocator(ctx, mem.allocator())
 	ctx = context.WithValue(ctx, stateKey{}, st)
+	st.bind(ctx)
 	inst, err = s.instantiate(ctx, m)
 	if err != nil {
 		inst = nil

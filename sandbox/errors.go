@@ -76,6 +76,9 @@ func classify(ctx context.Context, err error) error {
 		}
 		return ErrCancelled
 	}
+	if errors.Is(err, ErrDeadline) { // the clock said so before the timer
+		return ErrDeadline
+	}
 	var abiErr *ABIError
 	if errors.As(err, &abiErr) {
 		return abiErr

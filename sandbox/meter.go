@@ -31,6 +31,9 @@ func charge(ctx context.Context, mod api.Module, units int64) {
 		stopForContext()
 	}
 	st := stateFrom(ctx)
+	if st.pastDeadline() {
+		stopForDeadline()
+	}
 	g := st.fuel
 	if g == nil || st.fuelOf != mod {
 		var ok bool
@@ -85,8 +88,12 @@ func writeLines(ctx context.Context, mod api.Module, w *lineWriter, ptr, n uint3
 	return true
 }
 
-// stopForContext stops the guest because its call's context is done: the
-// one way host code does so (the fuel refill, charged host work, a sleep in
-// poll_oneoff). classify then reads the context to tell a deadline from a
-// cancellation.
+// stopForContext stops the guest because its call's context is done: with
+// stopForDeadline, the one way host code does so (the fuel refill, charged
+// host work, a sleep in poll_oneoff). classify then reads the context to
+// tell a deadline from a cancellation.
 func stopForContext() { panic(ErrCancelled) }
+
+// stopForDeadline stops the guest because its call's deadline has passed
+// by the clock, before the context's timer has said so.
+func stopForDeadline() { panic(ErrDeadline) }

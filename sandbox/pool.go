@@ -224,6 +224,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	pi.stack.Set(0)
 	st.fuel, st.fuelOf = pi.fuel, pi.inst
 	pi.ctx = stateCtx{Context: ctx, st: st}
+	st.bind(ctx)
 	rep.Status, rep.Body, err = callExport(&pi.ctx, pi.call, abi.ExportCall, st)
 	pi.ctx = stateCtx{} // keeps nothing of the call
 	keep = err == nil
@@ -311,6 +312,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	defer cancel()
 	st := s.newState(Request{Env: env}, s.cfg.LoadFuel)
 	lctx = context.WithValue(lctx, stateKey{}, st)
+	st.bind(lctx)
 	lctx = experimental.WithMemoryAllocator(lctx, mem.allocator())
 	inst, err := s.instantiate(lctx, m)
 	mem.release()

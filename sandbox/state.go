@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -30,6 +31,22 @@ type callState struct {
 	// fuel is the fuel counter of fuelOf, once looked up.
 	fuel   api.MutableGlobal
 	fuelOf api.Module
+	// deadline is the call's deadline (when hasDeadline), read once from
+	// its context: the host compares it with the clock itself, since the
+	// context's timer fires late when every core is busy in guest code.
+	deadline    time.Time
+	hasDeadline bool
+}
+
+// bind notes the deadline of the context the call runs under.
+func (st *callState) bind(ctx context.Context) {
+	st.deadline, st.hasDeadline = ctx.Deadline()
+}
+
+// pastDeadline reports whether the call's deadline has passed by the
+// clock, whether or not its context's timer has fired yet.
+func (st *callState) pastDeadline() bool {
+	return st.hasDeadline && !time.Now().Before(st.deadline)
 }
 
 type stateKey struct{}

@@ -326,9 +326,18 @@ func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	if len(ready) == 0 && sleep >= 0 {
 		if sleep > 0 {
+			// A sleep past the call's deadline wakes at it, by the clock.
+			st := stateFrom(ctx)
+			cut := st.hasDeadline && time.Until(st.deadline) < sleep
+			if cut {
+				sleep = max(time.Until(st.deadline), 0)
+			}
 			t := time.NewTimer(sleep)
 			select {
 			case <-t.C:
+				if cut {
+					stopForDeadline()
+				}
 			case <-ctx.Done():
 				t.Stop()
 				stopForContext()
