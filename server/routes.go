@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,13 +43,33 @@ func (s *Server) routes() *echo.Echo {
 		_ = sendError(c, http.StatusInternalServerError, "Internal error")
 	}
 	e.Use(recoverMiddleware)
-	e.Any("/v1/invoke", s.method(http.MethodPost, s.tokenAndTenant(s.invoke)))
-	e.Any("/v1/info", s.method(http.MethodGet, s.tokenAndTenant(s.getInfo)))
-	e.Any("/healthz", s.method(http.MethodGet, func(c echo.Context) error {
-		return send(c, http.StatusOK, []byte(`{"status":"ok"}`))
-	}))
-	e.Any("/readyz", s.method(http.MethodGet, s.readyz))
-	e.Any("/v1/tools/:id", s.method(http.MethodGet, s.tokenAndTenant(s.describe)))
+	routes := []struct {
+		path, method string
+		h            echo.HandlerFunc
+	}{
+		{"/v1/invoke", http.MethodPost, s.tokenAndTenant(s.invoke)},
+		{"/v1/info", http.MethodGet, s.tokenAndTenant(s.getInfo)},
+		{"/healthz", http.MethodGet, func(c echo.Context) error { return send(c, http.StatusOK, []byte(`{"status":"ok"}`)) }},
+		{"/readyz", http.MethodGet, s.readyz},
+		{"/v1/tools/:id", http.MethodGet, s.tokenAndTenant(s.describe)},
+	}
+	for _, r := range routes {
+		e.Any(r.path, s.method(r.method, r.h))
+	}
+	// A method echo does not route (none of the ones Any registers) on a
+	// known path is still the wrong method: 405, as for any other, not 404.
+	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if !routedMethods[c.Request().Method] {
+				for _, r := range routes {
+					if pathMatches(r.path, c.Request().URL.Path) {
+						return sendError(c, http.StatusMethodNotAllowed, "Use "+r.method)
+					}
+				}
+			}
+			return next(c)
+		}
+	})
 	e.RouteNotFound("/*", func(c echo.Context) error {
 		return sendError(c, http.StatusNotFound, "No route "+c.Request().URL.Path)
 	})
@@ -83,15 +104,18 @@ func (s *Server) method(m string, h echo.HandlerFunc) echo.HandlerFunc {
 
 func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		got := sha256.Sum256([]byte(c.Request().Header.Get(headerPackToken)))
+		// One token, one tenant: a header sent twice ("right, wrong") is
+		// refused, never read by its first value.
+		got := sha256.Sum256([]byte(only(c.Request().Header[headerPackToken])))
 		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
 			return s.refuse(c, refuseBadToken, "")
 		}
 		if pin := s.cfg.TenantID; pin != "" {
-			tenant := c.Request().Header.Get(headerTenant)
+			tenants := c.Request().Header[headerTenant]
+			tenant := only(tenants)
 			if tenant != pin {
 				r := refuseTenantPinned
-				if tenant == "" {
+				if len(tenants) < 2 && tenant == "" {
 					r = refuseTenantMissing
 				}
 				if c.Request().URL.Path == "/v1/invoke" {
@@ -148,3 +172,36 @@ func (s *Server) buildInfo() []byte {
 }
 
 func (s *Server) getInfo(c echo.Context) error { return send(c, http.StatusOK, s.info) }
+
+// only is a header's value when it was sent once, else "" (absent, or sent
+// more than once).
+func only(values []string) string {
+	if len(values) != 1 {
+		return ""
+	}
+	return values[0]
+}
+
+// routedMethods are the methods echo's Any routes.
+var routedMethods = map[string]bool{
+	http.MethodConnect: true, http.MethodDelete: true, http.MethodGet: true, http.MethodHead: true,
+	http.MethodOptions: true, http.MethodPatch: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodTrace: true, "PROPFIND": true, "REPORT": true,
+}
+
+// pathMatches reports whether path is a route's pattern, whose ":name"
+// segment matches one non-empty segment.
+func pathMatches(pattern, path string) bool {
+	for pattern != "" && path != "" {
+		p, prest, _ := strings.Cut(strings.TrimPrefix(pattern, "/"), "/")
+		q, qrest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+		if q == "" || (!strings.HasPrefix(p, ":") && p != q) {
+			return false
+		}
+		if prest == "" || qrest == "" {
+			return prest == "" && qrest == ""
+		}
+		pattern, path = "/"+prest, "/"+qrest
+	}
+	return pattern == path
+}
