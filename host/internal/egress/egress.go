@@ -252,11 +252,14 @@ func (c *Client) allowed(ip netip.Addr) bool {
 // specialRanges are the ranges no call reaches unless the operator allows
 // them, besides what netip classifies (loopback, private, link-local,
 // multicast, unspecified): shared, reserved, documentation and
-// translation ranges, through which a private address can be reached.
+// translation ranges, through which a private address can be reached. An
+// IPv4-mapped address (::ffff:a.b.c.d) is unmapped before it is classed.
 var specialRanges = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
 		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+		"::/96",           // IPv4-compatible (::127.0.0.1), deprecated, embeds any IPv4 address
+		"::ffff:0:0:0/96", // SIIT's IPv4-translated (::ffff:0:127.0.0.1), which a NAT64/SIIT path routes to the IPv4 address
 		"2001::/32", "2001:db8::/32", "2002::/16", "fec0::/10"} {
 		out = append(out, netip.MustParsePrefix(s))
 	}
@@ -296,6 +299,12 @@ type Call struct {
 	info   CallInfo
 	sum    Summary
 	client http.Client
+	// made counts every request the call asked for, refused or sent, and
+	// every redirect followed: the per-call cap is on made. overCap is set
+	// once a request was refused for the cap: the refusals after it are
+	// counted but not reported one by one.
+	made    int
+	overCap bool
 }
 
 // ForCall is what sends a call's requests under policy.
@@ -318,6 +327,17 @@ var hopHeaders = map[string]bool{"Host": true, "Content-Length": true, "Transfer
 // Do sends one request (sandbox.Egress). body may be the guest's memory:
 // Do copies it once its length is checked.
 func (k *Call) Do(ctx context.Context, r *abi.HTTPRequest, body []byte) (*abi.HTTPAnswer, []byte) {
+	if k.made >= k.c.cfg.MaxRequests {
+		k.sum.Refused++
+		ans := refused(abi.EgressRequestLimit, "a call may make %d requests, refused ones and redirects included", k.c.cfg.MaxRequests)
+		if k.overCap { // said once: a guest looping past the cap writes no event per try
+			return ans, nil
+		}
+		k.overCap = true
+		k.report(Event{Tool: k.info.Tool, Tenant: k.info.Tenant, Reason: abi.EgressRequestLimit})
+		return ans, nil
+	}
+	k.made++
 	start := time.Now()
 	ev := Event{Tool: k.info.Tool, Tenant: k.info.Tenant}
 	ans, resp := k.do(ctx, r, body, &ev)
@@ -330,10 +350,15 @@ func (k *Call) Do(ctx context.Context, r *abi.HTTPRequest, body []byte) (*abi.HT
 	}
 	k.sum.BytesSent += ev.BytesSent
 	k.sum.BytesReceived += ev.BytesReceived
+	k.report(ev)
+	return ans, resp
+}
+
+// report hands an event to the client's OnRequest.
+func (k *Call) report(ev Event) {
 	if k.c.cfg.OnRequest != nil {
 		k.c.cfg.OnRequest(ev)
 	}
-	return ans, resp
 }
 
 func refused(reason, format string, args ...any) *abi.HTTPAnswer {
@@ -372,9 +397,6 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	// body is the guest's memory: the transport may still read the body
 	// after Do returns (a server that answers before reading it all).
 	body = bytes.Clone(body)
-	if k.sum.Requests >= k.c.cfg.MaxRequests {
-		return refused(abi.EgressRequestLimit, "a call may make %d requests", k.c.cfg.MaxRequests), nil
-	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return refused(abi.EgressBadRequest, "%v", err), nil
@@ -445,9 +467,10 @@ func (k *Call) redirect(req *http.Request, via []*http.Request) error {
 		return &refusal{abi.EgressBadRequest, fmt.Sprintf("a redirect to scheme %q", req.URL.Scheme)}
 	case !k.policy.Allows(host):
 		return &refusal{abi.EgressHostNotAllowed, fmt.Sprintf("a redirect to %s, which is not on this tool's allowlist", host)}
-	case k.sum.Requests >= k.c.cfg.MaxRequests:
+	case k.made >= k.c.cfg.MaxRequests:
 		return &refusal{abi.EgressRequestLimit, fmt.Sprintf("a call may make %d requests (redirects count)", k.c.cfg.MaxRequests)}
 	}
+	k.made++
 	k.sum.Requests++
 	return nil
 }

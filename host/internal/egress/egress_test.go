@@ -66,7 +66,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 
 func (f *fixture) url(host, path string) string { return "http://" + host + ":" + f.port + path }
 
-var allow = Policy{Kind: KindAllowlist, Hosts: []string{"api.test", "*.svc.test", "internal.test", "meta.test", "169.254.169.254", "mapped.test", "127.0.0.2"}}
+var allow = Policy{Kind: KindAllowlist, Hosts: []string{"api.test", "*.svc.test", "internal.test", "meta.test", "169.254.169.254", "mapped.test", "127.0.0.2", "::127.0.0.1", "::ffff:0:127.0.0.1"}}
 
 func do(t *testing.T, k *Call, ctx context.Context, r abi.HTTPRequest, body string) (*abi.HTTPAnswer, string) {
 	t.Helper()
@@ -112,7 +112,7 @@ func TestAllowedRequestIsSent(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	f := newFixture(t, Config{MaxRequests: 20})
+	f := newFixture(t, Config{MaxRequests: 40}) // every refusal below counts toward it
 	k := f.client.ForCall(allow, CallInfo{})
 	cases := []struct{ name, url, want string }{
 		{"a host not on the list", f.url("other.test", "/echo"), abi.EgressHostNotAllowed},
@@ -124,6 +124,8 @@ func TestRefusals(t *testing.T) {
 		{"the metadata address", "http://169.254.169.254/latest/meta-data/", abi.EgressAddressNotAllowed},
 		{"an IPv4-mapped private address", f.url("mapped.test", "/echo"), abi.EgressAddressNotAllowed},
 		{"loopback the operator did not allow", f.url("127.0.0.2", "/echo"), abi.EgressAddressNotAllowed},
+		{"loopback in IPv4-compatible form", "http://[::127.0.0.1]:" + f.port + "/echo", abi.EgressAddressNotAllowed},
+		{"loopback in SIIT's IPv4-translated form", "http://[::ffff:0:127.0.0.1]:" + f.port + "/echo", abi.EgressAddressNotAllowed},
 		{"a file URL", "file:///etc/passwd", abi.EgressBadRequest},
 		{"a relative URL", "/echo", abi.EgressBadRequest},
 		{"a user in the URL", "http://u:p@api.test/ok", abi.EgressBadRequest},
@@ -171,7 +173,9 @@ func TestUnrestrictedStillRefusesSpecialAddresses(t *testing.T) {
 }
 
 func TestBounds(t *testing.T) {
-	f := newFixture(t, Config{MaxRequests: 2, MaxResponseBytes: 1 << 20, MaxRequestBytes: 10})
+	// four requests: the huge one, the two bodies over the cap (refused
+	// ones count), the redirect's first
+	f := newFixture(t, Config{MaxRequests: 4, MaxResponseBytes: 1 << 20, MaxRequestBytes: 10})
 	k := f.client.ForCall(allow, CallInfo{})
 	ans, body := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/huge")}, "")
 	if reason(ans) != abi.EgressResponseTooLarge || body != "" {
@@ -238,5 +242,33 @@ func TestTLSIsVerified(t *testing.T) {
 	ans, body := do(t, k, context.Background(), abi.HTTPRequest{URL: srv.URL + "/"}, "")
 	if reason(ans) != abi.EgressFailed || !strings.Contains(ans.Error.Message, "certificate") || body != "" {
 		t.Errorf("an untrusted certificate: %s %+v %q", reason(ans), ans.Error, body)
+	}
+}
+
+// TestRefusedRequestsCountTowardTheCap: a guest that asks again and again
+// for a host it may not reach spends the call's requests like one that is
+// answered (on main: 2,000 refusals and 2,000 events in one call), and
+// past the cap its tries are counted, not reported one by one.
+func TestRefusedRequestsCountTowardTheCap(t *testing.T) {
+	f := newFixture(t, Config{MaxRequests: 3})
+	k := f.client.ForCall(allow, CallInfo{})
+	for i := 0; i < 100; i++ {
+		ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("other.test", "/echo")}, "")
+		want := abi.EgressHostNotAllowed
+		if i >= 3 {
+			want = abi.EgressRequestLimit
+		}
+		if reason(ans) != want {
+			t.Fatalf("request %d: %s, want %s", i, reason(ans), want)
+		}
+	}
+	f.mu.Lock()
+	events := len(f.events)
+	f.mu.Unlock()
+	if s := k.Summary(); s.Refused != 100 || s.Requests != 0 || events != 4 {
+		t.Fatalf("summary %+v, %d events, want 100 refused, none sent, 4 events", s, events)
+	}
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/ok")}, ""); reason(ans) != abi.EgressRequestLimit {
+		t.Fatalf("an allowed request past the cap: %s", reason(ans))
 	}
 }
