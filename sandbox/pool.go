@@ -183,7 +183,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		return Reply{}, classify(ctx, err)
 	}
 	now := time.Unix(0, p.clock.Load())
-	pi, err := p.get(ctx, req.Env, now)
+	pi, err := p.get(ctx, req.Env, now, budget)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -231,15 +231,15 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	return rep, err
 }
 
-// get takes an idle instance, or makes one.
-func (p *instancePool) get(ctx context.Context, env []string, now time.Time) (*pooledInstance, error) {
+// get takes an idle instance, or makes one (on a call's fuel budget: fresh).
+func (p *instancePool) get(ctx context.Context, env []string, now time.Time, budget int64) (*pooledInstance, error) {
 	p.expire(now.Add(-snapshotMaxAge))
 	if pi := p.pop(); pi != nil {
 		p.event(PoolEvent{Kind: PoolHit})
 		return pi, nil
 	}
 	p.event(PoolEvent{Kind: PoolMiss})
-	return p.fresh(ctx, env)
+	return p.fresh(ctx, env, budget)
 }
 
 // serves reports whether the pool can serve a call with this environment:
@@ -275,9 +275,13 @@ func (p *instancePool) keep(pi *pooledInstance) {
 	}
 }
 
-// fresh instantiates the module under load-time limits. The first instance
-// runs _initialize and becomes the snapshot; the others are set to it.
-func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance, error) {
+// fresh instantiates the module for a call whose fuel budget is budget,
+// under its deadline (ctx's). The first instance runs _initialize and
+// becomes the snapshot: that is the module's load-time work, under the
+// load-time limits (within the call's deadline). The others are set to it,
+// and what their instantiation runs (a start function) is the call's:
+// on its fuel, at most the load-time fuel.
+func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*pooledInstance, error) {
 	m, s := p.m, p.m.sb
 	snapped := p.snap.Load()
 	taker := false // this call takes the snapshot, and holds snapLock
@@ -310,7 +314,11 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 	mem.prepaid = m.minBytes
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.LoadTimeout)
 	defer cancel()
-	st := s.newState(Request{Env: env}, s.cfg.LoadFuel)
+	fuel := s.cfg.LoadFuel
+	if !taker {
+		fuel = min(fuel, budget)
+	}
+	st := s.newState(Request{Env: env}, fuel)
 	lctx = context.WithValue(lctx, stateKey{}, st)
 	st.bind(lctx)
 	lctx = experimental.WithMemoryAllocator(lctx, mem.allocator())
@@ -354,20 +362,20 @@ func (p *instancePool) fresh(ctx context.Context, env []string) (*pooledInstance
 			return nil, err
 		case image: // serve from an instance that maps the image instead
 			pi.close()
-			return p.fresh(ctx, env)
+			return p.fresh(ctx, env, budget)
 		}
 		return pi, nil
 	}
 	pi.snap = p.snap.Load()
 	if pi.snap == nil { // dropped (expired) meanwhile
 		pi.close()
-		return p.fresh(ctx, env)
+		return p.fresh(ctx, env, budget)
 	}
 	if pi.snap != snapped && pi.snap.image != nil {
 		// Taken (anew) while this instance was made: its memory does not
 		// map the image, and resetting it would copy the whole memory.
 		pi.close()
-		return p.fresh(ctx, env)
+		return p.fresh(ctx, env, budget)
 	}
 	if delta := (uint32(len(pi.snap.memory)) - pi.memory.Size()) / 65536; delta > 0 {
 		if _, ok := pi.memory.Grow(delta); !ok {
