@@ -63,11 +63,24 @@ func (s *Server) invoke(c echo.Context) error {
 			s.runHooks(*event) // after the answer, and after the slot is free
 		}
 	}()
-	defer func() { <-s.sem }()
-	if m := s.cfg.Metrics; m != nil {
+	// The slot is for the work: it is free again once the answer is built,
+	// before the answer is written to a caller that may read it slowly, or
+	// never (release, below).
+	m := s.cfg.Metrics
+	if m != nil {
 		m.inFlight.Inc()
-		defer m.inFlight.Dec()
 	}
+	held := true
+	release := func() {
+		if held {
+			held = false
+			<-s.sem
+			if m != nil {
+				m.inFlight.Dec()
+			}
+		}
+	}
+	defer release()
 	admitted := time.Now()
 
 	ctx := req.Context()
@@ -75,6 +88,7 @@ func (s *Server) invoke(c echo.Context) error {
 		ctx = host.WithTenantPin(ctx, pin) // the body's half of the pin; the header's is checked above
 	}
 	out := s.cfg.Pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get(headerTimeout)))
+	release()
 	elapsed := time.Since(admitted)
 	e := Event{
 		Time: admitted, Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
@@ -112,7 +126,17 @@ func (s *Server) invoke(c echo.Context) error {
 	h := c.Response().Header()
 	h[headerDuration] = []string{strconv.FormatInt(elapsed.Milliseconds(), 10)}
 	h[headerArtifactVersion] = s.artifactVersion
+	// A caller that does not read its answer holds a connection, not a
+	// slot, and not for ever.
+	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(writeTimeout(len(out.Response))))
 	return send(c, http.StatusOK, out.Response)
+}
+
+// writeTimeout is how long an answer of n bytes may take to be written:
+// 10 s, and a second more for every 64 KiB (a reader slower than that
+// is cut off).
+func writeTimeout(n int) time.Duration {
+	return 10*time.Second + time.Duration(n>>16)*time.Second
 }
 
 func (s *Server) overloaded(c echo.Context) error {
