@@ -82,7 +82,6 @@ func TestASlowReaderHoldsNoSlot(t *testing.T) {
 	t.Fatalf("the other caller was never answered while a slow reader waited: %s", last)
 }
 
-
 func TestWriteTimeoutGrowsWithTheAnswer(t *testing.T) {
 	if writeTimeout(100) != 10*time.Second || writeTimeout(10<<20) != 170*time.Second {
 		t.Fatalf("%v %v", writeTimeout(100), writeTimeout(10<<20))
