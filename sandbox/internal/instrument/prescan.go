@@ -9,6 +9,14 @@ import (
 const (
 	maxLocalsPerFunction = 50000   // as V8 and wasmtime
 	maxTableEntries      = 1 << 20 // 8 MiB of references per table per instance
+	// Instantiating a module sets up every global and element and data
+	// segment before any of its code runs, where neither fuel nor the
+	// deadline reach (a million globals took 0.2–1.5 s): these bound what
+	// one instantiation costs. A Go module has 8 globals, 1 element
+	// segment and 40,000 data segments (merged into runs by the pass).
+	MaxGlobals         = 10000
+	MaxElementSegments = 10000
+	MaxDataSegments    = 100000
 )
 
 // ErrMalformed is wrapped by every Prescan error.
@@ -18,7 +26,8 @@ var ErrMalformed = errors.New("malformed module")
 // checks that every declared count and length fits in the bytes that follow
 // it. wazero's decoder allocates what a count declares before it reads the
 // entries, so a few hostile bytes could otherwise make the host allocate
-// gigabytes. It also bounds locals per function and table sizes.
+// gigabytes. It also bounds locals per function, table sizes, and the
+// globals, element and data segments an instantiation sets up.
 func Prescan(b []byte) error {
 	r := &scanner{reader{b: b}}
 	if len(b) < 8 || string(b[:4]) != "\x00asm" {
@@ -61,6 +70,15 @@ func (s *scanner) count(min int) int {
 }
 
 func (s *scanner) skip(n int) { s.bytes(n) }
+
+// bounded is n, or a failure when it is over max (what: the entries).
+func (s *scanner) bounded(n, max int, what string) int {
+	if n > max {
+		s.fail("%d %s, over the limit of %d a module may have", n, what, max)
+		return 0
+	}
+	return n
+}
 
 func (s *scanner) name() { s.skip(s.count(1)) }
 
@@ -141,7 +159,7 @@ func (s *scanner) section(id byte) {
 			s.limits(0)
 		}
 	case 6: // global
-		for n := s.count(3); n > 0 && s.err == nil; n-- {
+		for n := s.bounded(s.count(3), MaxGlobals, "globals"); n > 0 && s.err == nil; n-- {
 			s.byte()
 			s.byte()
 			s.expr()
@@ -155,7 +173,7 @@ func (s *scanner) section(id byte) {
 	case 8: // start
 		s.u32()
 	case 9: // element
-		for n := s.count(2); n > 0 && s.err == nil; n-- {
+		for n := s.bounded(s.count(2), MaxElementSegments, "element segments"); n > 0 && s.err == nil; n-- {
 			s.element()
 		}
 	case 10: // code
@@ -176,7 +194,7 @@ func (s *scanner) section(id byte) {
 			s.skip(size)
 		}
 	case 11: // data
-		for n := s.count(2); n > 0 && s.err == nil; n-- {
+		for n := s.bounded(s.count(2), MaxDataSegments, "data segments"); n > 0 && s.err == nil; n-- {
 			switch flags := s.u32(); flags {
 			case 0:
 				s.expr()

@@ -1,6 +1,12 @@
 package instrument
 
-import "testing"
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestPrescanBoundsDeclaredCounts(t *testing.T) {
 	head := "\x00asm\x01\x00\x00\x00"
@@ -18,5 +24,37 @@ func TestPrescanBoundsDeclaredCounts(t *testing.T) {
 	}
 	if err := Prescan([]byte(head)); err != nil {
 		t.Errorf("empty module: %v", err)
+	}
+}
+
+// TestInstantiationCostIsBounded: a module may declare at most MaxGlobals
+// globals and MaxElementSegments and MaxDataSegments segments, which its
+// instantiation sets up before fuel or the deadline can stop it (on main a
+// million globals were accepted and took 0.2–1.5 s to instantiate).
+func TestInstantiationCostIsBounded(t *testing.T) {
+	vec := func(id byte, n int, entry []byte) []byte {
+		body := binary.AppendUvarint(nil, uint64(n))
+		for i := 0; i < n; i++ {
+			body = append(body, entry...)
+		}
+		return append(append([]byte{id}, binary.AppendUvarint(nil, uint64(len(body)))...), body...)
+	}
+	head := []byte("\x00asm\x01\x00\x00\x00")
+	global := []byte{0x7f, 0x00, 0x41, 0x00, 0x0b} // i32, const, i32.const 0
+	element := []byte{0x01, 0x00, 0x00}            // passive, funcref, no functions
+	data := []byte{0x01, 0x00}                     // passive, no bytes
+	for _, c := range []struct {
+		id    byte
+		max   int
+		entry []byte
+		what  string
+	}{{6, MaxGlobals, global, "globals"}, {9, MaxElementSegments, element, "element segments"}, {11, MaxDataSegments, data, "data segments"}} {
+		if err := Prescan(append(head, vec(c.id, c.max, c.entry)...)); err != nil {
+			t.Errorf("%d %s: %v", c.max, c.what, err)
+		}
+		err := Prescan(append(head, vec(c.id, c.max+1, c.entry)...))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), fmt.Sprintf("%d %s, over the limit of %d", c.max+1, c.what, c.max)) {
+			t.Errorf("%d %s: %v", c.max+1, c.what, err)
+		}
 	}
 }
