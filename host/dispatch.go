@@ -156,7 +156,9 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		return o.fail(rerr)
 	}
 	t.Version = entry.spec.Version
-	if r := p.consultGate(ctx, t); r != nil {
+	release, r := p.consultGate(ctx, t)
+	defer release()
+	if r != nil {
 		o.Refusal = r
 		return o
 	}
@@ -246,7 +248,9 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 	if c == nil {
 		return o.fail(t.errorFor(abi.CodeCheckNotInPack, fmt.Sprintf("This pack has no check %q", id)))
 	}
-	if r := p.consultGate(ctx, t); r != nil {
+	release, r := p.consultGate(ctx, t)
+	defer release()
+	if r != nil {
 		o.Refusal = r
 		return o
 	}

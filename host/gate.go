@@ -21,6 +21,9 @@ const (
 	// RefusalOverloaded: the call's memory did not fit in the service's
 	// memory budget (sandbox.ErrMemoryBudget); try again later.
 	RefusalOverloaded = "overloaded"
+	// RefusalTenantShare: the call's tenant holds its share of the service
+	// while other tenants call (an Admission refused it); try again later.
+	RefusalTenantShare = "tenant-share"
 )
 
 // Deny is a gate's refusal. Code is one of the refusal codes (empty means
@@ -43,7 +46,10 @@ type Refusal struct {
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
 func (r *Refusal) Unwrap() error { return r.Err }
 
-func (p *Pack) consultGate(ctx context.Context, req *Call) *Refusal {
+// consultGate asks the tenant pin, the gate and the admission (in that
+// order) whether a call may run; when it may, release gives back the
+// call's share when the call ends.
+func (p *Pack) consultGate(ctx context.Context, req *Call) (release func(), r *Refusal) {
 	var err error
 	if pin, ok := ctx.Value(pinKey{}).(tenantPin); ok {
 		err = pin.Check(ctx, *req) // the transport's pin, before any gate
@@ -51,9 +57,21 @@ func (p *Pack) consultGate(ctx context.Context, req *Call) *Refusal {
 	if err == nil && p.gate != nil {
 		err = p.gate.Check(ctx, *req)
 	}
-	if err == nil {
-		return nil
+	release = func() {}
+	if admit, ok := ctx.Value(admitKey{}).(Admission); ok && err == nil {
+		var rel func()
+		if rel, err = admit(*req); err == nil && rel != nil {
+			release = rel
+		}
 	}
+	if err == nil {
+		return release, nil
+	}
+	return release, refusalFor(err)
+}
+
+// refusalFor is the refusal of what a pin, gate or admission returned.
+func refusalFor(err error) *Refusal {
 	var d *Deny
 	if errors.As(err, &d) {
 		code := d.Code
@@ -63,6 +81,20 @@ func (p *Pack) consultGate(ctx context.Context, req *Call) *Refusal {
 		return &Refusal{Code: code, Reason: d.Reason, Err: err}
 	}
 	return &Refusal{Code: RefusalGateFailed, Reason: "the gate could not decide", Err: err}
+}
+
+// Admission gives a call its share of the service once its tenant is
+// known, or refuses it with a *Deny; release gives the share back when the
+// call ends. It is called after the tenant pin and the gate allowed the
+// call, and must not block.
+type Admission func(call Call) (release func(), err error)
+
+type admitKey struct{}
+
+// WithAdmission makes the dispatches under ctx ask admit for each call's
+// share before any pack code runs.
+func WithAdmission(ctx context.Context, admit Admission) context.Context {
+	return context.WithValue(ctx, admitKey{}, admit)
 }
 
 type pinKey struct{}

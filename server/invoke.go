@@ -87,6 +87,9 @@ func (s *Server) invoke(c echo.Context) error {
 	if pin := s.cfg.TenantID; pin != "" {
 		ctx = host.WithTenantPin(ctx, pin) // the body's half of the pin; the header's is checked above
 	}
+	if s.admit != nil {
+		ctx = host.WithAdmission(ctx, s.admit)
+	}
 	out := s.cfg.Pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get(headerTimeout)))
 	release()
 	elapsed := time.Since(admitted)
@@ -118,7 +121,7 @@ func (s *Server) invoke(c echo.Context) error {
 		}
 		e.Status = rf.status
 		message := r.Reason
-		if r.Code == host.RefusalOverloaded {
+		if r.Code == host.RefusalOverloaded || r.Code == host.RefusalTenantShare {
 			message = "" // the table's: {"error":"overloaded"}
 		}
 		return s.refuse(c, rf, message)

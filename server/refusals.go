@@ -34,6 +34,9 @@ var (
 	refuseDraining       = refusal{status: http.StatusServiceUnavailable, reason: "draining", message: "draining", retryAfter: true}
 	refuseMissingEnv     = refusal{status: http.StatusServiceUnavailable, reason: "missing-env", message: "missing env", retryAfter: true}
 	refuseOverloaded     = refusal{status: http.StatusServiceUnavailable, reason: "overloaded", message: "overloaded", retryAfter: true}
+	// refuseTenantShare: the call's tenant holds its share of the cap while
+	// others call; its answer is the overloaded one.
+	refuseTenantShare = refusal{status: http.StatusServiceUnavailable, reason: "tenant-share", message: "overloaded", retryAfter: true}
 )
 
 // hostRefusals are the refusals host.Dispatch can return, by code.
@@ -42,6 +45,7 @@ var hostRefusals = map[string]refusal{
 	host.RefusalGateDenied:     refuseGateDenied,
 	host.RefusalGateFailed:     refuseGateFailed,
 	host.RefusalOverloaded:     refuseOverloaded,
+	host.RefusalTenantShare:    refuseTenantShare,
 }
 
 // refuse answers r, with message instead of r's when given and extra

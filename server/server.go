@@ -59,6 +59,12 @@ type Config struct {
 	// 10 s), against slow clients. A body is read before the call takes a
 	// slot of the concurrency cap, so slow bodies cannot hold the cap.
 	ReadHeaderTimeout, BodyTimeout time.Duration
+	// TenantShareOff lets one tenant hold the whole concurrency cap while
+	// others call. By default a tenant holds at most ceil(cap / n) of the
+	// cap while n tenants call (a call in flight, or one begun or ended
+	// within TenantShareWindow, default 2 s); a tenant alone holds it all.
+	TenantShareOff    bool
+	TenantShareWindow time.Duration
 }
 
 // Server is a pack service. Create it with New, run it with Serve, stop it
@@ -68,7 +74,8 @@ type Server struct {
 	tokenHash [32]byte
 	e         *echo.Echo
 	http      *http.Server
-	sem       chan struct{} // one slot per in-flight invoke
+	sem       chan struct{}  // one slot per in-flight invoke
+	admit     host.Admission // each tenant's share of sem; nil: none
 	draining  atomic.Bool
 	info      []byte
 	// artifactVersion is the pack's, said in every answer's header (the
@@ -98,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = 10 * time.Second
 	}
+	if cfg.TenantShareWindow <= 0 {
+		cfg.TenantShareWindow = DefaultTenantShareWindow
+	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 10 * time.Second
 	}
@@ -117,6 +127,9 @@ func New(cfg Config) (*Server, error) {
 		cfg:       cfg,
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		sem:       make(chan struct{}, cfg.MaxConcurrency),
+	}
+	if !cfg.TenantShareOff {
+		s.admit = newFairShare(cfg.MaxConcurrency, cfg.TenantShareWindow).admit
 	}
 	s.info = s.buildInfo()
 	s.artifactVersion = []string{cfg.Pack.Index().ArtifactVersion}

@@ -40,6 +40,7 @@ type serviceConfig struct {
 	strictEnv      bool
 	tenantID       string
 	guestOutput    string
+	tenantShare    string
 	help           bool // -h: print the flags, serve nothing
 }
 
@@ -53,6 +54,7 @@ func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
+	fs.StringVar(&c.tenantShare, "tenant-share", envOr(getenv, "PACKD_TENANT_SHARE", "on"), `"on": while several tenants call, each holds at most its share of the concurrency cap (default $PACKD_TENANT_SHARE, else on); "off": one tenant may hold it all`)
 	fs.StringVar(&c.guestOutput, "guest-output", envOr(getenv, "PACKD_GUEST_OUTPUT", "records"), `pack code output: "records" (each line in a guest-output record on stderr) or "plain" (as written, on stdout and stderr, like the other pack services; default $PACKD_GUEST_OUTPUT, else records)`)
 	return fs
 }
@@ -99,6 +101,9 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 		}
 	})
 	problems = append(problems, c.load.check()...)
+	if c.tenantShare != "on" && c.tenantShare != "off" {
+		problems = append(problems, fmt.Sprintf(`--tenant-share (or PACKD_TENANT_SHARE) must be "on" or "off", got %q`, c.tenantShare))
+	}
 	if c.guestOutput != "records" && c.guestOutput != "plain" {
 		problems = append(problems, fmt.Sprintf(`--guest-output (or PACKD_GUEST_OUTPUT) must be "records" or "plain", got %q`, c.guestOutput))
 	}
@@ -199,7 +204,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	svc, err := server.Start(ctx, server.ServiceConfig{
 		Load: hc,
 		Server: server.Config{Token: cfg.token, MaxConcurrency: cfg.maxConcurrency,
-			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID},
+			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
 		Policy: cfg.policy, Host: cfg.host, Port: cfg.port,
 		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog,
 		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
