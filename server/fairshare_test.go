@@ -24,7 +24,9 @@ func TestFairShareSplitsTheCapBetweenCallingTenants(t *testing.T) {
 	now := time.Unix(1000, 0)
 	f := newFairShare(8, 2*time.Second)
 	f.now = func() time.Time { return now }
-	call := func(tenant string) (func(), error) { return f.admit(host.Call{Correlation: host.Correlation{TenantID: tenant}}) }
+	call := func(tenant string) (func(), error) {
+		return f.admit(host.Call{Correlation: host.Correlation{TenantID: tenant}})
+	}
 	var a []func()
 	for i := 0; i < 8; i++ {
 		r, err := call("A")
