@@ -11,7 +11,7 @@ GOFILES   := $(filter-out ./build/%,$(call rwildcard,.,*.go))
 
 .SECONDEXPANSION:
 
-.PHONY: image image-check c-sdk-test all build wasm fixtures run test test-all spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: image image-check c-sdk-test all build wasm fixtures run test test-all fairload spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -133,6 +133,13 @@ bench: build wasm fixtures
 loadtest: build wasm
 	$(GO) build -o bin/loadtest ./cmd/loadtest
 	cmd/loadtest/run.sh
+
+# Tenant B's calls alone and beside tenant A's flood, with fair shares on
+# and off: B's refusals and p99 both ways.
+fairload: build wasm-examples/conformance/conformance.wasm
+	$(GO) build -o bin/fairload ./cmd/fairload
+	bin/fairload $(BIN) wasm-examples/conformance/index.json on
+	bin/fairload $(BIN) wasm-examples/conformance/index.json off
 
 # RSS of packd serve at its defaults under a burst of 64 memory-hungry calls
 # (192 MiB each), and how soon it returns to idle (about a minute; Linux).
