@@ -11,7 +11,7 @@ GOFILES   := $(filter-out ./build/%,$(call rwildcard,.,*.go))
 
 .SECONDEXPANSION:
 
-.PHONY: image image-check c-sdk-test all build wasm fixtures run test test-all fairload spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: image image-check c-sdk-test all build wasm fixtures run test test-all fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -140,6 +140,13 @@ fairload: build wasm-examples/conformance/conformance.wasm
 	$(GO) build -o bin/fairload ./cmd/fairload
 	bin/fairload $(BIN) wasm-examples/conformance/index.json on
 	bin/fairload $(BIN) wasm-examples/conformance/index.json off
+
+# 1,000 calls at twice a 2-core machine's concurrency with deadlines of
+# 20-300 ms, half spinning guests: results after their deadline (none) and
+# the overshoot of deadline-exceeded answers.
+deadlineload: build wasm-examples/conformance/conformance.wasm fixtures
+	$(GO) build -o bin/deadlineload ./cmd/deadlineload
+	bin/deadlineload $(BIN) .
 
 # RSS of packd serve at its defaults under a burst of 64 memory-hungry calls
 # (192 MiB each), and how soon it returns to idle (about a minute; Linux).
