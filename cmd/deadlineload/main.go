@@ -11,19 +11,18 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/kindgi/packd/internal/packdproc"
 )
 
 func main() {
@@ -44,25 +43,12 @@ func main() {
 		`{"id":"conformance.sleep","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"conformance.wasm"},` +
 		`{"id":"hostile.loop","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"loop.wasm"}]}`
 	check(os.WriteFile(filepath.Join(dir, "index.json"), []byte(index), 0o644))
-	cmd := exec.Command(packd, "--index", filepath.Join(dir, "index.json"), "--host", "127.0.0.1", "--metrics-addr", "off")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PORT=0", "KINDGI_PACK_SERVICE_TOKEN=tok"}
-	stderr, _ := cmd.StderrPipe()
-	check(cmd.Start())
-	defer func() { _ = cmd.Process.Kill() }()
-	sc := bufio.NewScanner(stderr)
-	port := 0
-	for sc.Scan() {
-		var r map[string]any
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r["kind"] == "listening" {
-			port = int(r["port"].(float64))
-			break
-		}
-	}
-	if port == 0 {
-		fmt.Fprintln(os.Stderr, "deadlineload: packd did not listen")
+	port, stop, err := packdproc.Start(packd, []string{"--index", filepath.Join(dir, "index.json")}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	defer stop()
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/invoke", port)
 
 	var mu sync.Mutex

@@ -8,18 +8,17 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kindgi/packd/internal/packdproc"
 )
 
 func main() {
@@ -28,28 +27,12 @@ func main() {
 		os.Exit(2)
 	}
 	packd, index, share := os.Args[1], os.Args[2], os.Args[3]
-	cmd := exec.Command(packd, "--index", index, "--host", "127.0.0.1", "--metrics-addr", "off", "--tenant-share", share)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PORT=0", "KINDGI_PACK_SERVICE_TOKEN=tok", "KINDGI_PACK_SERVICE_MAX_CONCURRENCY=16"}
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "fairload:", err)
+	port, stopPackd, err := packdproc.Start(packd, []string{"--index", index, "--tenant-share", share}, []string{"KINDGI_PACK_SERVICE_MAX_CONCURRENCY=16"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer func() { _ = cmd.Process.Kill() }()
-	sc := bufio.NewScanner(stderr)
-	port := 0
-	for sc.Scan() {
-		var r map[string]any
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r["kind"] == "listening" {
-			port = int(r["port"].(float64))
-			break
-		}
-	}
-	if port == 0 {
-		fmt.Fprintln(os.Stderr, "fairload: packd did not listen")
-		os.Exit(1)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	defer stopPackd()
 	base := fmt.Sprintf("http://127.0.0.1:%d/v1/invoke", port)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200}, Timeout: 30 * time.Second}
 	post := func(tenant, tool, input string) int {
