@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -74,6 +76,16 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
 	compiled, err := s.compileBounded(ctx, metered)
+	if err != nil && s.cfg.CacheDir != "" && corruptCache(err) {
+		// A corrupt entry (truncated, overwritten) fails every compilation
+		// of its module, on every restart: remove the entries and compile
+		// once more.
+		removed := clearCache(s.cfg.CacheDir)
+		if s.cfg.CacheRepaired != nil {
+			s.cfg.CacheRepaired(err.Error(), removed)
+		}
+		compiled, err = s.compileBounded(ctx, metered)
+	}
 	if errors.Is(err, ErrCompileTimeout) || errors.Is(err, ErrDeadline) || errors.Is(err, ErrCancelled) {
 		return nil, fmt.Errorf("compiling module: %w", err)
 	}
@@ -246,4 +258,30 @@ func (m *Module) Close(ctx context.Context) error {
 		m.pool.close()
 	}
 	return m.compiled.Close(ctx)
+}
+
+// corruptCache reports whether a compilation failed on an entry of
+// wazero's file cache rather than on the module: wazero's errors for an
+// entry it cannot read begin "compilationcache:" (they are not typed), and
+// a panic while reading one is reported as any other.
+func corruptCache(err error) bool {
+	return strings.Contains(err.Error(), "compilationcache:") || strings.Contains(err.Error(), "wazero panicked")
+}
+
+// clearCache removes the entries of wazero's file cache under dir (each
+// version's directory stays: wazero writes its entries into it) and
+// reports how many it removed. Another process's entries go too; they are
+// compiled again when next needed.
+func clearCache(dir string) int {
+	removed := 0
+	versions, _ := filepath.Glob(filepath.Join(dir, "wazero-*"))
+	for _, v := range versions {
+		entries, _ := os.ReadDir(v)
+		for _, e := range entries {
+			if e.Type().IsRegular() && os.Remove(filepath.Join(v, e.Name())) == nil {
+				removed++
+			}
+		}
+	}
+	return removed
 }

@@ -84,6 +84,10 @@ type Config struct {
 	// happens to pooled instances (for metrics); it must not block.
 	PoolSize   int
 	PoolEvents func(PoolEvent)
+	// CacheRepaired, if set, is told when a compilation found the cache in
+	// CacheDir corrupt (why) and its entries were removed (how many) so
+	// that the module compiled anew (see Compile).
+	CacheRepaired func(why string, removed int)
 	// MaxStackBytes bounds a call's wasm stack, estimated from the frames
 	// of the functions open (8 bytes per param, local and result, plus 64);
 	// a call past it traps with "stack overflow". 0: 8 MiB.

@@ -114,6 +114,10 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	dropped := func(stream string) { metrics.Load().GuestLineDropped(stream) }
 	hc.Sandbox.DroppedLines = dropped
 	hc.Sandbox.PoolEvents = func(ev host.PoolEvent) { metrics.Load().PoolEvent(ev) }
+	hc.Sandbox.CacheRepaired = func(why string, removed int) {
+		rec.Lifecycle("cache-repaired", "warn", "The compilation cache held a corrupt entry: its entries were removed and the module compiled anew",
+			Field{Key: "removed", Value: removed}, Field{Key: "error", Value: why})
+	}
 	// Outbound HTTP of pack code: counted, and in the audit log when there
 	// is one (both exist once the pack has loaded; no call runs before).
 	var audit atomic.Pointer[AuditLog]
