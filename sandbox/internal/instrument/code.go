@@ -38,6 +38,7 @@ type instr struct {
 	outOfLine  bool   // for kLoop, and the kEnd that closes it: slow path after the loop
 	bt         int    // for kLoop: where its block type starts
 	cost       int64  // for kBulkTable: fuel per element
+	bulk       int    // for kBulkMem: which operation
 }
 
 func (m *module) rewriteCode(body []byte) ([]byte, error) {
@@ -101,6 +102,8 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 	frames := []frame{{0, 0, -1}}
 	cur := 0
 	calls := false // a leaf (no calls) adds its frame without a check
+	bulk := false  // bulk memory operations need three more locals
+	bulkLoops := 0 // and each adds a loop
 	frameCount := 0
 	for len(frames) > 0 {
 		if r.done() {
@@ -120,7 +123,7 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 		}
 		switch in.kind {
 		case kLoop:
-			if len(regions) > MaxLoopsPerFunction {
+			if len(regions)+bulkLoops > MaxLoopsPerFunction {
 				return nil, limitf("more than %d loops", MaxLoopsPerFunction)
 			}
 			in.region = len(regions)
@@ -139,6 +142,13 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 			frames = frames[:len(frames)-1]
 		case kCall, kCallIndirect:
 			calls = true
+		case kBulkMem:
+			// The chunk loop adds a loop and two frames (bulk.go).
+			bulk = true
+			bulkLoops++
+			if frameCount += 2; frameCount > MaxFramesPerFunction || len(regions)+bulkLoops > MaxLoopsPerFunction {
+				return nil, limitf("more than %d blocks, loops and ifs, or %d loops, bulk memory operations counting as one loop and two blocks each", MaxFramesPerFunction, MaxLoopsPerFunction)
+			}
 		}
 		code = append(code, in)
 	}
@@ -147,12 +157,18 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 	}
 
 	// Pass 2: emit. Two i32 locals are added: tmp for bulk lengths, my for
-	// the stack counter with this function's frame.
+	// the stack counter with this function's frame; and three for the
+	// operands of bulk memory operations when there are any.
 	out := make([]byte, 0, len(b)+len(b)/3+64)
 	tmp, my := fb.locals, fb.locals+1
+	ops := bulkLocals{fb.locals + 2, fb.locals + 3, fb.locals + 4}
 	out = appendU32(out, groups+1)
 	out = append(out, b[groupsEnd:localsEnd]...)
-	out = append(out, 2, 0x7f)
+	if bulk {
+		out = append(out, 5, 0x7f)
+	} else {
+		out = append(out, 2, 0x7f)
+	}
 	frameBytes := int64(frameBase) + slotBytes*(int64(fb.locals)+int64(results))
 	if calls {
 		out = m.enterFrame(out, my, frameBytes)
@@ -217,7 +233,7 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 			out = appendU32(append(out, 0xd2), m.fn(in.idx))
 		case kBulkMem:
 			out = m.chargeTop(out, tmp, BulkShift, 1)
-			out = append(out, b[in.start:in.end]...)
+			out = m.chunked(out, ops, in.bulk, b[in.start:in.end])
 		case kBulkTable:
 			out = m.chargeTop(out, tmp, 0, in.cost)
 			out = append(out, b[in.start:in.end]...)

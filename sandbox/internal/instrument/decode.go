@@ -78,17 +78,17 @@ func (f *fnBody) decode(r *reader) (instr, error) {
 		case sub == 8: // memory.init
 			r.u32()
 			r.u32()
-			in.kind = kBulkMem
+			in.kind, in.bulk = kBulkMem, bulkInit
 		case sub == 9: // data.drop
 			r.u32()
 			m.info.WritesTablesOrSegments = true
 		case sub == 10: // memory.copy
 			r.u32()
 			r.u32()
-			in.kind = kBulkMem
+			in.kind, in.bulk = kBulkMem, bulkCopy
 		case sub == 11: // memory.fill
 			r.u32()
-			in.kind = kBulkMem
+			in.kind, in.bulk = kBulkMem, bulkFill
 		case sub == 12 || sub == 14: // table.init, table.copy
 			r.u32()
 			r.u32()
