@@ -27,4 +27,5 @@ type mmapMemory struct {
 func newMemImage([]byte) *memImage               { return nil }
 func (img *memImage) close()                     {}
 func revert([]byte, *memImage) error             { return nil }
+func (m *mmapMemory) adopt(*memImage) bool       { return false }
 func resetWritten(*mmapMemory) (int, PoolReason) { return 0, "" }

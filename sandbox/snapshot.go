@@ -19,7 +19,8 @@ import (
 // fresh instantiates the module for a call whose fuel budget is budget,
 // under its deadline (ctx's). The first instance runs _initialize and
 // becomes the snapshot: that is the module's load-time work, under the
-// load-time limits (within the call's deadline). The others are set to it,
+// load-time limits (within the call's deadline); its memory then maps the
+// snapshot's image, and it serves the call. The others are set to it,
 // and what their instantiation runs (a start function) is the call's:
 // on its fuel, at most the load-time fuel.
 func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*pooledInstance, error) {
@@ -101,7 +102,8 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 		case err != nil:
 			pi.close()
 			return nil, err
-		case image: // serve from an instance that maps the image instead
+		case image && (pi.lin == nil || !pi.lin.adopt(snap.image)):
+			// serve from an instance that maps the image instead
 			pi.close()
 			return p.fresh(ctx, env, budget)
 		}
