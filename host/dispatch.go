@@ -156,8 +156,8 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		return o.fail(rerr)
 	}
 	t.Version = entry.spec.Version
-	release, r := p.consultGate(ctx, t)
-	defer release()
+	grant, r := p.consultGate(ctx, t)
+	defer grant.Release()
 	if r != nil {
 		o.Refusal = r
 		return o
@@ -174,7 +174,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		e.Issues = issues
 		return o.fail(e)
 	}
-	body, gerr := p.run(ctx, o, t, entry.mod, entry.spec.Limits, abi.EncodeInvoke(id, entry.spec.Version, input, callCtx))
+	body, gerr := p.run(ctx, o, t, grant, entry.mod, entry.spec.Limits, abi.EncodeInvoke(id, entry.spec.Version, input, callCtx))
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -248,8 +248,8 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 	if c == nil {
 		return o.fail(t.errorFor(abi.CodeCheckNotInPack, fmt.Sprintf("This pack has no check %q", id)))
 	}
-	release, r := p.consultGate(ctx, t)
-	defer release()
+	grant, r := p.consultGate(ctx, t)
+	defer grant.Release()
 	if r != nil {
 		o.Refusal = r
 		return o
@@ -269,7 +269,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, c.mod, c.spec.Limits, abi.EncodeCheckInvoke(id, config, trace))
+	body, gerr := p.run(ctx, o, t, grant, c.mod, c.spec.Limits, abi.EncodeCheckInvoke(id, config, trace))
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -310,7 +310,7 @@ func excerpt(b []byte) string {
 // run hands a call's request message to the module under the target's
 // limits and the call's deadline (ctx's), and returns what the guest
 // answered with StatusOK, or the error message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, lim Limits, body []byte) ([]byte, *abi.Error) {
+func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *module, lim Limits, body []byte) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
@@ -318,7 +318,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, lim Li
 		return nil, e
 	}
 	call := lim.request(body)
-	call.Env = p.env
+	call.Env, call.Account = p.env, g.Memory
 	if p.output != nil {
 		who := GuestLine{Call: *t}
 		call.Output = func(stream string, line []byte) {
@@ -340,7 +340,11 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, mod *module, lim Li
 		o.Usage.Egress = out.Summary()
 	}
 	if errors.Is(err, sandbox.ErrMemoryBudget) {
-		o.Refusal = &Refusal{Code: RefusalOverloaded, Reason: "overloaded", Err: err}
+		code := RefusalOverloaded
+		if errors.Is(err, sandbox.ErrMemoryShare) {
+			code = RefusalTenantShare
+		}
+		o.Refusal = &Refusal{Code: code, Reason: "overloaded", Err: err}
 		return nil, &abi.Error{} // fail keeps the refusal
 	}
 	if err != nil {

@@ -47,9 +47,9 @@ func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
 func (r *Refusal) Unwrap() error { return r.Err }
 
 // consultGate asks the tenant pin, the gate and the admission (in that
-// order) whether a call may run; when it may, release gives back the
-// call's share when the call ends.
-func (p *Pack) consultGate(ctx context.Context, req *Call) (release func(), r *Refusal) {
+// order) whether a call may run; when it may, the grant's Release (never
+// nil) gives back the call's share when the call ends.
+func (p *Pack) consultGate(ctx context.Context, req *Call) (g Grant, r *Refusal) {
 	var err error
 	if pin, ok := ctx.Value(pinKey{}).(tenantPin); ok {
 		err = pin.Check(ctx, *req) // the transport's pin, before any gate
@@ -57,17 +57,16 @@ func (p *Pack) consultGate(ctx context.Context, req *Call) (release func(), r *R
 	if err == nil && p.gate != nil {
 		err = p.gate.Check(ctx, *req)
 	}
-	release = func() {}
 	if admit, ok := ctx.Value(admitKey{}).(Admission); ok && err == nil {
-		var rel func()
-		if rel, err = admit(*req); err == nil && rel != nil {
-			release = rel
-		}
+		g, err = admit(*req)
+	}
+	if g.Release == nil || err != nil {
+		g.Release = func() {}
 	}
 	if err == nil {
-		return release, nil
+		return g, nil
 	}
-	return release, refusalFor(err)
+	return g, refusalFor(err)
 }
 
 // refusalFor is the refusal of what a pin, gate or admission returned.
@@ -84,10 +83,18 @@ func refusalFor(err error) *Refusal {
 }
 
 // Admission gives a call its share of the service once its tenant is
-// known, or refuses it with a *Deny; release gives the share back when the
-// call ends. It is called after the tenant pin and the gate allowed the
-// call, and must not block.
-type Admission func(call Call) (release func(), err error)
+// known, or refuses it with a *Deny. It is called after the tenant pin and
+// the gate allowed the call, and must not block.
+type Admission func(call Call) (Grant, error)
+
+// Grant is a call's share of the service: Release (nil: nothing) gives it
+// back when the call ends; Memory (nil: none) is the account the memory of
+// the call's instance is charged to while it runs, whose share bounds it
+// (a call that does not fit is refused with RefusalTenantShare).
+type Grant struct {
+	Release func()
+	Memory  *MemoryAccount
+}
 
 type admitKey struct{}
 

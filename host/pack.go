@@ -418,6 +418,10 @@ type ModuleStat struct {
 // ModuleStats lists every module the index names, with its compile time.
 func (p *Pack) ModuleStats() []ModuleStat { return p.stats }
 
+// MemoryBudget is the bytes of linear memory all of the pack's instances
+// may hold together (SandboxConfig.MemoryBudget; 0: no bound).
+func (p *Pack) MemoryBudget() int64 { return p.sb.MemoryBudget() }
+
 // PoolInstances is how many instances of each module with pooled
 // instances live now (idle or serving a call), by module path.
 func (p *Pack) PoolInstances() map[string]int {

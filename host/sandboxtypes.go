@@ -13,6 +13,9 @@ type (
 	PoolEvent = sandbox.PoolEvent
 	// PoolEventLabel is one kind of pool event with one of its reasons.
 	PoolEventLabel = sandbox.PoolEventLabel
+	// MemoryAccount is what one tenant's calls hold of the memory budget
+	// (Grant.Memory).
+	MemoryAccount = sandbox.MemoryAccount
 )
 
 // PoolReset is the pool event of an instance reset after a call.

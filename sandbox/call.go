@@ -42,6 +42,9 @@ type Request struct {
 	// it returns -1, and an instance already over it does not run the call
 	// (ErrMemoryLimit).
 	MemoryLimit int64
+	// Account is the memory account the call's instance memory is charged
+	// to while it runs (nil: the budget alone).
+	Account *MemoryAccount
 }
 
 // budgetFor is a call's fuel budget: the request's, else the default.
@@ -143,8 +146,13 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 		return rep, fmt.Errorf("%w: the module's initial memory is %d bytes, the limit %d", ErrMemoryLimit, m.minBytes, req.MemoryLimit)
 	}
 	// The module's initial memory is reserved before it is instantiated.
-	mem := &callMemory{budget: &s.mem, maps: s.maps}
-	if !mem.take(m.minBytes) {
+	mem := &callMemory{budget: &s.mem, maps: s.maps, account: req.Account}
+	defer mem.detach()
+	if !req.Account.take(m.minBytes) {
+		return rep, ErrMemoryShare
+	}
+	mem.held = m.minBytes
+	if !s.mem.take(m.minBytes) {
 		return rep, ErrMemoryBudget
 	}
 	mem.prepaid = m.minBytes

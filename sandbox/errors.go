@@ -32,6 +32,10 @@ var (
 	// ErrMemoryBudget: the call's initial memory does not fit in what is
 	// left of Config.MemoryBudget; the call did not start.
 	ErrMemoryBudget = errors.New("sandbox: memory budget spent")
+	// ErrMemoryShare (an ErrMemoryBudget): the memory of the call's
+	// instance would take its Request.Account past its share; the call
+	// did not start.
+	ErrMemoryShare = fmt.Errorf("%w: the call's account holds its share of it", ErrMemoryBudget)
 	// ErrMemoryLimit: the instance's memory is already over the call's
 	// Request.MemoryLimit when the call would start (the module's initial
 	// memory, or its snapshot's); the call did not start.

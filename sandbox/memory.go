@@ -53,6 +53,10 @@ type callMemory struct {
 	// sandbox's MemoryLimitPages): Request.MemoryLimit. A pooled instance's
 	// is set for each of its calls.
 	limit int64
+	// account is the account of the call it serves (Request.Account), and
+	// held what it was charged (account.go).
+	account *MemoryAccount
+	held    int64
 }
 
 // fits reports whether the memory may be size bytes under the call's limit.
@@ -102,8 +106,16 @@ func (h *heapMemory) Free() {
 
 func (c *callMemory) take(n int64) bool {
 	from := min(n, c.prepaid)
-	if !c.budget.take(n - from) {
+	need := n - from
+	if !c.account.take(need) {
 		return false
+	}
+	if !c.budget.take(need) {
+		c.account.give(need)
+		return false
+	}
+	if c.account != nil {
+		c.held += need
 	}
 	c.prepaid -= from
 	return true
@@ -112,6 +124,10 @@ func (c *callMemory) take(n int64) bool {
 // release gives back what was reserved and never allocated.
 func (c *callMemory) release() {
 	c.budget.give(c.prepaid)
+	if c.account != nil {
+		c.account.give(c.prepaid)
+		c.held -= c.prepaid
+	}
 	c.prepaid = 0
 }
 

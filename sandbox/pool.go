@@ -187,6 +187,11 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		p.put(pi, now)
 		return Reply{}, fmt.Errorf("%w: the module's memory after initialisation is %d bytes, the limit %d", ErrMemoryLimit, pi.memory.Size(), req.MemoryLimit)
 	}
+	if !pi.mem.attach(req.Account, int64(pi.memory.Size())) {
+		p.put(pi, now)
+		return Reply{}, ErrMemoryShare
+	}
+	defer pi.mem.detach()
 	pi.mem.limit = req.MemoryLimit
 	st := &pi.state
 	s.initState(st, req, budget)

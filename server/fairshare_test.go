@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -22,10 +24,11 @@ import (
 // tenant idle for the window no longer counts.
 func TestFairShareSplitsTheCapBetweenCallingTenants(t *testing.T) {
 	now := time.Unix(1000, 0)
-	f := newFairShare(8, 2*time.Second)
+	f := newFairShare(8, 0, 2*time.Second)
 	f.now = func() time.Time { return now }
 	call := func(tenant string) (func(), error) {
-		return f.admit(host.Call{Correlation: host.Correlation{TenantID: tenant}})
+		g, err := f.admit(host.Call{Correlation: host.Correlation{TenantID: tenant}})
+		return g.Release, err
 	}
 	var a []func()
 	for i := 0; i < 8; i++ {
@@ -128,5 +131,83 @@ func TestATenantCannotTakeTheWholeCap(t *testing.T) {
 	}
 	if held != 2 {
 		t.Errorf("A held %d of the 4 slots, want its share of 2", held)
+	}
+}
+
+// TestATenantCannotTakeTheWholeMemoryBudget: with a memory budget of
+// 400 MiB and hostile.hog (192 MiB, held for a second), tenant B calling and
+// tenant A then holding two hogs at once, B's hog beside them gets its
+// memory, and A's second hog is the one refused its grow (on main A held
+// all of it and B's memory.grow returned -1: "out of memory").
+func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
+	dir := t.TempDir()
+	hog, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "hog.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := `{"v":1,"packId":"mem","packVersion":"1.0.0","artifactVersion":"mem-1","publishedAt":"2026-11-30T00:00:00.000Z",
+		"tools":[{"id":"hostile.hog","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"hog.wasm"}],
+		"guardrails":[],"agents":[],"flows":[]}`
+	if err := os.WriteFile(filepath.Join(dir, "hog.wasm"), hog, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.json"), []byte(index), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := host.Load(context.Background(), host.Config{
+		IndexPath: filepath.Join(dir, "index.json"),
+		Sandbox:   host.SandboxConfig{CacheDir: filepath.Join(dir, "cache"), MemoryBudget: 400 << 20, PoolSize: 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	s, err := New(Config{Pack: p, Token: "tok", MaxConcurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	client := &http.Client{Timeout: 30 * time.Second}
+	hogFor := func(tenant string) string {
+		body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"hostile.hog"},"input":{},"ctx":{"tenantId":%q,"runId":"r"}}`, tenant)
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/invoke", strings.NewReader(body))
+		req.Header.Set("Kindgi-Pack-Token", "tok")
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return fmt.Sprintf("%d %s", res.StatusCode, b)
+	}
+	const fed = `200 {"v":2,"kind":"result","output":{}}`
+	if got := hogFor("B"); got != fed {
+		t.Fatalf("B alone: %s", got)
+	}
+	var wg sync.WaitGroup
+	a := make(chan string, 2)
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a <- hogFor("A")
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // A's hogs hold what they were given
+	if got := hogFor("B"); got != fed {
+		t.Errorf("B beside A's hogs: %s", got)
+	}
+	wg.Wait()
+	close(a)
+	var answers []string
+	for got := range a {
+		answers = append(answers, got)
+	}
+	sort.Strings(answers)
+	if len(answers) != 2 || answers[1] != fed || !strings.Contains(answers[0], "out of memory") {
+		t.Errorf("A's two hogs: %q, want one fed and one out of memory", answers)
 	}
 }

@@ -59,10 +59,12 @@ type Config struct {
 	// 10 s), against slow clients. A body is read before the call takes a
 	// slot of the concurrency cap, so slow bodies cannot hold the cap.
 	ReadHeaderTimeout, BodyTimeout time.Duration
-	// TenantShareOff lets one tenant hold the whole concurrency cap while
-	// others call. By default a tenant holds at most ceil(cap / n) of the
-	// cap while n tenants call (a call in flight, or one begun or ended
-	// within TenantShareWindow, default 2 s); a tenant alone holds it all.
+	// TenantShareOff lets one tenant hold the whole concurrency cap and
+	// memory budget while others call. By default a tenant holds at most
+	// ceil(cap / n) of the cap, and its running calls ceil(budget / n) of
+	// the pack's memory budget, while n tenants call (a call in flight, or
+	// one begun or ended within TenantShareWindow, default 2 s); a tenant
+	// alone holds it all.
 	TenantShareOff    bool
 	TenantShareWindow time.Duration
 }
@@ -129,7 +131,7 @@ func New(cfg Config) (*Server, error) {
 		sem:       make(chan struct{}, cfg.MaxConcurrency),
 	}
 	if !cfg.TenantShareOff {
-		s.admit = newFairShare(cfg.MaxConcurrency, cfg.TenantShareWindow).admit
+		s.admit = newFairShare(cfg.MaxConcurrency, cfg.Pack.MemoryBudget(), cfg.TenantShareWindow).admit
 	}
 	s.info = s.buildInfo()
 	s.artifactVersion = []string{cfg.Pack.Index().ArtifactVersion}

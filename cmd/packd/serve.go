@@ -54,7 +54,7 @@ func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
-	fs.StringVar(&c.tenantShare, "tenant-share", envOr(getenv, "PACKD_TENANT_SHARE", "on"), `"on": while several tenants call, each holds at most its share of the concurrency cap (default $PACKD_TENANT_SHARE, else on); "off": one tenant may hold it all`)
+	fs.StringVar(&c.tenantShare, "tenant-share", envOr(getenv, "PACKD_TENANT_SHARE", "on"), `"on": while several tenants call, each holds at most its share of the concurrency cap and of the memory budget (default $PACKD_TENANT_SHARE, else on); "off": one tenant may hold it all`)
 	fs.StringVar(&c.guestOutput, "guest-output", envOr(getenv, "PACKD_GUEST_OUTPUT", "records"), `pack code output: "records" (each line in a guest-output record on stderr) or "plain" (as written, on stdout and stderr, like the other pack services; default $PACKD_GUEST_OUTPUT, else records)`)
 	return fs
 }
