@@ -136,10 +136,10 @@ loadtest: build wasm
 
 # Tenant B's calls alone and beside tenant A's flood, with fair shares on
 # and off: B's refusals and p99 both ways.
-fairload: build wasm-examples/conformance/conformance.wasm
+fairload: build wasm-examples/conformance/conformance.wasm fixtures
 	$(GO) build -o bin/fairload ./cmd/fairload
-	bin/fairload $(BIN) wasm-examples/conformance/index.json on
-	bin/fairload $(BIN) wasm-examples/conformance/index.json off
+	bin/fairload $(BIN) wasm-examples/conformance/index.json testdata/hostile/hog.wasm on
+	bin/fairload $(BIN) wasm-examples/conformance/index.json testdata/hostile/hog.wasm off
 
 # 1,000 calls at twice a 2-core machine's concurrency with deadlines of
 # 20-300 ms, half spinning guests: results after their deadline (none) and

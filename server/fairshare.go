@@ -11,6 +11,10 @@ import (
 // last call began or ended (Config.TenantShareWindow).
 const DefaultTenantShareWindow = 2 * time.Second
 
+// DefaultTenantSharePause is how long a call refused for its tenant's
+// share waits before its answer (Config.TenantSharePause).
+const DefaultTenantSharePause = 100 * time.Millisecond
+
 // fairShare keeps one tenant from holding the whole concurrency cap, or
 // the whole memory budget, while other tenants call: with n tenants active
 // (a call in flight, or one begun or ended within the window), a tenant

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -124,6 +125,9 @@ func (s *Server) invoke(c echo.Context) error {
 		if r.Code == host.RefusalOverloaded || r.Code == host.RefusalTenantShare {
 			message = "" // the table's: {"error":"overloaded"}
 		}
+		if r.Code == host.RefusalTenantShare {
+			pause(req.Context(), s.cfg.TenantSharePause)
+		}
 		return s.refuse(c, rf, message)
 	}
 	h := c.Response().Header()
@@ -133,6 +137,22 @@ func (s *Server) invoke(c echo.Context) error {
 	// slot, and not for ever.
 	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(writeTimeout(len(out.Response))))
 	return send(c, http.StatusOK, out.Response)
+}
+
+// pause waits d, or until ctx is done: a call refused for its tenant's
+// share is answered after Config.TenantSharePause, its slot already free,
+// so that a tenant retrying its refusals at once cannot turn them into load
+// that slows the other tenants' calls.
+func pause(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // writeTimeout is how long an answer of n bytes may take to be written:

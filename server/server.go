@@ -67,6 +67,11 @@ type Config struct {
 	// alone holds it all.
 	TenantShareOff    bool
 	TenantShareWindow time.Duration
+	// TenantSharePause is how long a call refused for its tenant's share
+	// waits before its 503 (default 100 ms; negative: none), its slot
+	// already free: a tenant that retries at once cannot make its
+	// refusals the load that slows the others.
+	TenantSharePause time.Duration
 }
 
 // Server is a pack service. Create it with New, run it with Serve, stop it
@@ -109,6 +114,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.TenantShareWindow <= 0 {
 		cfg.TenantShareWindow = DefaultTenantShareWindow
+	}
+	if cfg.TenantSharePause == 0 {
+		cfg.TenantSharePause = DefaultTenantSharePause
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 10 * time.Second
