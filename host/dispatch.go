@@ -165,12 +165,12 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 
 	input, _ := msg.Get("input")
 	entry.in.FillDefaults(input)
-	issues := entry.in.Validate(input)
+	issues, more := entry.in.Validate(input)
 	if e := t.late(ctx); e != nil {
 		return o.fail(e)
 	}
 	if issues != nil {
-		e := t.errorFor(abi.CodeInputValidationFailed, fmt.Sprintf("Tool %q input failed validation", id))
+		e := t.errorFor(abi.CodeInputValidationFailed, fmt.Sprintf("Tool %q input failed validation%s", id, unlisted(more)))
 		e.Issues = issues
 		return o.fail(e)
 	}
@@ -185,12 +185,12 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 	if err != nil {
 		return o.fail(t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that is not JSON: %s", id, notJSON(err))))
 	}
-	issues = entry.out.Validate(out)
+	issues, more = entry.out.Validate(out)
 	if e := t.late(ctx); e != nil {
 		return o.fail(e)
 	}
 	if issues != nil {
-		e := t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that failed validation", id))
+		e := t.errorFor(abi.CodeOutputValidationFailed, fmt.Sprintf("Tool %q handler produced output that failed validation%s", id, unlisted(more)))
 		e.Issues = issues
 		return o.fail(e)
 	}
@@ -255,7 +255,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 		return o
 	}
 	if c.config != nil {
-		issues := c.config.Validate(config)
+		issues, more := c.config.Validate(config)
 		if e := t.late(ctx); e != nil {
 			return o.fail(e)
 		}
@@ -264,7 +264,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 			if issues[0].InstancePath != "" {
 				at = " at " + issues[0].InstancePath
 			}
-			e := t.errorFor(abi.CodeInputValidationFailed, fmt.Sprintf("Check %q config failed validation%s: %s", id, at, issues[0].Message))
+			e := t.errorFor(abi.CodeInputValidationFailed, fmt.Sprintf("Check %q config failed validation%s: %s%s", id, at, issues[0].Message, unlisted(more)))
 			e.Issues = issues
 			return o.fail(e)
 		}
@@ -286,6 +286,15 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 	}
 	o.Response = abi.EncodeCheckResult(resObj)
 	return o
+}
+
+// unlisted says how many issues an error leaves out of its list (the
+// first schema.MaxIssues are listed), or nothing when it lists them all.
+func unlisted(more int) string {
+	if more == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d more issues not listed)", more)
 }
 
 // checkShape says what a check's result must be, after what it was.

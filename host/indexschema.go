@@ -32,8 +32,12 @@ func schemaProblems(doc any) []string {
 		return []string{"the index schema does not compile: " + err.Error()} // a packd bug: its tests compile it
 	}
 	var problems []string
-	for _, is := range s.Validate(doc) {
+	issues, more := s.Validate(doc)
+	for _, is := range issues {
 		problems = append(problems, fmt.Sprintf("%s: %s (index schema: %s)", fieldPath(is.InstancePath), is.Message, is.SchemaPath))
+	}
+	if more > 0 {
+		problems = append(problems, fmt.Sprintf("Index: %d more problems not listed", more))
 	}
 	return problems
 }

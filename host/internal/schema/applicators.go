@@ -3,7 +3,6 @@ package schema
 import (
 	"strconv"
 
-	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/ojson"
 )
 
@@ -22,7 +21,7 @@ func (w *walker) unevaluatedProperties(sch *ojson.Object, sp string, d *ojson.Ob
 		if b, isBool := u.(bool); isBool && !b {
 			r.add(ip, sp, "unevaluatedProperties", params("unevaluatedProperty", k), "must NOT have unevaluated properties")
 		} else {
-			r.issues = append(r.issues, w.validate(u, sp+"/unevaluatedProperties", d.Vals[i], ip+"/"+escapePointer(k)).issues...)
+			r.include(w.validate(u, sp+"/unevaluatedProperties", d.Vals[i], ip+"/"+escapePointer(k)))
 		}
 	}
 	r.allProps = true
@@ -39,7 +38,7 @@ func (w *walker) unevaluatedItems(sch *ojson.Object, sp string, d []any, ip stri
 		}
 	} else {
 		for i := r.items; i < len(d); i++ {
-			r.issues = append(r.issues, w.validate(u, sp+"/unevaluatedItems", d[i], ip+"/"+strconv.Itoa(i)).issues...)
+			r.include(w.validate(u, sp+"/unevaluatedItems", d[i], ip+"/"+strconv.Itoa(i)))
 		}
 	}
 	r.allItems = true
@@ -50,7 +49,7 @@ func (w *walker) anyOf(a any, sp string, data any, ip string, r *result) {
 	if !ok {
 		return
 	}
-	var failed []abi.Issue
+	var failed result
 	passed := false
 	for i, s := range subs {
 		sub := w.validate(s, sp+"/anyOf/"+strconv.Itoa(i), data, ip)
@@ -58,11 +57,11 @@ func (w *walker) anyOf(a any, sp string, data any, ip string, r *result) {
 			passed = true
 			r.mergeEvaluated(sub)
 		} else {
-			failed = append(failed, sub.issues...)
+			failed.include(sub)
 		}
 	}
 	if !passed {
-		r.issues = append(r.issues, failed...)
+		r.include(failed)
 		r.add(ip, sp, "anyOf", params(), "must match a schema in anyOf")
 	}
 }
@@ -72,7 +71,7 @@ func (w *walker) oneOf(a any, sp string, data any, ip string, r *result) {
 	if !ok {
 		return
 	}
-	var failed []abi.Issue
+	var failed result
 	var passing []int
 	var passRes result
 	for i, s := range subs {
@@ -84,12 +83,12 @@ func (w *walker) oneOf(a any, sp string, data any, ip string, r *result) {
 				break
 			}
 		} else {
-			failed = append(failed, sub.issues...)
+			failed.include(sub)
 		}
 	}
 	switch len(passing) {
 	case 0:
-		r.issues = append(r.issues, failed...)
+		r.include(failed)
 		r.add(ip, sp, "oneOf", params("passingSchemas", nil), "must match exactly one schema in oneOf")
 	case 1:
 		r.mergeEvaluated(passRes)
@@ -114,6 +113,6 @@ func (w *walker) ifThenElse(sch *ojson.Object, cond any, sp string, data any, ip
 		r.mergeEvaluated(sub)
 		return
 	}
-	r.issues = append(r.issues, sub.issues...)
+	r.include(sub)
 	r.add(ip, sp, "if", params("failingKeyword", branch), `must match "`+branch+`" schema`)
 }

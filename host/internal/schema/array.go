@@ -4,7 +4,6 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/ojson"
 )
 
@@ -27,7 +26,7 @@ func (w *walker) arrayKeywords(sch *ojson.Object, sp string, d []any, ip string,
 			prefixed = true
 			start = len(subs)
 			for i := 0; i < len(subs) && i < len(d); i++ {
-				r.issues = append(r.issues, w.validate(subs[i], sp+"/prefixItems/"+strconv.Itoa(i), d[i], ip+"/"+strconv.Itoa(i)).issues...)
+				r.include(w.validate(subs[i], sp+"/prefixItems/"+strconv.Itoa(i), d[i], ip+"/"+strconv.Itoa(i)))
 			}
 			r.items = max(r.items, min(start, len(d)))
 		}
@@ -41,7 +40,7 @@ func (w *walker) arrayKeywords(sch *ojson.Object, sp string, d []any, ip string,
 			}
 		} else {
 			for i := start; i < len(d); i++ {
-				r.issues = append(r.issues, w.validate(v, sp+"/items", d[i], ip+"/"+strconv.Itoa(i)).issues...)
+				r.include(w.validate(v, sp+"/items", d[i], ip+"/"+strconv.Itoa(i)))
 			}
 		}
 		r.allItems = true
@@ -70,20 +69,20 @@ func (w *walker) contains(sch *ojson.Object, c any, sp string, d []any, ip strin
 	if minC == 0 && !hasMax {
 		return
 	}
-	var failed []abi.Issue
+	var failed result
 	count := 0.0
 	for i, e := range d {
 		sub := w.validate(c, sp+"/contains", e, ip+"/"+strconv.Itoa(i))
 		if sub.ok() {
 			count++
 		} else {
-			failed = append(failed, sub.issues...)
+			failed.include(sub)
 		}
 	}
 	if count >= minC && count <= maxC {
 		return
 	}
-	r.issues = append(r.issues, failed...)
+	r.include(failed)
 	if hasMax {
 		r.add(ip, sp, "contains", params("minContains", minC, "maxContains", maxC),
 			"must contain at least "+num(minC)+" and no more than "+num(maxC)+" valid item(s)")

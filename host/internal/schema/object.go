@@ -42,8 +42,9 @@ func (w *walker) objectKeywords(sch *ojson.Object, sp string, d *ojson.Object, i
 				if is.PropertyName == nil {
 					is.PropertyName = &name
 				}
-				r.issues = append(r.issues, is)
+				r.push(is)
 			}
+			r.more += sub.more
 			r.add(ip, sp, "propertyNames", params("propertyName", k), "property name must be valid")
 		}
 	}
@@ -59,7 +60,7 @@ func (w *walker) objectKeywords(sch *ojson.Object, sp string, d *ojson.Object, i
 			if b, isBool := ap.(bool); isBool && !b {
 				r.add(ip, sp, "additionalProperties", params("additionalProperty", k), "must NOT have additional properties")
 			} else {
-				r.issues = append(r.issues, w.validate(ap, sp+"/additionalProperties", d.Vals[i], ip+"/"+escapePointer(k)).issues...)
+				r.include(w.validate(ap, sp+"/additionalProperties", d.Vals[i], ip+"/"+escapePointer(k)))
 			}
 		}
 		r.allProps = true
@@ -67,7 +68,7 @@ func (w *walker) objectKeywords(sch *ojson.Object, sp string, d *ojson.Object, i
 	if propsObj != nil {
 		for pi, k := range propsObj.Keys {
 			if v, ok := d.Get(k); ok {
-				r.issues = append(r.issues, w.validate(propsObj.Vals[pi], sp+"/properties/"+escapeSchemaSeg(k), v, ip+"/"+escapePointer(k)).issues...)
+				r.include(w.validate(propsObj.Vals[pi], sp+"/properties/"+escapeSchemaSeg(k), v, ip+"/"+escapePointer(k)))
 				r.markProp(k)
 			}
 		}
@@ -80,7 +81,7 @@ func (w *walker) objectKeywords(sch *ojson.Object, sp string, d *ojson.Object, i
 			}
 			for i, k := range d.Keys {
 				if re.MatchString(k) {
-					r.issues = append(r.issues, w.validate(patObj.Vals[pi], sp+"/patternProperties/"+escapeSchemaSeg(p), d.Vals[i], ip+"/"+escapePointer(k)).issues...)
+					r.include(w.validate(patObj.Vals[pi], sp+"/patternProperties/"+escapeSchemaSeg(p), d.Vals[i], ip+"/"+escapePointer(k)))
 					r.markProp(k)
 				}
 			}

@@ -151,16 +151,17 @@ func (s *Schema) index(node any, path string) {
 }
 
 // Validate checks an ordered instance. It returns nil when the instance is
-// valid, else the issues in Ajv's order (never empty).
-func (s *Schema) Validate(data any) []abi.Issue {
+// valid, else the issues in Ajv's order (never empty): the first MaxIssues
+// of them, and how many more there were.
+func (s *Schema) Validate(data any) (issues []abi.Issue, more int) {
 	err := s.compiled.Validate(ojson.Plain(data))
 	if err == nil {
-		return nil
+		return nil, 0
 	}
 	w := walker{s: s}
 	res := w.validate(s.doc, "#", data, "")
 	if len(res.issues) > 0 {
-		return res.issues
+		return res.issues, res.more
 	}
 	return fallbackIssues(err)
 }
@@ -168,18 +169,21 @@ func (s *Schema) Validate(data any) []abi.Issue {
 // fallbackIssues reports v6's own errors when the Ajv-shaped walk found none
 // (the two validators disagree, e.g. on a format): never answer "invalid"
 // with an empty list.
-func fallbackIssues(err error) []abi.Issue {
+func fallbackIssues(err error) (out []abi.Issue, more int) {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []abi.Issue{{Keyword: "", Message: err.Error(), Params: &ojson.Object{}}}
+		return []abi.Issue{{Keyword: "", Message: err.Error(), Params: &ojson.Object{}}}, 0
 	}
-	var out []abi.Issue
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) > 0 {
 			for _, c := range e.Causes {
 				walk(c)
 			}
+			return
+		}
+		if len(out) >= MaxIssues {
+			more++
 			return
 		}
 		kw := e.ErrorKind.KeywordPath()
@@ -201,7 +205,7 @@ func fallbackIssues(err error) []abi.Issue {
 		})
 	}
 	walk(ve)
-	return out
+	return out, more
 }
 
 func instancePointer(segs []string) string {

@@ -18,17 +18,40 @@ type walker struct {
 }
 
 type result struct {
-	issues   []abi.Issue
+	issues   []abi.Issue     // at most MaxIssues
+	more     int             // issues past MaxIssues, counted, not kept
 	props    map[string]bool // properties evaluated at this instance location
 	allProps bool
 	items    int // leading items evaluated
 	allItems bool
 }
 
-func (r *result) ok() bool { return len(r.issues) == 0 }
+func (r *result) ok() bool { return len(r.issues) == 0 && r.more == 0 }
+
+// MaxIssues bounds the issues one validation keeps: an instance can fail
+// once for each of its properties and items, and an answer that lists them
+// all can be many times the size of the request (a 0.77 MB object of
+// unknown keys: 10.8 MB of issues). The rest are counted.
+const MaxIssues = 1000
+
+// include adds o's issues to r's (not what o evaluated).
+func (r *result) include(o result) {
+	n := min(len(o.issues), MaxIssues-len(r.issues))
+	r.issues = append(r.issues, o.issues[:n]...)
+	r.more += len(o.issues) - n + o.more
+}
+
+// push adds one issue.
+func (r *result) push(is abi.Issue) {
+	if len(r.issues) >= MaxIssues {
+		r.more++
+		return
+	}
+	r.issues = append(r.issues, is)
+}
 
 func (r *result) merge(o result) {
-	r.issues = append(r.issues, o.issues...)
+	r.include(o)
 	r.mergeEvaluated(o)
 }
 
@@ -62,6 +85,10 @@ func params(kv ...any) *ojson.Object {
 }
 
 func (r *result) add(ip, sp, keyword string, p *ojson.Object, msg string) {
+	if len(r.issues) >= MaxIssues {
+		r.more++
+		return
+	}
 	r.issues = append(r.issues, abi.Issue{InstancePath: ip, SchemaPath: sp + "/" + keyword, Keyword: keyword, Params: p, Message: msg})
 }
 
