@@ -125,6 +125,7 @@ bench: build wasm fixtures
 	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./sandbox
 	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./sandbox
 	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
+	$(GO) test -run '^$$' -bench InstantiateAtTheBounds ./sandbox/internal/instrument
 	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch|Egress' -benchmem -count 5 ./sandbox ./host
 
 # Throughput and latency of /v1/invoke with the echo pack next to a plain

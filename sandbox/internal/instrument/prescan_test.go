@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
 )
 
 func TestPrescanBoundsDeclaredCounts(t *testing.T) {
@@ -56,5 +58,45 @@ func TestInstantiationCostIsBounded(t *testing.T) {
 		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), fmt.Sprintf("%d %s, over the limit of %d", c.max+1, c.what, c.max)) {
 			t.Errorf("%d %s: %v", c.max+1, c.what, err)
 		}
+	}
+}
+
+// BenchmarkInstantiateAtTheBounds: what instantiating a module with
+// MaxGlobals globals, MaxElementSegments and MaxDataSegments segments costs,
+// the part of a call that neither fuel nor the deadline can stop (part of
+// make bench):
+//
+//	go test -run '^$' -bench InstantiateAtTheBounds ./sandbox/internal/instrument
+func BenchmarkInstantiateAtTheBounds(b *testing.B) {
+	vec := func(id byte, n int, entry []byte) []byte {
+		body := binary.AppendUvarint(nil, uint64(n))
+		for i := 0; i < n; i++ {
+			body = append(body, entry...)
+		}
+		return append(append([]byte{id}, binary.AppendUvarint(nil, uint64(len(body)))...), body...)
+	}
+	wasm := []byte("\x00asm\x01\x00\x00\x00")
+	wasm = append(wasm, vec(6, MaxGlobals, []byte{0x7f, 0x01, 0x41, 0x00, 0x0b})...) // mutable i32 globals
+	wasm = append(wasm, vec(9, MaxElementSegments, []byte{0x01, 0x00, 0x00})...)     // passive, funcref, empty
+	wasm = append(wasm, vec(11, MaxDataSegments, []byte{0x01, 0x01, 0x2a})...)       // passive, one byte
+	if err := Prescan(wasm); err != nil {
+		b.Fatal(err)
+	}
+	metered, err := Instrument(wasm, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	refills := 0
+	ctx, rt := runtimeWithHosts(b, &refills)
+	c, err := rt.CompileModule(ctx, metered)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		m, err := rt.InstantiateModule(ctx, c, wazero.NewModuleConfig().WithName(""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = m.Close(ctx)
 	}
 }
