@@ -2,6 +2,9 @@ package sandbox_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,38 +14,165 @@ import (
 	"github.com/kindgi/packd/sandbox"
 )
 
+// cacheEntries are the entries of the compilation cache in dir (not their
+// seals).
+func cacheEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	all, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+	var entries []string
+	for _, p := range all {
+		if !strings.HasSuffix(p, ".seal") {
+			entries = append(entries, p)
+		}
+	}
+	if len(entries) == 0 {
+		t.Fatal("no cache entry was written")
+	}
+	return entries
+}
+
+// reseal writes the seal an entry's bytes should have, as packd does: an
+// entry corrupt in a way its seal cannot see.
+func reseal(t *testing.T, dir, entry string) {
+	t.Helper()
+	key, err := os.ReadFile(filepath.Join(dir, "packd-cache.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(filepath.Base(entry)))
+	h.Write([]byte{0})
+	h.Write(b)
+	if err := os.WriteFile(entry+".seal", h.Sum(nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestACorruptCacheEntryIsRepaired: an entry of the compilation cache cut
 // short or overwritten (truncate -s 20, garbage) does not fail the module
-// on every start: the entries are removed, the module compiles anew and
-// runs, and CacheRepaired says so (on main every compile answered
-// "invalid module: compilationcache: ... EOF", a crash loop for a service).
+// on every start: its seal no longer matches, so it is removed before
+// wazero reads it, the module compiles anew and runs, and CacheRepaired
+// says so. Sealed anew (as if the seal had been written over a bad
+// entry), wazero's own error on it repairs the cache too. On main every
+// compile answered "invalid module: compilationcache: ... EOF", a crash
+// loop for a service.
 func TestACorruptCacheEntryIsRepaired(t *testing.T) {
-	for _, corrupt := range []func(string) error{
-		func(p string) error { return os.Truncate(p, 20) },
-		func(p string) error { return os.WriteFile(p, []byte("garbage, not a cache entry"), 0o600) },
-	} {
-		dir := t.TempDir()
-		sb := newSandbox(t, sandbox.Config{CacheDir: dir})
-		compile(t, sb, hostile("counter"))
-		_ = sb.Close(context.Background())
-		entries, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
-		if len(entries) == 0 {
-			t.Fatal("no cache entry was written")
-		}
-		for _, e := range entries {
-			if err := corrupt(e); err != nil {
-				t.Fatal(err)
+	for _, resealed := range []bool{false, true} {
+		for _, corrupt := range []func(string) error{
+			func(p string) error { return os.Truncate(p, 20) },
+			func(p string) error { return os.WriteFile(p, []byte("garbage, not a cache entry"), 0o600) },
+		} {
+			dir := t.TempDir()
+			sb := newSandbox(t, sandbox.Config{CacheDir: dir})
+			compile(t, sb, hostile("counter"))
+			_ = sb.Close(context.Background())
+			entries := cacheEntries(t, dir)
+			for _, e := range entries {
+				if err := corrupt(e); err != nil {
+					t.Fatal(err)
+				}
+				if resealed {
+					reseal(t, dir, e)
+				}
+			}
+			var why string
+			removed := 0
+			sb = newSandbox(t, sandbox.Config{CacheDir: dir, CacheRepaired: func(w string, n int) { why, removed = w, n }})
+			m := compile(t, sb, hostile("counter"))
+			want := "did not match their seal"
+			if resealed {
+				want = "compilationcache"
+			}
+			if !strings.Contains(why, want) || removed < len(entries) {
+				t.Fatalf("resealed %v: repaired: %q, %d of %d entries removed", resealed, why, removed, len(entries))
+			}
+			if _, err, _ := call(t, m, 10*time.Second); err != nil {
+				t.Fatalf("the module after the repair: %v", err)
 			}
 		}
-		var why string
-		removed := 0
-		sb = newSandbox(t, sandbox.Config{CacheDir: dir, CacheRepaired: func(w string, n int) { why, removed = w, n }})
-		m := compile(t, sb, hostile("counter"))
-		if !strings.Contains(why, "compilationcache") || removed != len(entries) {
-			t.Fatalf("repaired: %q, %d of %d entries removed", why, removed, len(entries))
+	}
+}
+
+// TestACacheEntryIsVerifiedWholeBeforeItRuns: in twins, kindgi_call
+// answers "first" and the export second "second"; with the cache entry's
+// function offsets of the two swapped (outside wazero's checksum), the
+// entry's seal fails, it is removed, and the call answers "first". On main
+// the swapped entry was loaded and the call answered "second": code other
+// than compiled ran.
+func TestACacheEntryIsVerifiedWholeBeforeItRuns(t *testing.T) {
+	dir := t.TempDir()
+	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
+	compile(t, sb, hostile("twins"))
+	_ = sb.Close(context.Background())
+	for _, e := range cacheEntries(t, dir) {
+		b, err := os.ReadFile(e)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, err, _ := call(t, m, 10*time.Second); err != nil {
-			t.Fatalf("the module after the repair: %v", err)
+		// WAZEVO, the version's length and bytes, the function count, then
+		// 8 bytes of offset per function: kindgi_call and second come first.
+		at := 6 + 1 + int(b[6]) + 4
+		if n := binary.LittleEndian.Uint32(b[at-4:]); n < 2 {
+			t.Fatalf("%d functions in the entry", n)
 		}
+		first, second := b[at:at+8], b[at+8:at+16]
+		var tmp [8]byte
+		copy(tmp[:], first)
+		copy(first, second)
+		copy(second, tmp[:])
+		if err := os.WriteFile(e, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := 0
+	sb = newSandbox(t, sandbox.Config{CacheDir: dir, CacheRepaired: func(_ string, n int) { removed = n }})
+	m := compile(t, sb, hostile("twins"))
+	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{}`)})
+	if err != nil || string(rep.Body) != `"first"` || removed == 0 {
+		t.Fatalf("after swapping the offsets: %s %v, %d entries removed", rep.Body, err, removed)
+	}
+}
+
+// TestCompilationsSealWhatTheyWrite: modules compiled at once into one
+// cache all leave sealed entries, so none is removed at the next start,
+// and the key stays its owner's alone.
+func TestCompilationsSealWhatTheyWrite(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"counter", "loop", "sleep", "twins", "fill", "grow"}
+	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
+	done := make(chan struct{})
+	for _, name := range names {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			compile(t, sb, hostile(name))
+		}()
+	}
+	for range names {
+		<-done
+	}
+	_ = sb.Close(context.Background())
+	entries := cacheEntries(t, dir)
+	if len(entries) != len(names) {
+		t.Fatalf("%d entries for %d modules", len(entries), len(names))
+	}
+	for _, e := range entries {
+		if _, err := os.Stat(e + ".seal"); err != nil {
+			t.Errorf("%s: %v", e, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "packd-cache.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the key: %v %v", fi, err)
+	}
+	removed := 0
+	sb = newSandbox(t, sandbox.Config{CacheDir: dir, CacheRepaired: func(_ string, n int) { removed += n }})
+	for _, name := range names {
+		compile(t, sb, hostile(name))
+	}
+	if removed != 0 {
+		t.Fatalf("%d sealed entries removed", removed)
 	}
 }

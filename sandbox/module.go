@@ -75,6 +75,12 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
+	if s.seals != nil {
+		if removed := s.seals.begin(); removed > 0 && s.cfg.CacheRepaired != nil {
+			s.cfg.CacheRepaired(fmt.Sprintf("%d entries did not match their seal", removed), removed)
+		}
+		defer s.seals.end()
+	}
 	compiled, err := s.compileBounded(ctx, metered)
 	if err != nil && s.cfg.CacheDir != "" && corruptCache(err) {
 		// A corrupt entry (truncated, overwritten) fails every compilation

@@ -38,7 +38,9 @@ const (
 // Config configures a Sandbox. The zero value works: no disk cache, the
 // defaults above, guest output discarded.
 type Config struct {
-	// CacheDir holds wazero's compilation cache; empty keeps it in memory.
+	// CacheDir holds wazero's compilation cache, each entry sealed and
+	// verified whole before its code runs (cacheseal.go); empty keeps it in
+	// memory.
 	CacheDir string
 	// MemoryLimitPages bounds every instance's linear memory (64 KiB pages).
 	MemoryLimitPages uint32
@@ -84,9 +86,10 @@ type Config struct {
 	// happens to pooled instances (for metrics); it must not block.
 	PoolSize   int
 	PoolEvents func(PoolEvent)
-	// CacheRepaired, if set, is told when a compilation found the cache in
-	// CacheDir corrupt (why) and its entries were removed (how many) so
-	// that the module compiled anew (see Compile).
+	// CacheRepaired, if set, is told when a compilation found entries of
+	// the cache in CacheDir that did not match their seal, or that wazero
+	// could not read (why), and removed them (how many), so that the module
+	// compiled anew (see Compile).
 	CacheRepaired func(why string, removed int)
 	// MaxStackBytes bounds a call's wasm stack, estimated from the frames
 	// of the functions open (8 bytes per param, local and result, plus 64);
@@ -99,6 +102,7 @@ type Sandbox struct {
 	cfg            Config
 	rt             wazero.Runtime
 	cache          wazero.CompilationCache
+	seals          *cacheSeals // with cache: the seals of its entries
 	modCfg         wazero.ModuleConfig
 	stdout, stderr *lineq.Queue
 	mem            memBudget
@@ -164,11 +168,17 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	// the context is done.
 	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages - uint32(tablePages))
 	if cfg.CacheDir != "" {
+		seals, err := openSeals(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: opening compilation cache: %w", err)
+		}
+		s.seals = seals
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: opening compilation cache: %w", err)
 		}
 		s.cache = cache
+		seals.useVersions()
 		rc = rc.WithCompilationCache(cache)
 	}
 	s.rt = wazero.NewRuntimeWithConfig(ctx, rc)

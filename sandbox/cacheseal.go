@@ -1,0 +1,234 @@
+package sandbox
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The compilation cache's seals. wazero's file cache holds native code that
+// packd maps executable, and part of an entry (its table of function
+// offsets) is outside wazero's own checksum: a byte changed there runs
+// other code than was compiled. So every entry gets a seal beside it,
+// <entry>.seal, an HMAC-SHA256 of its name and bytes under the cache's key
+// (cacheKeyFile in CacheDir, made at first use, readable by its owner
+// alone). Before a compilation reads the cache, every entry this sandbox
+// has not verified yet is read whole and checked; one without a seal, or
+// whose seal does not match, is removed with it (Config.CacheRepaired says
+// how many), and the module is compiled anew. After a compilation the
+// entries without a seal, the ones it wrote, are sealed. An entry without a
+// seal is left alone while another compilation of this sandbox is running,
+// since it may be that one's, not yet sealed.
+
+const (
+	cacheKeyFile = "packd-cache.key"
+	sealSuffix   = ".seal"
+	cacheKeyLen  = 32
+)
+
+type cacheSeals struct {
+	dir string
+	key []byte
+	// versions are the directories of wazero's versions whose entries are
+	// verified: this build's (see wazeroDir), else all of them.
+	versions []string
+
+	mu       sync.Mutex
+	running  int                   // compilations between begin and end
+	verified map[string]entryStamp // entries verified or sealed, by path
+}
+
+// entryStamp is what an entry looked like when it was verified: one that
+// changed since is verified again.
+type entryStamp struct {
+	size int64
+	mod  time.Time
+}
+
+// openSeals reads the cache's key, making it when there is none (or when
+// it is not a key: every seal made with the old one then fails, and its
+// entry is compiled again).
+func openSeals(dir string) (*cacheSeals, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, cacheKeyFile)
+	key, err := os.ReadFile(path)
+	if err != nil || len(key) != cacheKeyLen {
+		if err := makeKey(path, errors.Is(err, fs.ErrNotExist)); err != nil {
+			return nil, fmt.Errorf("making the cache key %s: %w", path, err)
+		}
+		if key, err = os.ReadFile(path); err != nil || len(key) != cacheKeyLen {
+			return nil, fmt.Errorf("reading the cache key %s: %v (%d bytes)", path, err, len(key))
+		}
+	}
+	return &cacheSeals{dir: dir, key: key, verified: map[string]entryStamp{}}, nil
+}
+
+// makeKey writes a new random key at path: beside none (missing: another
+// process making one at once wins, and both read what is on disk), or over
+// a file that is not a key.
+func makeKey(path string, missing bool) error {
+	key := make([]byte, cacheKeyLen)
+	_, _ = rand.Read(key)
+	tmp, err := os.CreateTemp(filepath.Dir(path), cacheKeyFile+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(key)
+	if err := errors.Join(werr, tmp.Close(), os.Chmod(tmp.Name(), 0o600)); err != nil {
+		return err
+	}
+	if !missing {
+		return os.Rename(tmp.Name(), path)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// useVersions picks the directories whose entries are verified, once
+// wazero has made its own: only this build's wazero reads the cache, and a
+// directory shared by several versions of packd holds entries of each.
+func (c *cacheSeals) useVersions() {
+	if own := wazeroDir(c.dir); own != "" {
+		if fi, err := os.Stat(own); err == nil && fi.IsDir() {
+			c.versions = []string{own}
+			return
+		}
+	}
+	c.versions, _ = filepath.Glob(filepath.Join(c.dir, "wazero-*"))
+}
+
+// wazeroDir is the directory wazero keeps this build's entries in under
+// dir, named as wazero names it (wazero-<its version>-<arch>-<os>, the
+// version from the build's dependencies), or "" when the build does not
+// say; useVersions checks that it exists.
+func wazeroDir(dir string) string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	v := ""
+	for _, dep := range info.Deps {
+		if strings.Contains(dep.Path, "github.com/tetratelabs/wazero") {
+			v = dep.Version
+		}
+	}
+	if v == "" || v == "(devel)" {
+		return ""
+	}
+	return filepath.Join(dir, "wazero-"+v+"-"+runtime.GOARCH+"-"+runtime.GOOS)
+}
+
+// begin verifies the entries not verified yet before a compilation reads
+// the cache, and reports how many it removed.
+func (c *cacheSeals) begin() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	removed := c.walk(c.running == 0)
+	c.running++
+	return removed
+}
+
+// end seals what a compilation wrote.
+func (c *cacheSeals) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running--
+	c.walk(false)
+}
+
+// walk verifies every entry not verified yet: it removes one whose seal
+// does not match, and one without a seal when unsealed is true; otherwise
+// it seals an entry that has none. It reports how many it removed.
+func (c *cacheSeals) walk(unsealed bool) (removed int) {
+	for _, v := range c.versions {
+		entries, _ := os.ReadDir(v)
+		for _, e := range entries {
+			name := e.Name()
+			path := filepath.Join(v, name)
+			if !e.Type().IsRegular() || strings.HasSuffix(name, ".tmp") {
+				continue
+			}
+			if entry, ok := strings.CutSuffix(name, sealSuffix); ok {
+				if _, err := os.Lstat(filepath.Join(v, entry)); errors.Is(err, fs.ErrNotExist) {
+					_ = os.Remove(path) // a seal whose entry is gone
+				}
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			stamp := entryStamp{info.Size(), info.ModTime()}
+			if c.verified[path] == stamp {
+				continue
+			}
+			seal, err := os.ReadFile(path + sealSuffix)
+			switch {
+			case err == nil && c.matches(path, name, seal):
+				c.verified[path] = stamp
+			case err == nil || unsealed:
+				delete(c.verified, path)
+				if os.Remove(path) == nil {
+					removed++
+				}
+				_ = os.Remove(path + sealSuffix)
+			default: // written by a compilation of ours: seal it
+				if mac, ok := c.mac(path, name); ok && writeSeal(path+sealSuffix, mac) == nil {
+					c.verified[path] = stamp
+				}
+			}
+		}
+	}
+	return removed
+}
+
+func (c *cacheSeals) matches(path, name string, seal []byte) bool {
+	mac, ok := c.mac(path, name)
+	return ok && hmac.Equal(mac, seal)
+}
+
+// mac is the seal an entry should have: its name and bytes, read whole.
+func (c *cacheSeals) mac(path, name string) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	h := hmac.New(sha256.New, c.key)
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, false
+	}
+	return h.Sum(nil), true
+}
+
+// writeSeal writes a seal whole or not at all.
+func writeSeal(path string, mac []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(mac)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
