@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -31,9 +32,11 @@ func charge(ctx context.Context, mod api.Module, units int64) {
 		stopForContext()
 	}
 	st := stateFrom(ctx)
-	if st.pastDeadline() {
-		stopForDeadline()
+	now := time.Now()
+	if st.hasDeadline && !now.Before(st.deadline) {
+		stopForDeadline() // by the clock: the context's timer may be late
 	}
+	st.yield(now)
 	g := st.fuel
 	if g == nil || st.fuelOf != mod {
 		var ok bool

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -36,17 +37,31 @@ type callState struct {
 	// context's timer fires late when every core is busy in guest code.
 	deadline    time.Time
 	hasDeadline bool
+	// ranSince is when the guest last let other goroutines run (yield).
+	ranSince time.Time
 }
 
 // bind notes the deadline of the context the call runs under.
 func (st *callState) bind(ctx context.Context) {
 	st.deadline, st.hasDeadline = ctx.Deadline()
+	st.ranSince = time.Now()
 }
 
-// pastDeadline reports whether the call's deadline has passed by the
-// clock, whether or not its context's timer has fired yet.
-func (st *callState) pastDeadline() bool {
-	return st.hasDeadline && !time.Now().Before(st.deadline)
+// yieldEvery is how long a guest runs before the fuel refill lets the
+// other goroutines waiting for a core run.
+const yieldEvery = time.Millisecond
+
+// yield lets the goroutines waiting for a core run once the guest has run
+// for yieldEvery. Go preempts a goroutine only after 10 ms, and code in
+// wasm only where it calls the host, so with every core in guest code a
+// call whose sleep ended (or whose deadline came) waited up to 10 ms for
+// each guest ahead of it: answers came tens of milliseconds past their
+// deadline.
+func (st *callState) yield(now time.Time) {
+	if now.Sub(st.ranSince) >= yieldEvery {
+		runtime.Gosched()
+		st.ranSince = time.Now()
+	}
 }
 
 type stateKey struct{}
