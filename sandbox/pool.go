@@ -191,13 +191,13 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		p.put(pi, now)
 		return Reply{}, ErrMemoryShare
 	}
-	defer pi.mem.detach()
 	pi.mem.limit = req.MemoryLimit
 	st := &pi.state
 	s.initState(st, req, budget)
 	keep := false
 	defer func() {
 		err = s.settle(&rep, err, st, budget, pi.memory, pi.fuel, pi.stack)
+		pi.mem.detach() // before another call can take the instance
 		keep = keep && err == nil
 		switch {
 		case !keep:
