@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -82,6 +83,9 @@ func classify(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, ErrDeadline) { // the clock said so before the timer
 		return ErrDeadline
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return ErrDeadline // a failure after the deadline, the timer late
 	}
 	var abiErr *ABIError
 	if errors.As(err, &abiErr) {

@@ -57,6 +57,8 @@ type callMemory struct {
 	// held what it was charged (account.go).
 	account *MemoryAccount
 	held    int64
+	// state is the call's, for its deadline (memory_linux.go: populate).
+	state *callState
 }
 
 // fits reports whether the memory may be size bytes under the call's limit.
@@ -119,6 +121,15 @@ func (c *callMemory) take(n int64) bool {
 	}
 	c.prepaid -= from
 	return true
+}
+
+// give gives back n bytes taken for a grow that did not happen.
+func (c *callMemory) give(n int64) {
+	c.budget.give(n)
+	if c.account != nil {
+		c.account.give(n)
+		c.held -= n
+	}
 }
 
 // release gives back what was reserved and never allocated.

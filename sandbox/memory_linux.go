@@ -82,12 +82,49 @@ func (m *mmapMemory) Reallocate(size uint64) []byte {
 		return nil
 	}
 	if size > m.size {
-		if !m.call.take(int64(size - m.size)) {
+		n := int64(size - m.size)
+		if !m.call.take(n) {
+			return nil
+		}
+		// What a memory.grow adds is faulted in here, where its price is
+		// paid and the deadline can stop it; what the instance starts
+		// with is not (it may map a snapshot's image, shared until
+		// written).
+		if m.size > 0 && !m.call.populate(m.buf[m.size:size]) {
+			m.call.give(n)
 			return nil
 		}
 		m.size = size
 	}
 	return m.buf[:size:size]
+}
+
+// madvPopulateWrite faults pages in writable (Linux 5.14+).
+const madvPopulateWrite = 23
+
+// populateChunk is the bytes faulted in between two looks at the deadline.
+const populateChunk = 4 << 20
+
+// populate faults in the pages of b, memory a memory.grow just added, in
+// chunks, each after a look at the call's deadline; it reports false,
+// leaving the rest, once the deadline has passed (the grow then fails and
+// the guest is stopped at its next refill). Every page of freshly mapped
+// memory is a fault on first touch, which fuel cannot see: a guest that
+// grew 1 GiB at once and wrote a byte to each 4 KiB page spent ten units of
+// fuel a fault, and ran far past its deadline between two refills.
+func (c *callMemory) populate(b []byte) bool {
+	for off := 0; off < len(b); off += populateChunk {
+		if c.state != nil && c.state.hasDeadline && !time.Now().Before(c.state.deadline) {
+			return false
+		}
+		chunk := b[off:min(off+populateChunk, len(b))]
+		if syscall.Madvise(chunk, madvPopulateWrite) != nil {
+			for i := 0; i < len(chunk); i += pageSize {
+				chunk[i] = 0 // an older kernel: a write faults the page in
+			}
+		}
+	}
+	return true
 }
 
 // Free gives the mapping back to the pool, and its bytes to the budget.

@@ -193,6 +193,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	}
 	pi.mem.limit = req.MemoryLimit
 	st := &pi.state
+	pi.mem.state = st
 	s.initState(st, req, budget)
 	keep := false
 	defer func() {

@@ -61,6 +61,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 		fuel = min(fuel, budget)
 	}
 	st := s.newState(Request{Env: env}, fuel)
+	mem.state = st
 	lctx = context.WithValue(lctx, stateKey{}, st)
 	st.bind(lctx)
 	lctx = experimental.WithMemoryAllocator(lctx, mem.allocator())

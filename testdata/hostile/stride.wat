@@ -1,0 +1,36 @@
+(module
+  ;; hostile fixture: grows its memory by 2 GiB in one memory.grow, then
+  ;; writes one byte to every 4 KiB page of it, sixteen pages a loop (each
+  ;; page a first touch, a page fault, for about three units of fuel), then
+  ;; spins
+  (import "kindgi" "response_write" (func $response_write (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"tools\":[\"hostile.stride\"],\"checks\":[]}")
+  (func (export "kindgi_abi_version") (result i32) (i32.const 1))
+  (func (export "kindgi_describe") (result i32)
+    (call $response_write (i32.const 0) (i32.const 40))
+    (i32.const 0))
+  (func (export "kindgi_call") (result i32)
+    (local $p i32)
+    (if (i32.eq (memory.grow (i32.const 32768)) (i32.const -1)) (then (unreachable)))
+    (local.set $p (i32.const 65536))
+    (loop $touch
+      (i32.store8 offset=0 (local.get $p) (i32.const 1))
+      (i32.store8 offset=4096 (local.get $p) (i32.const 1))
+      (i32.store8 offset=8192 (local.get $p) (i32.const 1))
+      (i32.store8 offset=12288 (local.get $p) (i32.const 1))
+      (i32.store8 offset=16384 (local.get $p) (i32.const 1))
+      (i32.store8 offset=20480 (local.get $p) (i32.const 1))
+      (i32.store8 offset=24576 (local.get $p) (i32.const 1))
+      (i32.store8 offset=28672 (local.get $p) (i32.const 1))
+      (i32.store8 offset=32768 (local.get $p) (i32.const 1))
+      (i32.store8 offset=36864 (local.get $p) (i32.const 1))
+      (i32.store8 offset=40960 (local.get $p) (i32.const 1))
+      (i32.store8 offset=45056 (local.get $p) (i32.const 1))
+      (i32.store8 offset=49152 (local.get $p) (i32.const 1))
+      (i32.store8 offset=53248 (local.get $p) (i32.const 1))
+      (i32.store8 offset=57344 (local.get $p) (i32.const 1))
+      (i32.store8 offset=61440 (local.get $p) (i32.const 1))
+      (br_if $touch (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 65536))) (i32.const 0x80010000))))
+    (loop $forever (br $forever))
+    (i32.const 0)))
