@@ -4,8 +4,8 @@
 // on or off, times tenant B's sequential echo calls for 5 s alone, then
 // for 5 s beside tenant A's 64 callers, half looping 500 ms sleeps and half
 // looping hogs (192 MiB each, every page touched, held for 1 s), each
-// retrying a refusal after 10 ms, and prints B's refusals and p99 both ways
-// (make fairload).
+// retrying a refusal, or a hog refused its memory, after 10 ms, and prints
+// B's refusals and p99 both ways (make fairload).
 //
 //	fairload bin/packd wasm-examples/conformance/index.json testdata/hostile/hog.wasm on|off
 package main
@@ -106,6 +106,7 @@ func run(packd, index, hog, share string) error {
 					done.Add(1)
 				case status == 200: // the hog's grow was refused: it threw
 					starved.Add(1)
+					time.Sleep(10 * time.Millisecond) // a refusal of its memory
 				default:
 					refused.Add(1)
 					time.Sleep(10 * time.Millisecond)
