@@ -103,8 +103,9 @@ func (m *mmapMemory) Reallocate(size uint64) []byte {
 // madvPopulateWrite faults pages in writable (Linux 5.14+).
 const madvPopulateWrite = 23
 
-// populateChunk is the bytes faulted in between two looks at the deadline.
-const populateChunk = 4 << 20
+// populateChunk is the bytes faulted in between two looks at the deadline
+// (and chances to yield the core), a fraction of a millisecond.
+const populateChunk = 1 << 20
 
 // populate faults in the pages of b, memory a memory.grow just added, in
 // chunks, each after a look at the call's deadline; it reports false,
@@ -115,8 +116,12 @@ const populateChunk = 4 << 20
 // fuel a fault, and ran far past its deadline between two refills.
 func (c *callMemory) populate(b []byte) bool {
 	for off := 0; off < len(b); off += populateChunk {
-		if c.state != nil && c.state.hasDeadline && !time.Now().Before(c.state.deadline) {
-			return false
+		if st := c.state; st != nil {
+			now := time.Now()
+			if st.hasDeadline && !now.Before(st.deadline) {
+				return false
+			}
+			st.yield(now) // as guest code does at its refills
 		}
 		chunk := b[off:min(off+populateChunk, len(b))]
 		// A raw call keeps the core's P, as the guest's own faults would: a

@@ -13,7 +13,7 @@ const DefaultTenantShareWindow = 2 * time.Second
 
 // DefaultTenantSharePause is how long a call refused for its tenant's
 // share waits before its answer (Config.TenantSharePause).
-const DefaultTenantSharePause = 100 * time.Millisecond
+const DefaultTenantSharePause = 250 * time.Millisecond
 
 // fairShare keeps one tenant from holding the whole concurrency cap, or
 // the whole memory budget, while other tenants call: with n tenants active
