@@ -225,13 +225,41 @@ func resetWritten(lin *mmapMemory) (pages int, how PoolReason) {
 		}
 		how = ResetPagemap
 	}
+	if pages > giveBackFrom {
+		// A call wrote more than an idle instance keeps private: give the
+		// pages back (they read as the image again, shared, and take no
+		// memory of their own), so that the next resets copy only what
+		// the next calls write.
+		kept := known.runs[:0] // the runs still private: copied back
+		for _, r := range known.runs {
+			if syscall.Madvise(b[r.off:r.off+r.len], syscall.MADV_DONTNEED) != nil {
+				copy(b[r.off:r.off+r.len], img.data[r.off:r.off+r.len])
+				kept = append(kept, r)
+			}
+		}
+		known.runs = kept
+		faults, counted = faultCount() // the private pages are these until a fault
+		known.valid, known.faults = counted, faults
+		return pages, how
+	}
+	for _, r := range known.runs {
+		copy(b[r.off:r.off+r.len], img.data[r.off:r.off+r.len])
+	}
 	known.valid, known.faults = counted, faults
 	return pages, how
 }
 
+// giveBackFrom is the private pages (written since the image was mapped)
+// past which a reset gives them back to the image instead of copying the
+// image over them: a page once written stayed private, so after one call
+// that wrote 64 MiB every reset of the instance copied 16,385 pages (8.3 ms
+// instead of 6.8 µs) and its memory stayed resident. Below it, copying
+// beats faulting the pages in again on the next call's writes.
+const giveBackFrom = 256
+
 // scanWritten is resetWritten with PAGEMAP_SCAN; unsupported reports
-// that this kernel does not have it. The runs it copied are appended to
-// known.
+// that this kernel does not have it. The private runs it found are
+// appended to known.
 func scanWritten(b []byte, img *memImage, known *privatePages) (pages int, ok, unsupported bool) {
 	var regions [64]pageRegion
 	base := uint64(uintptr(unsafe.Pointer(&b[0])))
@@ -249,7 +277,6 @@ func scanWritten(b []byte, img *memImage, known *privatePages) (pages int, ok, u
 		}
 		for _, r := range regions[:n] {
 			o, l := r.start-base, r.end-r.start
-			copy(b[o:o+l], img.data[o:o+l])
 			pages += int(l / pageSize)
 			known.runs = append(known.runs, pageRun{o, l})
 		}
@@ -263,8 +290,8 @@ func scanWritten(b []byte, img *memImage, known *privatePages) (pages int, ok, u
 }
 
 // readWritten is resetWritten reading /proc/self/pagemap: one 8-byte
-// entry per page, 512 pages per read. The runs it copied are appended to
-// known.
+// entry per page, 512 pages per read. The private runs it found are
+// appended to known.
 func readWritten(b []byte, img *memImage, known *privatePages) (pages int, ok bool) {
 	var raw [512 * 8]byte
 	first := uintptr(unsafe.Pointer(&b[0])) / pageSize
@@ -285,7 +312,6 @@ func readWritten(b []byte, img *memImage, known *privatePages) (pages int, ok bo
 				j++
 			}
 			o, e := (p+i)*pageSize, (p+j)*pageSize
-			copy(b[o:e], img.data[o:e])
 			pages += j - i
 			known.runs = append(known.runs, pageRun{uint64(o), uint64(e - o)})
 			i = j
