@@ -44,16 +44,43 @@ type cacheSeals struct {
 	// verified: this build's (see wazeroDir), else all of them.
 	versions []string
 
-	mu       sync.Mutex
-	running  int                   // compilations between begin and end
-	verified map[string]entryStamp // entries verified or sealed, by path
+	mu      sync.Mutex
+	running int // compilations between begin and end
+}
+
+// verifiedEntries are the entries verified or sealed in this process, by
+// path, with what each looked like then: every sandbox of the process
+// over the same directory reads an entry once, not once each (the tests
+// make hundreds of sandboxes over one cache, and each read it all).
+var verifiedEntries = struct {
+	sync.Mutex
+	m map[string]entryStamp
+}{m: map[string]entryStamp{}}
+
+func isVerified(path string, stamp entryStamp) bool {
+	verifiedEntries.Lock()
+	defer verifiedEntries.Unlock()
+	return verifiedEntries.m[path] == stamp
+}
+
+func setVerified(path string, stamp entryStamp, ok bool) {
+	verifiedEntries.Lock()
+	defer verifiedEntries.Unlock()
+	if ok {
+		verifiedEntries.m[path] = stamp
+	} else {
+		delete(verifiedEntries.m, path)
+	}
 }
 
 // entryStamp is what an entry looked like when it was verified: one that
-// changed since is verified again.
+// changed since (its size, times or inode: replaced, or written in place)
+// is verified again.
 type entryStamp struct {
-	size int64
-	mod  time.Time
+	size       int64
+	mod        time.Time
+	ctime, ino int64
+	ctimeNanos int64
 }
 
 // openSeals reads the cache's key, making it when there is none (or when
@@ -73,7 +100,7 @@ func openSeals(dir string) (*cacheSeals, error) {
 			return nil, fmt.Errorf("reading the cache key %s: %v (%d bytes)", path, err, len(key))
 		}
 	}
-	return &cacheSeals{dir: dir, key: key, verified: map[string]entryStamp{}}, nil
+	return &cacheSeals{dir: dir, key: key}, nil
 }
 
 // makeKey writes a new random key at path: beside none (missing: another
@@ -174,23 +201,23 @@ func (c *cacheSeals) walk(unsealed bool) (removed int) {
 			if err != nil {
 				continue
 			}
-			stamp := entryStamp{info.Size(), info.ModTime()}
-			if c.verified[path] == stamp {
+			stamp := stampOf(info)
+			if isVerified(path, stamp) {
 				continue
 			}
 			seal, err := os.ReadFile(path + sealSuffix)
 			switch {
 			case err == nil && c.matches(path, name, seal):
-				c.verified[path] = stamp
+				setVerified(path, stamp, true)
 			case err == nil || unsealed:
-				delete(c.verified, path)
+				setVerified(path, stamp, false)
 				if os.Remove(path) == nil {
 					removed++
 				}
 				_ = os.Remove(path + sealSuffix)
 			default: // written by a compilation of ours: seal it
 				if mac, ok := c.mac(path, name); ok && writeSeal(path+sealSuffix, mac) == nil {
-					c.verified[path] = stamp
+					setVerified(path, stamp, true)
 				}
 			}
 		}

@@ -541,6 +541,24 @@ void kindgi_http_free(kindgi_http_response *r) {
 /* ---- the exports ---- */
 #ifdef __wasm__
 
+/* Heap headroom. A wasm memory never shrinks, and packd closes a pooled
+ * instance whose call grew its memory instead of resetting it, so every
+ * call that needed a little more heap than the snapshot had paid for a new
+ * instance. At start-up (in _initialize, before packd takes the snapshot)
+ * the SDK has malloc take KINDGI_HEAP_HEADROOM bytes from the host and
+ * gives them back to the heap: a call that allocates less than that keeps
+ * its instance. The pages cost nothing until written. Define
+ * KINDGI_HEAP_HEADROOM before the implementation to change it (0: none). */
+#ifndef KINDGI_HEAP_HEADROOM
+#define KINDGI_HEAP_HEADROOM (2 << 20)
+#endif
+__attribute__((constructor)) static void kindgi_reserve_heap_(void) {
+    if (KINDGI_HEAP_HEADROOM > 0) {
+        void *volatile p = malloc(KINDGI_HEAP_HEADROOM); /* volatile: kept */
+        free(p);
+    }
+}
+
 __attribute__((export_name("kindgi_abi_version"))) int32_t kindgi_abi_version(void) { return KINDGI_ABI_VERSION; }
 
 static void kindgi_raw_member_(kindgi_out *o, const char *key, const char *json) {

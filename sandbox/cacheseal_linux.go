@@ -1,0 +1,15 @@
+package sandbox
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// stampOf is what an entry looks like now: its size, its times and inode.
+func stampOf(info fs.FileInfo) entryStamp {
+	st := entryStamp{size: info.Size(), mod: info.ModTime()}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		st.ctime, st.ctimeNanos, st.ino = sys.Ctim.Sec, sys.Ctim.Nsec, int64(sys.Ino)
+	}
+	return st
+}
