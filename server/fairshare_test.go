@@ -75,34 +75,10 @@ func TestFairShareSplitsTheCapBetweenCallingTenants(t *testing.T) {
 // next call is answered (on main A took all four slots and B got 503
 // overloaded).
 func TestATenantCannotTakeTheWholeCap(t *testing.T) {
-	p, err := host.Load(context.Background(), host.Config{
-		IndexPath: filepath.Join("..", "wasm-examples", "conformance", "index.json"),
-		Sandbox:   host.SandboxConfig{CacheDir: filepath.Join(t.TempDir(), "cache")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	s, err := New(Config{Pack: p, Token: "tok", MaxConcurrency: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	client := &http.Client{Timeout: 30 * time.Second}
+	_, ts := servedPack(t, conformanceIndex, host.SandboxConfig{}, Config{MaxConcurrency: 4})
 	post := func(tenant, tool, input string) (int, string) {
-		body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":%q},"input":%s,"ctx":{"tenantId":%q,"runId":"r"}}`, tool, input, tenant)
-		req, _ := http.NewRequest("POST", ts.URL+"/v1/invoke", strings.NewReader(body))
-		req.Header.Set("Kindgi-Pack-Token", "tok")
-		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
-		if err != nil {
-			t.Error(err)
-			return 0, ""
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		status, body, _ := invokeAs(t, ts, tenant, tool, input)
+		return status, body
 	}
 	if status, body := post("B", "conformance.echo", `{"message":"alone"}`); status != 200 {
 		t.Fatalf("B alone: %d %s", status, body)
@@ -154,34 +130,11 @@ func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "index.json"), []byte(index), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := host.Load(context.Background(), host.Config{
-		IndexPath: filepath.Join(dir, "index.json"),
-		Sandbox:   host.SandboxConfig{CacheDir: filepath.Join(dir, "cache"), MemoryBudget: 400 << 20, PoolSize: 4},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	s, err := New(Config{Pack: p, Token: "tok", MaxConcurrency: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	client := &http.Client{Timeout: 30 * time.Second}
+	_, ts := servedPack(t, filepath.Join(dir, "index.json"), host.SandboxConfig{CacheDir: filepath.Join(dir, "cache"), MemoryBudget: 400 << 20, PoolSize: 4},
+		Config{MaxConcurrency: 8})
 	hogFor := func(tenant string) string {
-		body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"hostile.hog"},"input":{},"ctx":{"tenantId":%q,"runId":"r"}}`, tenant)
-		req, _ := http.NewRequest("POST", ts.URL+"/v1/invoke", strings.NewReader(body))
-		req.Header.Set("Kindgi-Pack-Token", "tok")
-		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
-		if err != nil {
-			t.Error(err)
-			return ""
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return fmt.Sprintf("%d %s", res.StatusCode, b)
+		status, body, _ := invokeAs(t, ts, tenant, "hostile.hog", "{}")
+		return fmt.Sprintf("%d %s", status, body)
 	}
 	const fed = `200 {"v":2,"kind":"result","output":{}}`
 	if got := hogFor("B"); got != fed {
@@ -219,35 +172,10 @@ func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
 // Before the pause a tenant's 64 callers retrying every 10 ms made 4,900
 // refusals a second, and B's p99 went to 3x (make fairload).
 func TestARefusalForTheShareWaitsWithoutASlot(t *testing.T) {
-	p, err := host.Load(context.Background(), host.Config{
-		IndexPath: filepath.Join("..", "wasm-examples", "conformance", "index.json"),
-		Sandbox:   host.SandboxConfig{CacheDir: filepath.Join(t.TempDir(), "cache")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	s, err := New(Config{Pack: p, Token: "tok", MaxConcurrency: 2, TenantSharePause: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	client := &http.Client{Timeout: 30 * time.Second}
+	_, ts := servedPack(t, conformanceIndex, host.SandboxConfig{}, Config{MaxConcurrency: 2, TenantSharePause: 2 * time.Second})
 	post := func(tenant, tool, input string) (int, time.Duration) {
-		body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":%q},"input":%s,"ctx":{"tenantId":%q,"runId":"r"}}`, tool, input, tenant)
-		req, _ := http.NewRequest("POST", ts.URL+"/v1/invoke", strings.NewReader(body))
-		req.Header.Set("Kindgi-Pack-Token", "tok")
-		req.Header.Set("Content-Type", "application/json")
-		start := time.Now()
-		res, err := client.Do(req)
-		if err != nil {
-			t.Error(err)
-			return 0, 0
-		}
-		defer res.Body.Close()
-		_, _ = io.ReadAll(res.Body)
-		return res.StatusCode, time.Since(start)
+		status, _, took := invokeAs(t, ts, tenant, tool, input)
+		return status, took
 	}
 	if status, _ := post("B", "conformance.echo", `{"message":"b"}`); status != 200 {
 		t.Fatalf("B alone: %d", status)
@@ -276,4 +204,49 @@ func TestARefusalForTheShareWaitsWithoutASlot(t *testing.T) {
 	if status := <-held; status != 200 {
 		t.Errorf("A's held call: %d", status)
 	}
+}
+
+var conformanceIndex = filepath.Join("..", "wasm-examples", "conformance", "index.json")
+
+// servedPack serves the pack of index, loaded with sb (its cache in a
+// temporary directory unless sb names one), under cfg with the token "tok",
+// until the test ends.
+func servedPack(t *testing.T, index string, sb host.SandboxConfig, cfg Config) (*Server, *httptest.Server) {
+	t.Helper()
+	if sb.CacheDir == "" {
+		sb.CacheDir = filepath.Join(t.TempDir(), "cache")
+	}
+	p, err := host.Load(context.Background(), host.Config{IndexPath: index, Sandbox: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	cfg.Pack, cfg.Token = p, "tok"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+var shareClient = &http.Client{Timeout: 30 * time.Second}
+
+// invokeAs invokes tool with input for tenant, and returns the answer's
+// status and body, and how long it took to come.
+func invokeAs(t *testing.T, ts *httptest.Server, tenant, tool, input string) (int, string, time.Duration) {
+	body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":%q},"input":%s,"ctx":{"tenantId":%q,"runId":"r"}}`, tool, input, tenant)
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/invoke", strings.NewReader(body))
+	req.Header.Set("Kindgi-Pack-Token", "tok")
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	res, err := shareClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, "", 0
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), time.Since(start)
 }

@@ -1,13 +1,8 @@
 package server
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,20 +16,8 @@ import (
 // (on main every other caller got 503 overloaded for as long as the slow
 // reader liked).
 func TestASlowReaderHoldsNoSlot(t *testing.T) {
-	p, err := host.Load(context.Background(), host.Config{
-		IndexPath: filepath.Join("..", "wasm-examples", "conformance", "index.json"),
-		Sandbox:   host.SandboxConfig{CacheDir: filepath.Join(t.TempDir(), "cache"), DefaultFuel: 1 << 60}, // echoing 9 MB takes more than the default
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	s, err := New(Config{Pack: p, Token: "tok", MaxConcurrency: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
+	// echoing 9 MB takes more than the default fuel
+	s, ts := servedPack(t, conformanceIndex, host.SandboxConfig{DefaultFuel: 1 << 60}, Config{MaxConcurrency: 1})
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
 	if err != nil {
@@ -56,23 +39,13 @@ func TestASlowReaderHoldsNoSlot(t *testing.T) {
 		}
 	}
 
-	small := `{"v":2,"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"hi"},"ctx":{"tenantId":"t","runId":"r"}}`
-	client := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(20 * time.Second)
 	last := ""
 	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest("POST", ts.URL+"/v1/invoke", strings.NewReader(small))
-		req.Header.Set("Kindgi-Pack-Token", "tok")
-		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		last = fmt.Sprintf("%d %s", res.StatusCode, b)
-		if res.StatusCode == 200 {
-			if string(b) != `{"v":2,"kind":"result","output":{"message":"hi"}}` {
+		status, body, _ := invokeAs(t, ts, "t", "conformance.echo", `{"message":"hi"}`)
+		last = fmt.Sprintf("%d %s", status, body)
+		if status == 200 {
+			if body != `{"v":2,"kind":"result","output":{"message":"hi"}}` {
 				t.Fatalf("the other caller: %s", last)
 			}
 			return

@@ -45,7 +45,7 @@ func (m *module) chunked(out []byte, l bulkLocals, kind int, op []byte) []byte {
 	out = appendS64(append(out, 0x41), chunkBytes) // i32.const C
 	out = append(out, 0x4d, 0x0d, 0x01)            // i32.le_u; br_if 1 (out of the block)
 	front := func(out []byte) []byte {
-		out = m.op3(out, l.d, l.s, op)
+		out = op3(out, l.d, l.s, op)
 		out = addConst(out, l.d, chunkBytes)
 		if kind != bulkFill {
 			out = addConst(out, l.s, chunkBytes)
@@ -77,7 +77,7 @@ func (m *module) chunked(out []byte, l bulkLocals, kind int, op []byte) []byte {
 }
 
 // op3 emits op on d, s and one chunk's length.
-func (m *module) op3(out []byte, d, s uint32, op []byte) []byte {
+func op3(out []byte, d, s uint32, op []byte) []byte {
 	out = appendU32(append(out, 0x20), d)
 	out = appendU32(append(out, 0x20), s)
 	out = appendS64(append(out, 0x41), chunkBytes)

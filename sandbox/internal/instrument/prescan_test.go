@@ -34,13 +34,6 @@ func TestPrescanBoundsDeclaredCounts(t *testing.T) {
 // instantiation sets up before fuel or the deadline can stop it (on main a
 // million globals were accepted and took 0.2–1.5 s to instantiate).
 func TestInstantiationCostIsBounded(t *testing.T) {
-	vec := func(id byte, n int, entry []byte) []byte {
-		body := binary.AppendUvarint(nil, uint64(n))
-		for i := 0; i < n; i++ {
-			body = append(body, entry...)
-		}
-		return append(append([]byte{id}, binary.AppendUvarint(nil, uint64(len(body)))...), body...)
-	}
 	head := []byte("\x00asm\x01\x00\x00\x00")
 	global := []byte{0x7f, 0x00, 0x41, 0x00, 0x0b} // i32, const, i32.const 0
 	element := []byte{0x01, 0x00, 0x00}            // passive, funcref, no functions
@@ -51,10 +44,10 @@ func TestInstantiationCostIsBounded(t *testing.T) {
 		entry []byte
 		what  string
 	}{{6, MaxGlobals, global, "globals"}, {9, MaxElementSegments, element, "element segments"}, {11, MaxDataSegments, data, "data segments"}} {
-		if err := Prescan(append(head, vec(c.id, c.max, c.entry)...)); err != nil {
+		if err := Prescan(append(head, repeatedSection(c.id, c.max, c.entry)...)); err != nil {
 			t.Errorf("%d %s: %v", c.max, c.what, err)
 		}
-		err := Prescan(append(head, vec(c.id, c.max+1, c.entry)...))
+		err := Prescan(append(head, repeatedSection(c.id, c.max+1, c.entry)...))
 		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), fmt.Sprintf("%d %s, over the limit of %d", c.max+1, c.what, c.max)) {
 			t.Errorf("%d %s: %v", c.max+1, c.what, err)
 		}
@@ -68,17 +61,10 @@ func TestInstantiationCostIsBounded(t *testing.T) {
 //
 //	go test -run '^$' -bench InstantiateAtTheBounds ./sandbox/internal/instrument
 func BenchmarkInstantiateAtTheBounds(b *testing.B) {
-	vec := func(id byte, n int, entry []byte) []byte {
-		body := binary.AppendUvarint(nil, uint64(n))
-		for i := 0; i < n; i++ {
-			body = append(body, entry...)
-		}
-		return append(append([]byte{id}, binary.AppendUvarint(nil, uint64(len(body)))...), body...)
-	}
 	wasm := []byte("\x00asm\x01\x00\x00\x00")
-	wasm = append(wasm, vec(6, MaxGlobals, []byte{0x7f, 0x01, 0x41, 0x00, 0x0b})...) // mutable i32 globals
-	wasm = append(wasm, vec(9, MaxElementSegments, []byte{0x01, 0x00, 0x00})...)     // passive, funcref, empty
-	wasm = append(wasm, vec(11, MaxDataSegments, []byte{0x01, 0x01, 0x2a})...)       // passive, one byte
+	wasm = append(wasm, repeatedSection(6, MaxGlobals, []byte{0x7f, 0x01, 0x41, 0x00, 0x0b})...) // mutable i32 globals
+	wasm = append(wasm, repeatedSection(9, MaxElementSegments, []byte{0x01, 0x00, 0x00})...)     // passive, funcref, empty
+	wasm = append(wasm, repeatedSection(11, MaxDataSegments, []byte{0x01, 0x01, 0x2a})...)       // passive, one byte
 	if err := Prescan(wasm); err != nil {
 		b.Fatal(err)
 	}
@@ -99,4 +85,13 @@ func BenchmarkInstantiateAtTheBounds(b *testing.B) {
 		}
 		_ = m.Close(ctx)
 	}
+}
+
+// repeatedSection is a section of id holding n copies of entry.
+func repeatedSection(id byte, n int, entry []byte) []byte {
+	body := binary.AppendUvarint(nil, uint64(n))
+	for i := 0; i < n; i++ {
+		body = append(body, entry...)
+	}
+	return append(append([]byte{id}, binary.AppendUvarint(nil, uint64(len(body)))...), body...)
 }
