@@ -113,23 +113,45 @@ const populateChunk = 1 << 20
 // the guest is stopped at its next refill). Every page of freshly mapped
 // memory is a fault on first touch, which fuel cannot see: a guest that
 // grew 1 GiB at once and wrote a byte to each 4 KiB page spent ten units of
-// fuel a fault, and ran far past its deadline between two refills.
+// fuel a fault, and ran far past its deadline between two refills. A big
+// grow is faulted in on a page-work thread (pagework_linux.go).
 func (c *callMemory) populate(b []byte) bool {
+	if len(b) < bigPageWork || !kernelPopulates() {
+		return c.populateHere(b, true)
+	}
+	ok := false
+	runPageWork(len(b), func() { ok = c.populateHere(b, false) })
+	return ok
+}
+
+// populateHere is populate on this thread. With here set it is the call's
+// own: it yields the core as guest code does at its refills, and faults
+// with a raw call, which keeps the core's P as the guest's own faults
+// would (a blocking one hands it to another goroutine while this thread
+// goes on faulting pages in, one more thread running than there are
+// cores). On a page-work thread the call is a blocking one, so that the
+// P goes on running Go code while the niced thread waits for a core.
+func (c *callMemory) populateHere(b []byte, here bool) bool {
+	st := c.state
 	for off := 0; off < len(b); off += populateChunk {
-		if st := c.state; st != nil {
+		if st != nil {
 			now := time.Now()
 			if st.hasDeadline && !now.Before(st.deadline) {
 				return false
 			}
-			st.yield(now) // as guest code does at its refills
+			if here {
+				st.yield(now)
+			}
 		}
 		chunk := b[off:min(off+populateChunk, len(b))]
-		// A raw call keeps the core's P, as the guest's own faults would: a
-		// blocking one hands it to another goroutine while this thread
-		// goes on faulting pages in, one more thread running than there
-		// are cores (the other tenants' p99 beside a flood of 192 MiB grows
-		// went from 1.7 to 2.5-3.3x of alone, make fairload).
-		if _, _, e := syscall.RawSyscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)), madvPopulateWrite); e != 0 {
+		p, n := uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk))
+		var e syscall.Errno
+		if here {
+			_, _, e = syscall.RawSyscall(syscall.SYS_MADVISE, p, n, madvPopulateWrite)
+		} else {
+			_, _, e = syscall.Syscall(syscall.SYS_MADVISE, p, n, madvPopulateWrite)
+		}
+		if e != 0 {
 			for i := 0; i < len(chunk); i += pageSize {
 				chunk[i] = 0 // an older kernel: a write faults the page in
 			}
@@ -138,12 +160,26 @@ func (c *callMemory) populate(b []byte) bool {
 	return true
 }
 
+// kernelPopulates reports whether this kernel has MADV_POPULATE_WRITE
+// (Linux 5.14): without it populate writes to each page, Go code that
+// must not run on a niced thread (it would hold a P while waiting for a
+// core).
+var kernelPopulates = sync.OnceValue(func() bool {
+	b, err := syscall.Mmap(-1, 0, pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = syscall.Munmap(b) }()
+	_, _, e := syscall.RawSyscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&b[0])), pageSize, madvPopulateWrite)
+	return e == 0
+})
+
 // Free gives the mapping back to the pool, and its bytes to the budget.
 func (m *mmapMemory) Free() {
 	switch {
 	case m.buf == nil:
 	case m.image != nil:
-		_ = syscall.Munmap(m.buf)
+		runPageWork(int(m.size), func() { _ = syscall.Munmap(m.buf) })
 	default:
 		m.call.maps.put(m.buf, int(m.size))
 	}
@@ -206,11 +242,13 @@ func (p *mappings) put(b []byte, used int) {
 	p.mu.Lock()
 	full := p.closed || p.n >= poolMax
 	p.mu.Unlock()
-	if !full && used > keepWarm && syscall.Madvise(b[keepWarm:used], syscall.MADV_DONTNEED) != nil {
-		full = true
+	if !full && used > keepWarm {
+		var err error
+		runPageWork(used-keepWarm, func() { err = syscall.Madvise(b[keepWarm:used], syscall.MADV_DONTNEED) })
+		full = err != nil
 	}
 	if full {
-		_ = syscall.Munmap(b)
+		runPageWork(used, func() { _ = syscall.Munmap(b) })
 		return
 	}
 	clear(b[:min(used, keepWarm)])
