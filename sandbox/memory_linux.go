@@ -179,7 +179,7 @@ func (m *mmapMemory) Free() {
 	switch {
 	case m.buf == nil:
 	case m.image != nil:
-		runPageWork(int(m.size), func() { _ = syscall.Munmap(m.buf) })
+		_ = syscall.Munmap(m.buf)
 	default:
 		m.call.maps.put(m.buf, int(m.size))
 	}
@@ -242,13 +242,11 @@ func (p *mappings) put(b []byte, used int) {
 	p.mu.Lock()
 	full := p.closed || p.n >= poolMax
 	p.mu.Unlock()
-	if !full && used > keepWarm {
-		var err error
-		runPageWork(used-keepWarm, func() { err = syscall.Madvise(b[keepWarm:used], syscall.MADV_DONTNEED) })
-		full = err != nil
+	if !full && used > keepWarm && syscall.Madvise(b[keepWarm:used], syscall.MADV_DONTNEED) != nil {
+		full = true
 	}
 	if full {
-		runPageWork(used, func() { _ = syscall.Munmap(b) })
+		_ = syscall.Munmap(b)
 		return
 	}
 	clear(b[:min(used, keepWarm)])

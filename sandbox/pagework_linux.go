@@ -5,21 +5,24 @@ import (
 	"syscall"
 )
 
-// Page work is the kernel's work on instance memory for one call: faulting
-// in what a grow added, unmapping what a big call used or returning it to
-// the mapping pool. It is CPU spent in the kernel, where neither fuel nor
-// the Go scheduler can share it out: 40 ms to fault in 192 MiB here, 20 ms
-// to unmap it. Work of bigPageWork bytes or more runs on a thread of its
-// own at the lowest CPU priority (nice 19) while the call waits for it, so
-// that on a busy machine it takes the core time the other calls leave,
-// instead of the time they need: beside a flood of 192 MiB hogs, tenant B's
-// p99 went from a median of 2.1x of alone to 1.6x (make fairload). Alone on a
-// core a thread runs as fast at nice 19 as at 0, and the call waits for its
-// own work either way. Smaller work runs where it is: the hand-off costs
-// more than faulting in a few hundred pages.
+// Page work is the kernel's work on instance memory for one call that
+// neither fuel nor the Go scheduler can share out: faulting in what a
+// grow added (40 ms for 192 MiB here). A grow of bigPageWork bytes or more
+// is faulted in on a thread of its own at the lowest CPU priority (nice
+// 19) while the call waits for it, so that on a busy machine it takes the
+// core time the other calls leave, instead of the time they need: beside
+// a flood of 192 MiB hogs, tenant B's p99 went from a median of 2.1x of
+// alone to 1.6x (make fairload). Alone on a core a thread runs as fast at
+// nice 19 as at 0, and the call waits for its own work either way. A
+// smaller grow is faulted in where it is: the hand-off costs more than a
+// few hundred pages.
 //
-// Only system calls run on a page-work thread: Go code there would hold a P
-// (one of GOMAXPROCS) while the niced thread waited for a core.
+// Only system calls run on a page-work thread: Go code there would hold a
+// P (one of GOMAXPROCS) while the niced thread waited for a core. Nor does
+// work run there that a call's slot waits for once the call has ended,
+// such as unmapping a discarded instance's memory: beside busy guests a
+// nice-19 thread waits tens of milliseconds for a core, and the slot
+// with it (unmapping there did no better for B in make fairload either).
 const bigPageWork = 4 << 20
 
 // pageWorkNice is the niceness of page-work threads. A thread may raise
