@@ -162,7 +162,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 		p.env = slices.Sorted(slices.Values(cfg.PassEnv))
 	}
 
-	modules, stats, modProblems := loadModules(ctx, sb, root, idx)
+	modules, stats, modProblems := loadModules(ctx, sb, root, idx, p.env)
 	p.stats, p.modules = stats, modules
 	problems = append(problems, modProblems...)
 	problems = append(problems, p.register(modules)...)
@@ -218,7 +218,7 @@ func (p *Pack) MissingEnv(lookup func(string) (string, bool)) []string {
 	return missing
 }
 
-func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Index) (map[string]*module, []ModuleStat, []string) {
+func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Index, env []string) (map[string]*module, []ModuleStat, []string) {
 	var paths []string
 	seen := map[string]bool{}
 	for _, t := range idx.Tools {
@@ -261,7 +261,7 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i].problem, results[i].stat = loadModule(ctx, sb, r, m)
+			results[i].problem, results[i].stat = loadModule(ctx, sb, r, m, env)
 		}()
 	}
 	wg.Wait()
@@ -280,9 +280,10 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 	return modules, stats, problems
 }
 
-// loadModule reads, compiles and describes one module, and says what went
-// wrong, if anything.
-func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module) (string, *ModuleStat) {
+// loadModule reads, compiles and describes one module, warms its pool for
+// calls that see env, and says what went wrong, if anything. A pool the
+// memory budget cannot warm now is warmed by its first call.
+func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module, env []string) (string, *ModuleStat) {
 	wasm, err := readModule(r, m.path, sb.MaxModuleBytes())
 	if err != nil {
 		m.err = err
@@ -298,6 +299,10 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module)
 	if m.desc, err = m.mod.Describe(ctx); err != nil {
 		m.err = err
 		return fmt.Sprintf("%s: describing module: %v", m.path, err), stat
+	}
+	if err = m.mod.Warm(ctx, env); err != nil && !errors.Is(err, sandbox.ErrMemoryBudget) {
+		m.err = err
+		return fmt.Sprintf("%s: taking its snapshot: %v", m.path, err), stat
 	}
 	return "", stat
 }

@@ -98,3 +98,18 @@ func SetPoolClock(m *Module, t time.Time) { m.pool.clock.Store(t.UnixNano()) }
 
 // InstancesMade is how many instances a pooled module has made.
 func InstancesMade(m *Module) int64 { return m.pool.made.Load() }
+
+// RefreshSnapshot runs what a pooled module's janitor does about its
+// snapshot at now.
+func RefreshSnapshot(m *Module, now time.Time) { m.pool.refresh(now) }
+
+// SnapshotTaken is when a pooled module's snapshot was taken (zero: none).
+func SnapshotTaken(m *Module) time.Time {
+	if snap := m.pool.snap.Load(); snap != nil {
+		return snap.taken
+	}
+	return time.Time{}
+}
+
+// SnapshotMaxAge is how long a snapshot serves.
+const SnapshotMaxAge = snapshotMaxAge

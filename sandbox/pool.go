@@ -112,11 +112,13 @@ func newInstancePool(m *Module, size int) *instancePool {
 	return p
 }
 
-// janitor closes instances idle for longer than poolIdleFor.
+// janitor closes instances idle for longer than poolIdleFor, and takes
+// the snapshot anew before it expires.
 func (p *instancePool) janitor() {
 	every(poolIdleFor/4, p.stop, func(now time.Time) {
 		p.clock.Store(now.UnixNano())
 		p.trim(now.Add(-poolIdleFor))
+		p.refresh(now)
 	})
 }
 

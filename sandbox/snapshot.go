@@ -17,16 +17,15 @@ import (
 )
 
 // fresh instantiates the module for a call whose fuel budget is budget,
-// under its deadline (ctx's). The first instance runs _initialize and
-// becomes the snapshot: that is the module's load-time work, under the
-// load-time limits (within the call's deadline); its memory then maps the
+// under its deadline (ctx's). When the pool has no snapshot (Warm took
+// none, or it expired), the first instance runs _initialize and becomes
+// the snapshot: that is the module's load-time work, under the load-time
+// limits (within the call's deadline); its memory then maps the
 // snapshot's image, and it serves the call. The others are set to it,
 // and what their instantiation runs (a start function) is the call's:
 // on its fuel, at most the load-time fuel.
 func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*pooledInstance, error) {
-	m, s := p.m, p.m.sb
 	snapped := p.snap.Load()
-	taker := false // this call takes the snapshot, and holds snapLock
 	if snapped == nil {
 		select {
 		case p.snapLock <- struct{}{}:
@@ -34,81 +33,19 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 			return nil, fmt.Errorf("instantiating module: waiting for its snapshot: %w", classify(ctx, ctx.Err()))
 		}
 		if snapped = p.snap.Load(); snapped == nil {
-			taker = true
-		} else {
-			<-p.snapLock // taken while this call waited
-		}
-	}
-	release := func() {
-		if taker {
-			taker = false
+			pi, err := p.takeNew(ctx, env)
 			<-p.snapLock
+			if errors.Is(err, errNotAdopted) {
+				return p.fresh(ctx, env, budget) // serve from an instance that maps the image instead
+			}
+			return pi, err
 		}
+		<-p.snapLock // taken while this call waited
 	}
-	defer release()
-	mem := &callMemory{budget: &s.mem, maps: s.maps}
-	if snapped != nil {
-		mem.image = snapped.image
-	}
-	if !mem.take(m.minBytes) {
-		return nil, ErrMemoryBudget
-	}
-	mem.prepaid = m.minBytes
-	lctx, cancel := context.WithTimeout(ctx, s.cfg.LoadTimeout)
-	defer cancel()
-	fuel := s.cfg.LoadFuel
-	if !taker {
-		fuel = min(fuel, budget)
-	}
-	st := s.newState(Request{Env: env}, fuel)
-	mem.state = st
-	lctx = context.WithValue(lctx, stateKey{}, st)
-	st.bind(lctx)
-	lctx = experimental.WithMemoryAllocator(lctx, mem.allocator())
-	inst, err := s.instantiate(lctx, m)
-	mem.release()
+	pi, _, done, err := p.instantiate(ctx, env, min(p.m.sb.cfg.LoadFuel, budget), snapped.image)
+	defer done()
 	if err != nil {
-		return nil, fmt.Errorf("instantiating module: %w", classify(lctx, err))
-	}
-	p.live.Add(1)
-	p.made.Add(1)
-	pi := &pooledInstance{inst: inst, call: inst.ExportedFunction(abi.ExportCall), lin: mem.linear, mem: mem, memory: inst.Memory(), closeRelease: func() {
-		_ = inst.Close(context.Background())
-		p.live.Add(-1)
-	}}
-	var ok bool
-	if pi.fuel, ok = inst.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal); !ok {
-		pi.close()
-		return nil, errors.New("instantiating module: no fuel counter")
-	}
-	pi.stack, ok = inst.ExportedGlobal(instrument.StackExport).(api.MutableGlobal)
-	if !ok || pi.memory == nil {
-		pi.close()
-		return nil, errors.New("instantiating module: no stack counter or memory")
-	}
-	for _, g := range m.info.Globals {
-		mg, ok := inst.ExportedGlobal(instrument.GlobalPrefix + strconv.FormatUint(uint64(g), 10)).(api.MutableGlobal)
-		if !ok {
-			pi.close()
-			return nil, errors.New("instantiating module: a mutable global is not exported")
-		}
-		pi.globals = append(pi.globals, mg)
-	}
-	if taker {
-		snap, err := p.takeSnapshot(lctx, pi, env)
-		pi.snap = snap
-		image := snap != nil && snap.image != nil
-		release()
-		switch {
-		case err != nil:
-			pi.close()
-			return nil, err
-		case image && (pi.lin == nil || !pi.lin.adopt(snap.image)):
-			// serve from an instance that maps the image instead
-			pi.close()
-			return p.fresh(ctx, env, budget)
-		}
-		return pi, nil
+		return nil, err
 	}
 	pi.snap = p.snap.Load()
 	if pi.snap == nil { // dropped (expired) meanwhile
@@ -139,6 +76,147 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 	}
 	p.reset(pi)
 	return pi, nil
+}
+
+// errNotAdopted: a new snapshot was taken, but the instance that took it
+// could not map its image; an instance made from the snapshot serves.
+var errNotAdopted = errors.New("the instance that took the snapshot cannot map its image")
+
+// takeNew makes an instance, runs _initialize in it and makes what it
+// left the pool's snapshot, under the load-time limits (within ctx's
+// deadline); the instance then maps the snapshot's image. snapLock held.
+func (p *instancePool) takeNew(ctx context.Context, env []string) (*pooledInstance, error) {
+	pi, lctx, done, err := p.instantiate(ctx, env, p.m.sb.cfg.LoadFuel, nil)
+	defer done()
+	if err != nil {
+		return nil, err
+	}
+	snap, err := p.takeSnapshot(lctx, pi, env)
+	if err != nil {
+		pi.close()
+		return nil, err
+	}
+	pi.snap = snap
+	if snap.image != nil && (pi.lin == nil || !pi.lin.adopt(snap.image)) {
+		pi.close()
+		return nil, errNotAdopted
+	}
+	return pi, nil
+}
+
+// instantiate makes an instance of the module (its memory mapping image
+// when there is one) on fuel, under the load timeout within ctx's
+// deadline: that context, until done is called.
+func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64, image *memImage) (*pooledInstance, context.Context, func(), error) {
+	m, s := p.m, p.m.sb
+	mem := &callMemory{budget: &s.mem, maps: s.maps, image: image}
+	if !mem.take(m.minBytes) {
+		return nil, nil, func() {}, ErrMemoryBudget
+	}
+	mem.prepaid = m.minBytes
+	lctx, cancel := context.WithTimeout(ctx, s.cfg.LoadTimeout)
+	st := s.newState(Request{Env: env}, fuel)
+	mem.state = st
+	lctx = context.WithValue(lctx, stateKey{}, st)
+	st.bind(lctx)
+	lctx = experimental.WithMemoryAllocator(lctx, mem.allocator())
+	inst, err := s.instantiate(lctx, m)
+	mem.release()
+	if err != nil {
+		return nil, nil, cancel, fmt.Errorf("instantiating module: %w", classify(lctx, err))
+	}
+	p.live.Add(1)
+	p.made.Add(1)
+	pi := &pooledInstance{inst: inst, call: inst.ExportedFunction(abi.ExportCall), lin: mem.linear, mem: mem, memory: inst.Memory(), closeRelease: func() {
+		_ = inst.Close(context.Background())
+		p.live.Add(-1)
+	}}
+	var ok bool
+	if pi.fuel, ok = inst.ExportedGlobal(instrument.GlobalExport).(api.MutableGlobal); !ok {
+		pi.close()
+		return nil, nil, cancel, errors.New("instantiating module: no fuel counter")
+	}
+	pi.stack, ok = inst.ExportedGlobal(instrument.StackExport).(api.MutableGlobal)
+	if !ok || pi.memory == nil {
+		pi.close()
+		return nil, nil, cancel, errors.New("instantiating module: no stack counter or memory")
+	}
+	for _, g := range m.info.Globals {
+		mg, ok := inst.ExportedGlobal(instrument.GlobalPrefix + strconv.FormatUint(uint64(g), 10)).(api.MutableGlobal)
+		if !ok {
+			pi.close()
+			return nil, nil, cancel, errors.New("instantiating module: a mutable global is not exported")
+		}
+		pi.globals = append(pi.globals, mg)
+	}
+	return pi, lctx, cancel, nil
+}
+
+// Warm takes a pooled module's snapshot now, for calls that will see env,
+// under the load-time limits, and keeps the instance that took it for the
+// first call: the module's load-time work is done at load, and no call
+// waits for it (the first call to a Go module at boot spent 12-25 ms
+// there, 100 ms beside three others, most of it past a 20 ms deadline,
+// make deadlineload). A module that is not pooled has nothing to warm.
+func (m *Module) Warm(ctx context.Context, env []string) error {
+	if m.pool == nil {
+		return nil
+	}
+	p := m.pool
+	select {
+	case p.snapLock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p.snap.Load() != nil {
+		<-p.snapLock
+		return nil
+	}
+	pi, err := p.takeNew(ctx, env)
+	<-p.snapLock
+	switch {
+	case errors.Is(err, errNotAdopted):
+		return nil // the snapshot is taken: calls make their instances of it
+	case err != nil:
+		return err
+	}
+	p.put(pi, time.Now())
+	return nil
+}
+
+// refreshAhead is how long before it would expire a snapshot is taken anew
+// by the pool's janitor, so that no call waits for it.
+const refreshAhead = time.Minute
+
+// refresh takes the snapshot anew once it is within refreshAhead of
+// snapshotMaxAge, in the background, for the environment it was taken
+// with, under the load-time limits; instances of the old one are closed
+// as they come back. When it cannot (the budget is spent, _initialize
+// failed), the old one serves on until it expires, and the next call
+// takes one.
+func (p *instancePool) refresh(now time.Time) {
+	old := p.snap.Load()
+	if old == nil || now.Sub(old.taken) < snapshotMaxAge-refreshAhead {
+		return
+	}
+	select {
+	case p.snapLock <- struct{}{}:
+	default:
+		return // being taken
+	}
+	defer func() { <-p.snapLock }()
+	if p.snap.Load() != old {
+		return
+	}
+	pi, err := p.takeNew(context.Background(), old.env)
+	if err != nil && !errors.Is(err, errNotAdopted) {
+		return
+	}
+	old.image.close()
+	p.trim(now.Add(time.Hour)) // every idle instance is of the old one
+	if pi != nil {
+		p.put(pi, now)
+	}
 }
 
 // expire drops a snapshot taken before cutoff: the next instance takes a
