@@ -161,3 +161,19 @@ func BenchmarkCallCEcho64KiB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPoolMissGo times what a pool miss costs once the snapshot is
+// taken: an instance of the Go echo module made from it.
+func BenchmarkPoolMissGo(b *testing.B) {
+	_, m := benchModulePooled(b, echoWasm, 1)
+	if err := m.Warm(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		pi, err := m.pool.fresh(context.Background(), nil, MaxFuel)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pi.close()
+	}
+}

@@ -2,9 +2,14 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestPooledMappingsComeBackZeroed: a mapping reused for another instance
@@ -116,4 +121,60 @@ func TestAResetTrustsItsLastScanOnlyUntilAPageFaults(t *testing.T) {
 		img.close()
 	}
 	forceReset = resetAuto
+}
+
+// A big grow is faulted in in huge pages where the kernel gives them, and
+// a mapping that has them is unmapped when freed, not pooled for another
+// instance (which would get huge pages on first touch too).
+func TestABigGrowIsFaultedInInHugePages(t *testing.T) {
+	thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		t.Fatalf("this kernel has no transparent huge pages to test with: %v", err)
+	}
+	p := newMappings()
+	defer p.close()
+	c := &callMemory{budget: &memBudget{limit: 1 << 30}, maps: p}
+	m := c.Allocate(0, 64<<20).(*mmapMemory)
+	m.Reallocate(64 << 10)
+	if m.Reallocate(32<<20) == nil {
+		t.Fatal("the grow failed")
+	}
+	huge := anonHugeBytes(t, uintptr(unsafe.Pointer(&m.buf[16<<20])))
+	if !strings.Contains(string(thp), "[never]") && huge == 0 {
+		t.Fatalf("no huge pages in a 32 MiB grow (transparent huge pages: %s)", strings.TrimSpace(string(thp)))
+	}
+	for i := 64 << 10; i < 32<<20; i += 4096 {
+		if m.buf[i] != 0 {
+			t.Fatalf("byte %d of grown memory is %#x", i, m.buf[i])
+		}
+	}
+	m.Free()
+	if p.n != 0 {
+		t.Fatal("a mapping with huge pages was pooled")
+	}
+}
+
+// anonHugeBytes reads /proc/self/smaps: the AnonHugePages of the mapping
+// holding addr.
+func anonHugeBytes(t *testing.T, addr uintptr) int64 {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			var lo, hi uintptr
+			_, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi)
+			in = err == nil && lo <= addr && addr < hi
+			continue
+		}
+		if in && len(f) >= 2 && f[0] == "AnonHugePages:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no mapping holds %#x", addr)
+	return 0
 }

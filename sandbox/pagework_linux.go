@@ -12,7 +12,8 @@ import (
 // 19) while the call waits for it, so that on a busy machine it takes the
 // core time the other calls leave, instead of the time they need: beside
 // a flood of 192 MiB hogs, tenant B's p99 went from a median of 2.1x of
-// alone to 1.6x (make fairload). Alone on a core a thread runs as fast at
+// alone to 1.6x (make fairload; 1.2x with huge pages, memory_linux.go
+// populate). Alone on a core a thread runs as fast at
 // nice 19 as at 0, and the call waits for its own work either way. A
 // smaller grow is faulted in where it is: the hand-off costs more than a
 // few hundred pages.
