@@ -41,8 +41,7 @@ type mmapMemory struct {
 	buf   []byte    // the whole mapping, nil when mapping failed
 	size  uint64    // bytes taken from the budget, and all the guest could touch
 	image *memImage // set when buf starts with a copy-on-write mapping of it
-	// huge is set once a grow asked for huge pages (populate): the mapping
-	// is not pooled for another instance, which would get them too.
+	// huge is set once a grow asked for huge pages (populate, hugeGrow).
 	huge bool
 	// private is what the last scan of an image mapping found.
 	private privatePages
@@ -99,11 +98,11 @@ func (m *mmapMemory) Reallocate(size uint64) []byte {
 			from = max(from, uint64(len(m.image.data)))
 		}
 		if m.size > 0 && from < size {
+			m.huge = m.huge || size-from >= hugeGrow
 			if !m.call.populate(m.buf[from:size]) {
 				m.call.give(n)
 				return nil
 			}
-			m.huge = m.huge || size-from >= bigPageWork
 		}
 		m.size = size
 	}
@@ -127,36 +126,26 @@ const populateChunk = 1 << 20
 // the guest is stopped at its next refill). Every page of freshly mapped
 // memory is a fault on first touch, which fuel cannot see: a guest that
 // grew 1 GiB at once and wrote a byte to each 4 KiB page spent ten units of
-// fuel a fault, and ran far past its deadline between two refills. A big
-// grow is faulted in on a page-work thread (pagework_linux.go).
+// fuel a fault, and ran far past its deadline between two refills. It
+// yields the core between chunks as guest code does at its refills, and
+// faults with a raw call, which keeps the core's P as the guest's own
+// faults would (a blocking one hands it to another goroutine while this
+// thread goes on faulting pages in, one more thread running than there
+// are cores).
+//
+// A grow of hugeGrow or more asks for huge pages first, where the kernel
+// has them (THP madvise or always): one fault for 2 MiB, and under a
+// hypervisor that shadows page tables (this CI's) the guest's first writes
+// no longer fault each 4 KiB page again, whatever the kernel populated: 6
+// us a page, 300 ms of guest code for 192 MiB, fuel unspent, holding a
+// core's P with no refill to yield it. The zeroing is paid here instead,
+// in chunks that yield and look at the deadline (tenant B's p99 beside a
+// flood of 192 MiB hogs: a median of 2.1x of alone without, 1.2x with,
+// make fairload). Where they are refused the pages are small, as before.
 func (c *callMemory) populate(b []byte) bool {
-	if len(b) < bigPageWork || !kernelPopulates() {
-		return c.populateHere(b, true)
+	if len(b) >= hugeGrow {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), madvHugepage)
 	}
-	ok := false
-	runPageWork(len(b), func() {
-		// In huge pages where the kernel has them: one fault for 2 MiB, and
-		// under a hypervisor that shadows page tables the guest's first
-		// writes no longer fault each 4 KiB page again (300 ms of guest
-		// code for 192 MiB, fuel unspent, holding a core's P) but are paid
-		// here, on the niced thread (tenant B's p99 beside a flood of 192
-		// MiB hogs: 1.58-2.43x of alone without, 0.97-1.79x with, in
-		// alternating runs of make fairload). Where they are refused (THP
-		// off, an older kernel) the pages are small, as before.
-		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), madvHugepage)
-		ok = c.populateHere(b, false)
-	})
-	return ok
-}
-
-// populateHere is populate on this thread. With here set it is the call's
-// own: it yields the core as guest code does at its refills, and faults
-// with a raw call, which keeps the core's P as the guest's own faults
-// would (a blocking one hands it to another goroutine while this thread
-// goes on faulting pages in, one more thread running than there are
-// cores). On a page-work thread the call is a blocking one, so that the
-// P goes on running Go code while the niced thread waits for a core.
-func (c *callMemory) populateHere(b []byte, here bool) bool {
 	st := c.state
 	for off := 0; off < len(b); off += populateChunk {
 		if st != nil {
@@ -164,19 +153,10 @@ func (c *callMemory) populateHere(b []byte, here bool) bool {
 			if st.hasDeadline && !now.Before(st.deadline) {
 				return false
 			}
-			if here {
-				st.yield(now)
-			}
+			st.yield(now)
 		}
 		chunk := b[off:min(off+populateChunk, len(b))]
-		p, n := uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk))
-		var e syscall.Errno
-		if here {
-			_, _, e = syscall.RawSyscall(syscall.SYS_MADVISE, p, n, madvPopulateWrite)
-		} else {
-			_, _, e = syscall.Syscall(syscall.SYS_MADVISE, p, n, madvPopulateWrite)
-		}
-		if e != 0 {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)), madvPopulateWrite); e != 0 {
 			for i := 0; i < len(chunk); i += pageSize {
 				chunk[i] = 0 // an older kernel: a write faults the page in
 			}
@@ -185,19 +165,10 @@ func (c *callMemory) populateHere(b []byte, here bool) bool {
 	return true
 }
 
-// kernelPopulates reports whether this kernel has MADV_POPULATE_WRITE
-// (Linux 5.14): without it populate writes to each page, Go code that
-// must not run on a niced thread (it would hold a P while waiting for a
-// core).
-var kernelPopulates = sync.OnceValue(func() bool {
-	b, err := syscall.Mmap(-1, 0, pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		return false
-	}
-	defer func() { _ = syscall.Munmap(b) }()
-	_, _, e := syscall.RawSyscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&b[0])), pageSize, madvPopulateWrite)
-	return e == 0
-})
+// hugeGrow is the smallest grow that asks for huge pages: two of them. A
+// mapping that has them is unmapped when freed, not pooled for another
+// instance (whose first small touch would zero 2 MiB).
+const hugeGrow = 4 << 20
 
 // Free gives the mapping back to the pool, and its bytes to the budget.
 func (m *mmapMemory) Free() {
