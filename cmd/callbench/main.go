@@ -2,8 +2,8 @@
 // fresh instance per call (the naive path) and from a pool of instances
 // reset to their snapshot, side by side in one run: per-call median, p99
 // and allocations, and their ratio, for a tiny .wat module and the Go
-// echo pack. `make bench` runs it; it prints the issue-10 targets beside
-// the figures.
+// echo pack; then the cost against input size (curves.go). `make bench`
+// runs it; it prints the issue-10 and issue-25 targets beside the figures.
 package main
 
 import (
@@ -107,6 +107,9 @@ func main() {
 		if s.maxAllocs > 0 {
 			verdict(pooled.allocsPerCall() <= s.maxAllocs, fmt.Sprintf("pooled allocations <= %g per call", s.maxAllocs))
 		}
+	}
+	if !inputCurve(ctx, *root) {
+		failed = true
 	}
 	if failed {
 		os.Exit(1)
