@@ -2,7 +2,8 @@
 // fresh instance per call (the naive path) and from a pool of instances
 // reset to their snapshot, side by side in one run: per-call median, p99
 // and allocations, and their ratio, for a tiny .wat module and the Go
-// echo pack; then the cost against input size (curves.go). `make bench`
+// echo pack; then the cost against input size (curves.go) and against
+// the pages a call writes (pages.go). `make bench`
 // runs it; it prints the issue-10 and issue-25 targets beside the figures.
 package main
 
@@ -109,6 +110,9 @@ func main() {
 		}
 	}
 	if !inputCurve(ctx, *root) {
+		failed = true
+	}
+	if !pagesCurve(ctx, *root) {
 		failed = true
 	}
 	if failed {
