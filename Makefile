@@ -127,6 +127,8 @@ bench: build wasm fixtures
 	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
 	$(GO) test -run '^$$' -bench InstantiateAtTheBounds ./sandbox/internal/instrument
 	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch|Egress' -benchmem -count 5 ./sandbox ./host
+	$(GO) build -o bin/startbench ./cmd/startbench
+	-bin/startbench $(BIN) wasm-examples/echo/echo.wasm 1,10,50
 
 # Throughput and latency of /v1/invoke with the echo pack next to a plain
 # echo handler in the same server, at concurrency 1 and 32, and RSS after

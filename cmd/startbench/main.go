@@ -1,0 +1,165 @@
+// Command startbench measures start-up against the number of modules a
+// pack has: for 1, 10 and 50 distinct Go modules (copies of the echo
+// pack's, each with a custom section of its own, so that each compiles on
+// its own), it starts packd serve with an empty compilation cache (cold),
+// then again with the cache it left (warm), and prints the time to
+// listening and the RSS then, each against the one-module pack, with
+// issue 25's targets beside them (make bench).
+//
+//	startbench PACKD ECHO.WASM [COUNTS]
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kindgi/packd/internal/packdproc"
+)
+
+func main() {
+	if len(os.Args) < 3 || len(os.Args) > 4 {
+		fmt.Fprintln(os.Stderr, "usage: startbench PACKD ECHO.WASM [COUNTS, e.g. 1,10,50]")
+		os.Exit(2)
+	}
+	counts := []int{1, 10, 50}
+	if len(os.Args) == 4 {
+		counts = nil
+		for _, f := range strings.Split(os.Args[3], ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 || n > 1000 {
+				fmt.Fprintf(os.Stderr, "startbench: %q is not a module count from 1 to 1000\n", f)
+				os.Exit(2)
+			}
+			counts = append(counts, n)
+		}
+	}
+	if err := run(os.Args[1], os.Args[2], counts); err != nil {
+		fmt.Fprintln(os.Stderr, "startbench:", err)
+		os.Exit(1)
+	}
+}
+
+type start struct {
+	ready time.Duration
+	rss   int64 // bytes
+}
+
+func run(packd, echo string, counts []int) error {
+	wasm, err := os.ReadFile(echo)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("start-up against module count (distinct Go modules; time to listening, RSS then)\n")
+	fmt.Printf("%-8s %12s %12s %12s %10s %12s\n", "modules", "cold", "warm", "warm/module", "RSS warm", "RSS/module")
+	var first [2]start
+	var perModule time.Duration
+	var rssPerModule, tenWarm = int64(-1), time.Duration(-1)
+	for i, n := range counts {
+		dir, err := os.MkdirTemp("", "startbench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := writePack(dir, wasm, n); err != nil {
+			return err
+		}
+		var got [2]start
+		for j := range got { // cold, then warm from the cache the cold start left
+			if got[j], err = startOnce(packd, dir); err != nil {
+				return fmt.Errorf("%d modules: %w", n, err)
+			}
+		}
+		line := fmt.Sprintf("%-8d %12s %12s", n, got[0].ready.Round(time.Millisecond), got[1].ready.Round(time.Millisecond))
+		if i == 0 {
+			first = got
+			line += fmt.Sprintf(" %12s %9dM %12s", "", got[1].rss>>20, "")
+		} else {
+			extra := n - counts[0]
+			perModule = (got[1].ready - first[1].ready) / time.Duration(extra)
+			rssPerModule = (got[1].rss - first[1].rss) / int64(extra)
+			line += fmt.Sprintf(" %12s %9dM %11.1fM", perModule.Round(time.Millisecond), got[1].rss>>20, float64(rssPerModule)/(1<<20))
+		}
+		if n == 10 {
+			tenWarm = got[1].ready
+		}
+		fmt.Println(line)
+	}
+	verdict := func(met bool, what string) {
+		mark := "ok  "
+		if !met {
+			mark = "MISS"
+		}
+		fmt.Printf("  %s %s\n", mark, what)
+	}
+	if len(counts) > 1 {
+		verdict(perModule <= 100*time.Millisecond, "warm start <= 100 ms per additional Go module")
+		verdict(rssPerModule <= 8<<20, "RSS <= 8 MiB per loaded Go module")
+	}
+	if tenWarm >= 0 {
+		verdict(tenWarm <= 2*time.Second, "a 10-module Go pack ready warm in <= 2 s")
+	}
+	return nil
+}
+
+// writePack writes n distinct copies of wasm (a custom section apiece)
+// and an index serving echo.echo from each, at versions 1.0.0 to 1.0.n-1.
+func writePack(dir string, wasm []byte, n int) error {
+	var tools []map[string]any
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("m%d.wasm", i)
+		section := append(leb(len("packd-startbench")), "packd-startbench"+strconv.Itoa(i)...)
+		b := append(append(append([]byte(nil), wasm...), 0), leb(len(section))...)
+		if err := os.WriteFile(filepath.Join(dir, name), append(b, section...), 0o644); err != nil {
+			return err
+		}
+		tools = append(tools, map[string]any{"id": "echo.echo", "version": fmt.Sprintf("1.0.%d", i),
+			"input": map[string]any{"type": "object"}, "output": map[string]any{"type": "object"}, "modulePath": name})
+	}
+	idx, err := json.Marshal(map[string]any{"v": 1, "packId": "startbench", "packVersion": "1.0.0", "artifactVersion": "startbench-1",
+		"publishedAt": "2026-12-01T00:00:00.000Z", "agents": []any{}, "flows": []any{}, "guardrails": []any{}, "tools": tools})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "index.json"), idx, 0o644)
+}
+
+// leb is n in unsigned LEB128.
+func leb(n int) []byte {
+	var b []byte
+	for {
+		c := byte(n & 0x7f)
+		n >>= 7
+		if n == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// startOnce starts packd serve on dir's pack with the compilation cache
+// under dir, and says how long it took to listen and its RSS then.
+func startOnce(packd, dir string) (start, error) {
+	t0 := time.Now()
+	_, pid, stop, err := packdproc.StartPid(packd, []string{"--index", filepath.Join(dir, "index.json"), "--cache-dir", filepath.Join(dir, "cache")}, nil)
+	if err != nil {
+		return start{}, err
+	}
+	defer stop()
+	s := start{ready: time.Since(t0)}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			s.rss = kb << 10
+		}
+	}
+	return s, nil
+}
