@@ -10,6 +10,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -112,8 +113,10 @@ func writePack(dir string, wasm []byte, n int) error {
 	var tools []map[string]any
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("m%d.wasm", i)
-		section := append(leb(len("packd-startbench")), "packd-startbench"+strconv.Itoa(i)...)
-		b := append(append(append([]byte(nil), wasm...), 0), leb(len(section))...)
+		// A custom section (id 0): its size, then its name's, then the
+		// name; sizes in unsigned LEB128, as encoding/binary's uvarints.
+		section := append(binary.AppendUvarint(nil, uint64(len("packd-startbench"))), "packd-startbench"+strconv.Itoa(i)...)
+		b := binary.AppendUvarint(append(append([]byte(nil), wasm...), 0), uint64(len(section)))
 		if err := os.WriteFile(filepath.Join(dir, name), append(b, section...), 0o644); err != nil {
 			return err
 		}
@@ -126,19 +129,6 @@ func writePack(dir string, wasm []byte, n int) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "index.json"), idx, 0o644)
-}
-
-// leb is n in unsigned LEB128.
-func leb(n int) []byte {
-	var b []byte
-	for {
-		c := byte(n & 0x7f)
-		n >>= 7
-		if n == 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }
 
 // startOnce starts packd serve on dir's pack with the compilation cache
