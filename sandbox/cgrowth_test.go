@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kindgi/packd/sandbox"
@@ -16,13 +15,8 @@ import (
 // main every such call grew the memory, and every instance was discarded
 // as grown and made again.
 func TestACPackWithALargerInputStaysPooled(t *testing.T) {
-	var mu sync.Mutex
-	events := map[string]int{}
-	sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
-		mu.Lock()
-		events[string(ev.Kind)+"/"+string(ev.Reason)]++
-		mu.Unlock()
-	}})
+	var pool poolEvents
+	sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: pool.add})
 	m := compile(t, sb, filepath.Join("..", "wasm-examples", "c-echo", "echo.wasm"))
 	input := `{"text":"` + strings.Repeat("a", 64<<10) + `"}`
 	body := []byte(`{"kind":"invoke","tool":{"id":"echo.echo"},"input":` + input + `,"ctx":{"tenantId":"t","runId":"r"}}`)
@@ -32,9 +26,7 @@ func TestACPackWithALargerInputStaysPooled(t *testing.T) {
 			t.Fatalf("call %d: %d bytes, %v", i, len(rep.Body), err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if events["discard/grown"] != 0 || events["miss/"] > 1 {
+	if events := pool.take(); events["discard/grown"] != 0 || events["miss/"] > 1 {
 		t.Fatalf("pool events %v: the instance was not kept", events)
 	}
 }

@@ -98,8 +98,9 @@ func (m *mmapMemory) Reallocate(size uint64) []byte {
 			from = max(from, uint64(len(m.image.data)))
 		}
 		if m.size > 0 && from < size {
-			m.huge = m.huge || size-from >= hugeGrow
-			if !m.call.populate(m.buf[from:size]) {
+			huge := size-from >= hugeGrow
+			m.huge = m.huge || huge
+			if !m.call.populate(m.buf[from:size], huge) {
 				m.call.give(n)
 				return nil
 			}
@@ -133,24 +134,25 @@ const populateChunk = 1 << 20
 // thread goes on faulting pages in, one more thread running than there
 // are cores).
 //
-// A grow of hugeGrow or more asks for huge pages first, where the kernel
-// has them (THP madvise or always): one fault for 2 MiB, and under a
-// hypervisor that shadows page tables (this CI's) the guest's first writes
-// no longer fault each 4 KiB page again, whatever the kernel populated: 6
-// us a page, 300 ms of guest code for 192 MiB, fuel unspent, holding a
-// core's P with no refill to yield it. The zeroing is paid here instead,
-// in chunks that yield and look at the deadline (tenant B's p99 beside a
-// flood of 192 MiB hogs: a median of 2.1x of alone without, 1.2x with,
-// make fairload). Where they are refused the pages are small, as before.
-func (c *callMemory) populate(b []byte) bool {
-	if len(b) >= hugeGrow {
+// With huge set (a grow of hugeGrow or more) it asks for huge pages first,
+// where the kernel has them (THP madvise or always): one fault for 2 MiB,
+// and under a hypervisor that shadows page tables (this CI's) the guest's
+// first writes no longer fault each 4 KiB page again, whatever the kernel
+// populated: 6 us a page, 300 ms of guest code for 192 MiB, fuel unspent,
+// holding a core's P with no refill to yield it. The zeroing is paid here
+// instead, in chunks that yield and look at the deadline (tenant B's p99
+// beside a flood of 192 MiB hogs: a median of 2.1x of alone without, 1.3x
+// with, make fairload). Where they are refused the pages are small, as
+// before.
+func (c *callMemory) populate(b []byte, huge bool) bool {
+	if huge {
 		_, _, _ = syscall.RawSyscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), madvHugepage)
 	}
 	st := c.state
 	for off := 0; off < len(b); off += populateChunk {
 		if st != nil {
 			now := time.Now()
-			if st.hasDeadline && !now.Before(st.deadline) {
+			if st.late(now) {
 				return false
 			}
 			st.yield(now)

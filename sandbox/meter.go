@@ -33,7 +33,7 @@ func charge(ctx context.Context, mod api.Module, units int64) {
 	}
 	st := stateFrom(ctx)
 	now := time.Now()
-	if st.hasDeadline && !now.Before(st.deadline) {
+	if st.late(now) {
 		stopForDeadline() // by the clock: the context's timer may be late
 	}
 	st.yield(now)

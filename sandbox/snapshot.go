@@ -27,20 +27,14 @@ import (
 func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*pooledInstance, error) {
 	snapped := p.snap.Load()
 	if snapped == nil {
-		select {
-		case p.snapLock <- struct{}{}:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("instantiating module: waiting for its snapshot: %w", classify(ctx, ctx.Err()))
-		}
-		if snapped = p.snap.Load(); snapped == nil {
-			pi, err := p.takeNew(ctx, env)
-			<-p.snapLock
-			if errors.Is(err, errNotAdopted) {
-				return p.fresh(ctx, env, budget) // serve from an instance that maps the image instead
-			}
+		pi, took, err := p.takeFirst(ctx, env)
+		switch {
+		case errors.Is(err, errNotAdopted):
+			return p.fresh(ctx, env, budget) // serve from an instance that maps the image instead
+		case took || err != nil:
 			return pi, err
 		}
-		<-p.snapLock // taken while this call waited
+		snapped = p.snap.Load() // taken while this call waited
 	}
 	pi, _, done, err := p.instantiate(ctx, env, min(p.m.sb.cfg.LoadFuel, budget), snapped.image)
 	defer done()
@@ -76,6 +70,23 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 	}
 	p.reset(pi)
 	return pi, nil
+}
+
+// takeFirst takes the pool's snapshot unless one was taken while it
+// waited for snapLock (took false, no instance); the instance that took
+// it is the caller's.
+func (p *instancePool) takeFirst(ctx context.Context, env []string) (pi *pooledInstance, took bool, err error) {
+	select {
+	case p.snapLock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false, fmt.Errorf("instantiating module: waiting for its snapshot: %w", classify(ctx, ctx.Err()))
+	}
+	defer func() { <-p.snapLock }()
+	if p.snap.Load() != nil {
+		return nil, false, nil
+	}
+	pi, err = p.takeNew(ctx, env)
+	return pi, true, err
 }
 
 // errNotAdopted: a new snapshot was taken, but the instance that took it
@@ -162,25 +173,15 @@ func (m *Module) Warm(ctx context.Context, env []string) error {
 	if m.pool == nil {
 		return nil
 	}
-	p := m.pool
-	select {
-	case p.snapLock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if p.snap.Load() != nil {
-		<-p.snapLock
-		return nil
-	}
-	pi, err := p.takeNew(ctx, env)
-	<-p.snapLock
+	pi, took, err := m.pool.takeFirst(ctx, env)
 	switch {
 	case errors.Is(err, errNotAdopted):
 		return nil // the snapshot is taken: calls make their instances of it
 	case err != nil:
 		return err
+	case took:
+		m.pool.put(pi, time.Now())
 	}
-	p.put(pi, time.Now())
 	return nil
 }
 
@@ -212,8 +213,7 @@ func (p *instancePool) refresh(now time.Time) {
 	if err != nil && !errors.Is(err, errNotAdopted) {
 		return
 	}
-	old.image.close()
-	p.trim(now.Add(time.Hour)) // every idle instance is of the old one
+	p.retire(old)
 	if pi != nil {
 		p.put(pi, now)
 	}
@@ -227,8 +227,14 @@ func (p *instancePool) expire(cutoff time.Time) {
 	if old == nil || !old.taken.Before(cutoff) || !p.snap.CompareAndSwap(old, nil) {
 		return
 	}
+	p.retire(old)
+}
+
+// retire closes a snapshot that is no longer the pool's: its image
+// (mappings of it keep it alive), and every idle instance, all of it.
+func (p *instancePool) retire(old *snapshot) {
 	old.image.close()
-	p.trim(time.Now().Add(time.Hour)) // every idle instance is of the old one
+	p.trim(time.Now().Add(time.Hour))
 }
 
 // takeSnapshot runs _initialize in pi and keeps what it left (snapLock

@@ -47,6 +47,9 @@ func (st *callState) bind(ctx context.Context) {
 	st.ranSince = time.Now()
 }
 
+// late reports whether the call's deadline has passed at now.
+func (st *callState) late(now time.Time) bool { return st.hasDeadline && !now.Before(st.deadline) }
+
 // yieldEvery is how long a guest runs before the fuel refill lets the
 // other goroutines waiting for a core run.
 const yieldEvery = time.Millisecond

@@ -41,17 +41,24 @@ func echoGo(t *testing.T, m *sandbox.Module) {
 	}
 }
 
-// Warm does a Go module's load-time work (_initialize, the snapshot) at
-// load: the first call finds an instance waiting. Without it the first
-// call to a Go module spent 12-25 ms taking the snapshot, past a 20 ms
-// deadline.
-func TestWarmTakesTheSnapshotBeforeTheFirstCall(t *testing.T) {
-	var events poolEvents
+// warmedGoModule is the conformance Go module, pooled and warmed, and the
+// events of its pool.
+func warmedGoModule(t *testing.T) (*sandbox.Module, *poolEvents) {
+	events := &poolEvents{}
 	sb := newSandbox(t, sandbox.Config{PoolSize: 2, PoolEvents: events.add})
 	m := compile(t, sb, filepath.Join("..", "wasm-examples", "conformance", "conformance.wasm"))
 	if err := m.Warm(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
+	return m, events
+}
+
+// Warm does a Go module's load-time work (_initialize, the snapshot) at
+// load: the first call finds an instance waiting. Without it the first
+// call to a Go module spent 12-25 ms taking the snapshot, past a 20 ms
+// deadline.
+func TestWarmTakesTheSnapshotBeforeTheFirstCall(t *testing.T) {
+	m, events := warmedGoModule(t)
 	if sandbox.SnapshotTaken(m).IsZero() || m.PoolInstances() != 1 {
 		t.Fatalf("after Warm: snapshot taken %v, %d instances", sandbox.SnapshotTaken(m), m.PoolInstances())
 	}
@@ -69,12 +76,7 @@ func TestWarmTakesTheSnapshotBeforeTheFirstCall(t *testing.T) {
 // the background: no call waits for _initialize, and the instances of the
 // old one go.
 func TestTheSnapshotIsTakenAnewBeforeItExpires(t *testing.T) {
-	var events poolEvents
-	sb := newSandbox(t, sandbox.Config{PoolSize: 2, PoolEvents: events.add})
-	m := compile(t, sb, filepath.Join("..", "wasm-examples", "conformance", "conformance.wasm"))
-	if err := m.Warm(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	m, events := warmedGoModule(t)
 	echoGo(t, m)
 	taken := sandbox.SnapshotTaken(m)
 	sandbox.RefreshSnapshot(m, taken.Add(sandbox.SnapshotMaxAge-2*time.Minute))

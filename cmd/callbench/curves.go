@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,26 +34,8 @@ func inputCurve(ctx context.Context, root string) bool {
 	fmt.Printf("%-8s %-7s %12s %12s %13s %12s\n", "pack", "input", "fresh", "pooled", "pooled/fresh", "pooled/1KiB")
 	medians := map[string][2]time.Duration{} // pack/size: fresh, pooled
 	for _, p := range packs {
-		wasm, err := os.ReadFile(filepath.Join(root, p.path))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "callbench: %v (run make wasm)\n", err)
-			os.Exit(2)
-		}
-		var mods [2]*sandbox.Module
-		for i, pool := range []int{0, 1} {
-			sb, err := sandbox.New(ctx, sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: pool})
-			if err == nil {
-				defer func() { _ = sb.Close(ctx) }()
-				mods[i], err = sb.Compile(ctx, wasm)
-			}
-			if err == nil {
-				err = mods[i].Warm(ctx, nil)
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "callbench:", err)
-				os.Exit(2)
-			}
-		}
+		mods, closeMods := modules(ctx, root, p.path)
+		defer closeMods()
 		var base time.Duration
 		for _, size := range sizes {
 			body := []byte(`{"kind":"invoke","tool":{"id":"echo.echo"},"input":{"` + p.field + `":"` + strings.Repeat("a", size.bytes) + `"},"ctx":{"tenantId":"t","runId":"r"}}`)
@@ -73,21 +53,12 @@ func inputCurve(ctx context.Context, root string) bool {
 				float64(pooled)/float64(fresh), float64(pooled)/float64(base))
 		}
 	}
-	ok := true
-	verdict := func(met bool, what string) {
-		mark := "ok  "
-		if !met {
-			mark, ok = "MISS", false
-		}
-		fmt.Printf("  %s %s\n", mark, what)
-	}
 	goEcho, goOK := medians["Go echo/64 KiB"]
-	verdict(goOK && goEcho[1] <= time.Millisecond, "a 64 KiB Go echo <= 1 ms pooled")
+	ok := verdict(goOK && goEcho[1] <= time.Millisecond, "a 64 KiB Go echo <= 1 ms pooled")
 	_, mib := medians["Go echo/1 MiB"]
-	verdict(mib, "a 1 MiB Go echo answers within the default fuel")
+	ok = verdict(mib, "a 1 MiB Go echo answers within the default fuel") && ok
 	cEcho, cOK := medians["C echo/64 KiB"]
-	verdict(cOK && cEcho[1]*2 <= cEcho[0], "a 64 KiB C echo <= 0.5x fresh pooled")
-	return ok
+	return verdict(cOK && cEcho[1]*2 <= cEcho[0], "a 64 KiB C echo <= 0.5x fresh pooled") && ok
 }
 
 // median times n calls of body (after one more, unmeasured) and returns
@@ -95,12 +66,7 @@ func inputCurve(ctx context.Context, root string) bool {
 func median(ctx context.Context, m *sandbox.Module, body []byte, n int) (time.Duration, error) {
 	times := make([]time.Duration, 0, n)
 	for i := -1; i < n; i++ {
-		start := time.Now()
-		rep, err := m.Call(ctx, sandbox.Request{Body: body})
-		d := time.Since(start)
-		if err == nil && rep.Status != 0 {
-			err = fmt.Errorf("status %d: %.200s", rep.Status, rep.Body)
-		}
+		d, err := call(ctx, m, body)
 		if err != nil {
 			return 0, err
 		}

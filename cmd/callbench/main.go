@@ -3,8 +3,8 @@
 // reset to their snapshot, side by side in one run: per-call median, p99
 // and allocations, and their ratio, for a tiny .wat module and the Go
 // echo pack; then the cost against input size (curves.go) and against
-// the pages a call writes (pages.go). `make bench`
-// runs it; it prints the issue-10 and issue-25 targets beside the figures.
+// the pages a call writes (pages.go). `make bench` runs it; it prints the
+// issue-10 and issue-25 targets beside the figures.
 package main
 
 import (
@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -59,27 +58,9 @@ func main() {
 	failed := false
 	fmt.Printf("%-18s %-7s %10s %10s %12s\n", "module", "path", "median", "p99", "allocs/call")
 	for _, s := range subjects {
-		wasm, err := os.ReadFile(filepath.Join(*root, s.path))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "callbench: %v (run make wasm fixtures)\n", err)
-			os.Exit(2)
-		}
 		// Room for every time up front: appending allocates nothing.
 		res := [2]result{{times: make([]time.Duration, 0, *rounds*s.calls)}, {times: make([]time.Duration, 0, *rounds*s.calls*poolFactor)}}
-		var closers []func()
-		mods := [2]*sandbox.Module{}
-		for i, pool := range []int{0, 1} {
-			sb, err := sandbox.New(ctx, sandbox.Config{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: pool})
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "callbench:", err)
-				os.Exit(2)
-			}
-			closers = append(closers, func() { _ = sb.Close(ctx) })
-			if mods[i], err = sb.Compile(ctx, wasm); err != nil {
-				fmt.Fprintln(os.Stderr, "callbench:", err)
-				os.Exit(2)
-			}
-		}
+		mods, closeMods := modules(ctx, *root, s.path)
 		for i := range mods { // warm: compile caches, the pool's snapshot
 			run(ctx, mods[i], s.body, 20, nil)
 		}
@@ -87,27 +68,19 @@ func main() {
 			run(ctx, mods[0], s.body, s.calls, &res[0])
 			run(ctx, mods[1], s.body, s.calls*poolFactor, &res[1])
 		}
-		for _, c := range closers {
-			c()
-		}
+		closeMods()
 		fresh, pooled := &res[0], &res[1]
 		fmt.Printf("%-18s %-7s %10s %10s %12.1f\n", s.name, "fresh", fresh.quantile(.5), fresh.quantile(.99), fresh.allocsPerCall())
 		fmt.Printf("%-18s %-7s %10s %10s %12.1f\n", "", "pooled", pooled.quantile(.5), pooled.quantile(.99), pooled.allocsPerCall())
 		ratio := float64(pooled.quantile(.5)) / float64(fresh.quantile(.5))
 		fmt.Printf("%-18s %-7s %10.4fx %10.4fx %11.4fx\n", "", "ratio", ratio,
 			float64(pooled.quantile(.99))/float64(fresh.quantile(.99)), pooled.allocsPerCall()/fresh.allocsPerCall())
-		verdict := func(ok bool, what string) {
-			mark := "ok  "
-			if !ok {
-				mark, failed = "MISS", true
-			}
-			fmt.Printf("  %s %s\n", mark, what)
-		}
-		verdict(pooled.quantile(.5) <= s.maxMedian, fmt.Sprintf("pooled median <= %s", s.maxMedian))
-		verdict(ratio <= s.maxRatio, fmt.Sprintf("pooled median <= %gx fresh", s.maxRatio))
+		met := verdict(pooled.quantile(.5) <= s.maxMedian, fmt.Sprintf("pooled median <= %s", s.maxMedian))
+		met = verdict(ratio <= s.maxRatio, fmt.Sprintf("pooled median <= %gx fresh", s.maxRatio)) && met
 		if s.maxAllocs > 0 {
-			verdict(pooled.allocsPerCall() <= s.maxAllocs, fmt.Sprintf("pooled allocations <= %g per call", s.maxAllocs))
+			met = verdict(pooled.allocsPerCall() <= s.maxAllocs, fmt.Sprintf("pooled allocations <= %g per call", s.maxAllocs)) && met
 		}
+		failed = failed || !met
 	}
 	if !inputCurve(ctx, *root) {
 		failed = true
@@ -126,12 +99,9 @@ func run(ctx context.Context, m *sandbox.Module, body []byte, n int, res *result
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := 0; i < n; i++ {
-		start := time.Now()
-		rep, err := m.Call(ctx, sandbox.Request{Body: body})
-		d := time.Since(start)
-		if err != nil || rep.Status != 0 {
-			fmt.Fprintf(os.Stderr, "callbench: call failed: %v %s\n", err, rep.Body)
-			os.Exit(2)
+		d, err := call(ctx, m, body)
+		if err != nil {
+			fatal(fmt.Errorf("call failed: %w", err))
 		}
 		if res != nil {
 			res.times = append(res.times, d)

@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 || len(os.Args) > 4 {
-		fmt.Fprintln(os.Stderr, "usage: startbench PACKD ECHO.WASM [COUNTS, e.g. 1,10,50]")
+		fmt.Fprintln(os.Stderr, "usage: startbench PACKD ECHO.WASM [COUNTS, rising, e.g. 1,10,50]")
 		os.Exit(2)
 	}
 	counts := []int{1, 10, 50}
@@ -32,8 +32,8 @@ func main() {
 		counts = nil
 		for _, f := range strings.Split(os.Args[3], ",") {
 			n, err := strconv.Atoi(f)
-			if err != nil || n < 1 || n > 1000 {
-				fmt.Fprintf(os.Stderr, "startbench: %q is not a module count from 1 to 1000\n", f)
+			if err != nil || n < 1 || n > 1000 || (len(counts) > 0 && n <= counts[len(counts)-1]) {
+				fmt.Fprintf(os.Stderr, "startbench: %q is not a module count from 1 to 1000 above the one before\n", f)
 				os.Exit(2)
 			}
 			counts = append(counts, n)
@@ -57,7 +57,7 @@ func run(packd, echo string, counts []int) error {
 	}
 	fmt.Printf("start-up against module count (distinct Go modules; time to listening, RSS then)\n")
 	fmt.Printf("%-8s %12s %12s %12s %10s %12s\n", "modules", "cold", "warm", "warm/module", "RSS warm", "RSS/module")
-	var first [2]start
+	var firstWarm start
 	var perModule time.Duration
 	var rssPerModule, tenWarm = int64(-1), time.Duration(-1)
 	for i, n := range counts {
@@ -77,12 +77,12 @@ func run(packd, echo string, counts []int) error {
 		}
 		line := fmt.Sprintf("%-8d %12s %12s", n, got[0].ready.Round(time.Millisecond), got[1].ready.Round(time.Millisecond))
 		if i == 0 {
-			first = got
+			firstWarm = got[1]
 			line += fmt.Sprintf(" %12s %9dM %12s", "", got[1].rss>>20, "")
 		} else {
 			extra := n - counts[0]
-			perModule = (got[1].ready - first[1].ready) / time.Duration(extra)
-			rssPerModule = (got[1].rss - first[1].rss) / int64(extra)
+			perModule = (got[1].ready - firstWarm.ready) / time.Duration(extra)
+			rssPerModule = (got[1].rss - firstWarm.rss) / int64(extra)
 			line += fmt.Sprintf(" %12s %9dM %11.1fM", perModule.Round(time.Millisecond), got[1].rss>>20, float64(rssPerModule)/(1<<20))
 		}
 		if n == 10 {

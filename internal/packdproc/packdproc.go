@@ -16,8 +16,8 @@ import (
 
 // Start runs packd with args (on 127.0.0.1, a free port, no metrics
 // listener, token "tok" and env added) and returns the port it listens
-// on, and stop, which kills it. It gives up after five minutes (a cold start of
-// many Go modules takes minutes on two cores).
+// on, and stop, which kills it. It gives up after five minutes (a cold
+// start of many Go modules takes minutes on two cores).
 func Start(packd string, args, env []string) (port int, stop func(), err error) {
 	port, _, stop, err = StartPid(packd, args, env)
 	return port, stop, err
