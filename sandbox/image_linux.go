@@ -179,13 +179,14 @@ type pageRegion struct{ start, end, categories uint64 }
 // pages beats copying the whole image back.
 const scanFrom = 1 << 20
 
-// resetWritten copies the image back over the pages of an image mapping
-// that are private, that is were written since it was mapped or reverted:
-// the pages its last scan found when no page fault has been taken in the
+// resetWritten sets the pages of an image mapping that are private (were
+// written since it was mapped or reverted) back to the image, copying it
+// back over them or giving them back (privatePages.settle): the pages its
+// last reset kept private when no page fault has been taken in the
 // process since (privatePages), or else the pages PAGEMAP_SCAN finds, or
 // /proc/self/pagemap where the kernel has no PAGEMAP_SCAN. It says which
-// it used ("known", "scan", "pagemap"); "" when none answers: the caller
-// compares the whole image instead.
+// it used ("known", "scan", "pagemap") and how many pages were private;
+// "" when none answers: the caller compares the whole image instead.
 func resetWritten(lin *mmapMemory) (pages int, how PoolReason) {
 	b, img, known := lin.buf, lin.image, &lin.private
 	mode := forceReset
@@ -199,12 +200,15 @@ func resetWritten(lin *mmapMemory) (pages int, how PoolReason) {
 	faults, counted := faultCount()
 	if known.valid && counted && faults == known.faults {
 		for _, r := range known.runs {
-			copy(b[r.off:r.off+r.len], img.data[r.off:r.off+r.len])
 			pages += int(r.len / pageSize)
 		}
+		known.settle(b, img, known.runs) // drops and copies take no fault
 		return pages, ResetKnown
 	}
-	known.valid, known.runs = false, known.runs[:0]
+	// The private pages before this call are the idle set; those found
+	// now go in the other slice (swapped: neither allocates once grown).
+	known.idle, known.runs = known.runs, known.idle[:0]
+	known.valid = false
 	var ok bool
 	if mode == resetScan || mode == resetAuto && !pagemap.noScan.Load() {
 		var unsupported bool
@@ -225,37 +229,11 @@ func resetWritten(lin *mmapMemory) (pages int, how PoolReason) {
 		}
 		how = ResetPagemap
 	}
-	if pages > giveBackFrom {
-		// A call wrote more than an idle instance keeps private: give the
-		// pages back (they read as the image again, shared, and take no
-		// memory of their own), so that the next resets copy only what
-		// the next calls write.
-		kept := known.runs[:0] // the runs still private: copied back
-		for _, r := range known.runs {
-			if syscall.Madvise(b[r.off:r.off+r.len], syscall.MADV_DONTNEED) != nil {
-				copy(b[r.off:r.off+r.len], img.data[r.off:r.off+r.len])
-				kept = append(kept, r)
-			}
-		}
-		known.runs = kept
-		faults, counted = faultCount() // the private pages are these until a fault
-		known.valid, known.faults = counted, faults
-		return pages, how
-	}
-	for _, r := range known.runs {
-		copy(b[r.off:r.off+r.len], img.data[r.off:r.off+r.len])
-	}
+	// The private pages are those settle keeps until the next fault.
+	known.settle(b, img, known.idle)
 	known.valid, known.faults = counted, faults
 	return pages, how
 }
-
-// giveBackFrom is the private pages (written since the image was mapped)
-// past which a reset gives them back to the image instead of copying the
-// image over them: a page once written stayed private, so after one call
-// that wrote 64 MiB every reset of the instance copied 16,385 pages (8.3 ms
-// instead of 6.8 µs) and its memory stayed resident. Below it, copying
-// beats faulting the pages in again on the next call's writes.
-const giveBackFrom = 256
 
 // scanWritten is resetWritten with PAGEMAP_SCAN; unsupported reports
 // that this kernel does not have it. The private runs it found are

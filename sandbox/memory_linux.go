@@ -47,37 +47,6 @@ type mmapMemory struct {
 	private privatePages
 }
 
-// privatePages is the pages of an image mapping that a scan found private
-// (written since the mapping was made), and the process's page-fault
-// count read before that scan. A page of the mapping becomes private only
-// through a fault (a write to a page still shared with the image is
-// copy-on-write), and every fault of every thread of the process counts
-// (getrusage: minor and major faults, of live and exited threads, for
-// faults taken on the process's own behalf, get_user_pages included). So
-// while the count has not moved, the private pages are these and no
-// others: a reset copies the image back over them without asking the
-// kernel which pages were written. One fault anywhere in the process and
-// the next reset scans again. Only another process writing into this one
-// (ptrace, process_vm_writev) counts its faults as its own, and such a
-// process can read and write all of packd anyway.
-type privatePages struct {
-	valid  bool
-	faults int64
-	runs   []pageRun
-}
-
-// pageRun is a run of pages, in bytes from the start of the mapping.
-type pageRun struct{ off, len uint64 }
-
-// faultCount is the page faults the process has taken (minor and major).
-func faultCount() (int64, bool) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
-	}
-	return ru.Minflt + ru.Majflt, true
-}
-
 // Reallocate grows the memory to size bytes, or returns nil (the grow fails)
 // when the mapping or the budget cannot hold it.
 func (m *mmapMemory) Reallocate(size uint64) []byte {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kindgi/packd/sandbox"
@@ -48,7 +49,17 @@ func (r *result) allocsPerCall() float64 { return float64(r.allocs) / float64(r.
 func main() {
 	rounds := flag.Int("rounds", 4, "rounds; each runs every subject fresh then pooled")
 	root := flag.String("root", ".", "the repository")
+	only := flag.String("only", "calls,inputs,pages", "the tables to print: calls (fresh against pooled), inputs, pages")
 	flag.Parse()
+	want := map[string]bool{}
+	for _, t := range strings.Split(*only, ",") {
+		switch t {
+		case "calls", "inputs", "pages":
+			want[t] = true
+		default:
+			fatal(fmt.Errorf("-only: no table %q (calls, inputs, pages)", t))
+		}
+	}
 	subjects := []subject{
 		{name: "tiny .wat module", path: "testdata/hostile/counter.wasm", calls: 5000, maxMedian: 5 * time.Microsecond, maxRatio: 0.3},
 		{name: "Go echo pack", path: "wasm-examples/echo/echo.wasm", calls: 100, maxMedian: 100 * time.Microsecond, maxRatio: 0.02, maxAllocs: 16,
@@ -56,8 +67,13 @@ func main() {
 	}
 	ctx := context.Background()
 	failed := false
-	fmt.Printf("%-18s %-7s %10s %10s %12s\n", "module", "path", "median", "p99", "allocs/call")
 	for _, s := range subjects {
+		if !want["calls"] {
+			break
+		}
+		if s.name == subjects[0].name {
+			fmt.Printf("%-18s %-7s %10s %10s %12s\n", "module", "path", "median", "p99", "allocs/call")
+		}
 		// Room for every time up front: appending allocates nothing.
 		res := [2]result{{times: make([]time.Duration, 0, *rounds*s.calls)}, {times: make([]time.Duration, 0, *rounds*s.calls*poolFactor)}}
 		mods, closeMods := modules(ctx, *root, s.path)
@@ -82,11 +98,11 @@ func main() {
 		}
 		failed = failed || !met
 	}
-	if !inputCurve(ctx, *root) {
+	if want["inputs"] && !inputCurve(ctx, *root) {
 		failed = true
 	}
-	if !pagesCurve(ctx, *root) {
-		failed = true
+	if want["pages"] {
+		pagesCurve(ctx, *root)
 	}
 	if failed {
 		os.Exit(1)

@@ -10,10 +10,8 @@ import (
 // pagesCurve prints what a pooled call costs (the call and the reset
 // after it) against the 4 KiB pages it writes, from one to 16,384 (64
 // MiB), and what a one-page call costs right after each, beside a
-// one-page call after a one-page call, in one run; then the issue-25
-// target (the call after a 64 MiB write). It reports whether the target
-// was met.
-func pagesCurve(ctx context.Context, root string) bool {
+// one-page call after a one-page call, in one run.
+func pagesCurve(ctx context.Context, root string) {
 	mods, closeMods := modules(ctx, root, "testdata/hostile/writepages.wasm")
 	defer closeMods()
 	m := mods[1]
@@ -45,5 +43,7 @@ func pagesCurve(ctx context.Context, root string) bool {
 		a = next.quantile(.5)
 		fmt.Printf("%-14d %14s %9.1fx %14s %9.1fx\n", n, d, float64(d)/float64(one), a, float64(a)/float64(one))
 	}
-	return verdict(a <= 2*one, "the one-page call after a 64 MiB write <= 2x the one-page call after a one-page call")
+	// The issue-25 bar is against an instance fresh from the snapshot,
+	// which only the package's own benchmark can make.
+	fmt.Printf("  (the one-page call after a 64 MiB write against one on a fresh instance: make bench's BenchmarkResetAfterBigWrite)\n")
 }

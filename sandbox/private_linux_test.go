@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"bytes"
+	"slices"
+	"syscall"
+	"testing"
+)
+
+// privateSet is the pages of an image mapping that are private now, as
+// /proc/self/pagemap tells.
+func privateSet(t *testing.T, b []byte, img *memImage) []int {
+	t.Helper()
+	var found privatePages
+	if _, ok := readWritten(b, img, &found); !ok {
+		t.Fatal("cannot read /proc/self/pagemap")
+	}
+	var pages []int
+	for _, r := range found.runs {
+		for p := r.off; p < r.off+r.len; p += pageSize {
+			pages = append(pages, int(p/pageSize))
+		}
+	}
+	return pages
+}
+
+// imageMapping maps an image of n pages of non-zero bytes, and returns the
+// instance memory over it and the function that unmaps it.
+func imageMapping(t *testing.T, n int) (*mmapMemory, []byte, func()) {
+	t.Helper()
+	data := make([]byte, n*pageSize)
+	for i := range data {
+		data[i] = byte(i*7 + 1)
+	}
+	img := newMemImage(data)
+	if img == nil {
+		t.Fatal("no memfd image")
+	}
+	b := mapImage(img, len(data))
+	if b == nil {
+		t.Fatal("no mapping of the image")
+	}
+	return &mmapMemory{buf: b, image: img}, data, func() { _ = syscall.Munmap(b); img.close() }
+}
+
+// resetsOf resets lin after write has written its pages, and checks that
+// the memory reads as the image again.
+func resetsOf(t *testing.T, lin *mmapMemory, data []byte, pages ...int) {
+	t.Helper()
+	for _, p := range pages {
+		lin.buf[p*pageSize+p%pageSize]++
+	}
+	if _, how := resetWritten(lin); how == "" {
+		t.Fatal("the kernel did not say which pages were written")
+	}
+	if !bytes.Equal(lin.buf[:len(data)], data) {
+		t.Fatal("the memory differs from the image after a reset")
+	}
+}
+
+func pageRange(from, to int) []int {
+	var p []int
+	for i := from; i < to; i++ {
+		p = append(p, i)
+	}
+	return p
+}
+
+// TestAResetKeepsWhatTheCallsBeforeABigOneWrote: when a call writes more
+// new pages than giveBackFrom and its reset gives them back, the pages the
+// calls before it wrote stay private, so the next call (which most likely
+// writes them again) does not fault them in again and its reset need not
+// scan. On main the reset gave back every private page.
+func TestAResetKeepsWhatTheCallsBeforeABigOneWrote(t *testing.T) {
+	for _, mode := range []int{resetScan, resetPagemap} {
+		forceReset = mode
+		lin, data, unmap := imageMapping(t, 1024)
+		resetsOf(t, lin, data, 3, 4)
+		resetsOf(t, lin, data, 3, 4)
+		resetsOf(t, lin, data, append([]int{3, 4}, pageRange(100, 100+2*giveBackFrom)...)...)
+		if got := privateSet(t, lin.buf, lin.image); !slices.Equal(got, []int{3, 4}) {
+			t.Errorf("mode %d: private after the big call's reset: %v, want the small calls' pages [3 4]", mode, got)
+		}
+		unmap()
+	}
+	forceReset = resetAuto
+}
+
+// TestAResetGivesBackWhatTheCallsLeaveAlone: pages a call wrote and kept
+// private (too few to give back at once) are given back within lookEvery
+// resets once the calls stop writing them, so an instance's private memory
+// and the cost of its resets come back to what its calls write. On main
+// they stayed private, copied back at every reset, until the instance was
+// retired.
+func TestAResetGivesBackWhatTheCallsLeaveAlone(t *testing.T) {
+	for _, mode := range []int{resetScan, resetPagemap} {
+		forceReset = mode
+		lin, data, unmap := imageMapping(t, 1024)
+		resetsOf(t, lin, data, 3)
+		resetsOf(t, lin, data, append([]int{3}, pageRange(100, 100+giveBackFrom-1)...)...)
+		if got := privateSet(t, lin.buf, lin.image); len(got) != giveBackFrom {
+			t.Fatalf("mode %d: %d private pages after a call of %d, want them kept", mode, len(got), giveBackFrom)
+		}
+		for i := 0; i < lookEvery; i++ {
+			resetsOf(t, lin, data, 3)
+		}
+		if got := privateSet(t, lin.buf, lin.image); !slices.Equal(got, []int{3}) {
+			t.Errorf("mode %d: private after %d calls that wrote page 3: %v, want [3]", mode, lookEvery, got)
+		}
+		unmap()
+	}
+	forceReset = resetAuto
+}
