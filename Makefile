@@ -25,7 +25,7 @@ wasm: $(EXAMPLES)
 # C packs: sdk/c/kindgi.h with Debian's clang, lld, wasi-libc and
 # libclang-rt-14-dev-wasm32 (.ci/run installs them).
 CLANG     ?= clang
-CFLAGS_WASM := --target=wasm32-wasi -mexec-model=reactor -O2 -Wall
+CFLAGS_WASM := --target=wasm32-wasi -mexec-model=reactor -mbulk-memory -O2 -Wall
 wasm-examples/c-%.wasm: sdk/c/kindgi.h $$(wildcard wasm-examples/c-$$(*D)/*.c)
 	@command -v $(CLANG) >/dev/null || { echo "clang not found: the C packs need Debian's clang lld wasi-libc libclang-rt-14-dev-wasm32 (scripts/deps installs them)" >&2; exit 1; }
 	$(CLANG) $(CFLAGS_WASM) -o $@ $(basename $@).c

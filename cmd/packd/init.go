@@ -129,7 +129,7 @@ func initC(dir, pack string, files map[string]string, stdout, stderr io.Writer) 
 		return exitOK
 	}
 	name := wasmName(pack)
-	build := exec.Command(clang, "--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-Wall", "-o", name+".wasm", name+".c")
+	build := exec.Command(clang, "--target=wasm32-wasi", "-mexec-model=reactor", "-mbulk-memory", "-O2", "-Wall", "-o", name+".wasm", name+".c")
 	build.Dir, build.Stdout, build.Stderr = dir, stderr, stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintf(stderr, "packd init: building the module (in %s: make build): %v\n", dir, err)
@@ -300,7 +300,7 @@ CLANG ?= clang
 all: build index
 
 build:
-	$(CLANG) --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -o {{.Name}}.wasm {{.Name}}.c
+	$(CLANG) --target=wasm32-wasi -mexec-model=reactor -mbulk-memory -O2 -Wall -o {{.Name}}.wasm {{.Name}}.c
 
 index: build
 	$(PACKD) index --index index.json {{.Name}}.wasm

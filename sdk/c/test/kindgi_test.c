@@ -67,6 +67,28 @@ int main(void) {
     CHECK(kindgi_type(kindgi_get(J("{\"a\":"), "a")) == KINDGI_ABSENT, "a truncated member");
     CHECK(kindgi_type(kindgi_get(J("{\"a\":\"unterminated}"), "a")) == KINDGI_ABSENT, "an unterminated string");
     CHECK(kindgi_type(kindgi_get(J("{\"a\":\"x\\"), "a")) == KINDGI_ABSENT, "a string ending in a backslash");
+    /* long strings are skipped 8 bytes a step: a quote, a backslash or a
+     * control byte is found at every offset, and never past the end */
+    for (int at = 0; at < 40; at++) {
+        char buf[64];
+        memset(buf, 'a', sizeof buf);
+        buf[0] = '"';
+        buf[1 + at] = '"';
+        kindgi_json s = {buf, (size_t)(2 + at)};
+        CHECK(kindgi_type(s) == KINDGI_STRING && kindgi_skip_(buf, buf + s.n, 0) == buf + s.n, "a string closed at %d", at);
+        CHECK(kindgi_skip_(buf, buf + 1 + at, 0) == NULL, "a string cut at %d is not read past its end", at);
+        buf[1 + at] = '\\';
+        buf[2 + at] = '"';
+        buf[3 + at] = '"';
+        CHECK(kindgi_skip_(buf, buf + 4 + at, 0) == buf + 4 + at, "an escaped quote at %d", at);
+        buf[1 + at] = '\x01';
+        CHECK(kindgi_skip_(buf, buf + 4 + at, 0) == NULL, "a control byte at %d", at);
+        buf[1 + at] = (char)0xC3;
+        buf[2 + at] = (char)0xA9;
+        CHECK(kindgi_skip_(buf, buf + 4 + at, 0) == buf + 4 + at, "UTF-8 at %d", at);
+    }
+    CHECK(kindgi_key_is_(J("\"kind\""), "kind") && !kindgi_key_is_(J("\"kin\""), "kind") &&
+          kindgi_key_is_(J("\"k\\u0069nd\""), "kind") && !kindgi_key_is_(J("\"kinds\""), "kind"), "keys, escaped or not");
     char deep[2000];
     memset(deep, '[', sizeof deep);
     pos = 0;
