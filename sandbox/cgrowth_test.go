@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,4 +30,49 @@ func TestACPackWithALargerInputStaysPooled(t *testing.T) {
 	if events := pool.take(); events["discard/grown"] != 0 || events["miss/"] > 1 {
 		t.Fatalf("pool events %v: the instance was not kept", events)
 	}
+}
+
+// TestAGrownInstanceIsResetAndKept: an instance whose call grew its memory
+// is set back to its snapshot's size and reset, not closed: the next call
+// on it sees the snapshot's memory size, and what the grown call wrote
+// past it reads as zeros when it grows again (the canary checks both), and
+// the budget gets the grown bytes back. On main every such instance was
+// discarded as grown and made again. Where packd does not map memory (the
+// portable mode) it is still discarded.
+func TestAGrownInstanceIsResetAndKept(t *testing.T) {
+	eachResetMode(t, func(t *testing.T, mode string) {
+		var pool poolEvents
+		sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: pool.add})
+		m := compile(t, sb, hostile("canary"))
+		for i, how := range []string{"ok", "grow", "ok", "grow", "grow", "read", "ok", "grow", "ok"} {
+			rep, err := canaryCall(t, m, how)
+			switch {
+			case how == "read": // past the snapshot's size: out of bounds
+				var trap *sandbox.TrapError
+				if !errors.As(err, &trap) || !strings.Contains(trap.Message, "out of bounds") {
+					t.Fatalf("call %d: a load past the memory a grown instance was cut back to: %s %v, want a trap", i, rep.Body, err)
+				}
+				continue
+			case err != nil || string(rep.Body) != `{"dirty":false}`:
+				t.Fatalf("call %d (%s): %s %v", i, how, rep.Body, err)
+			}
+			want := int64(32 * 65536) // the idle instance's
+			if mode == "portable" && how == "grow" {
+				want = 0 // discarded
+			}
+			if used := sb.MemoryInUse(); used != want {
+				t.Fatalf("call %d (%s): the budget holds %d bytes, want %d", i, how, used, want)
+			}
+		}
+		events := pool.take()
+		if mode == "portable" {
+			if events["discard/grown"] != 4 {
+				t.Fatalf("portable: pool events %v, want the 4 grown instances discarded", events)
+			}
+			return
+		}
+		if events["discard/grown"] != 0 || events["miss/"] != 2 { // the second after the trap
+			t.Fatalf("pool events %v: a grown instance was not kept", events)
+		}
+	})
 }

@@ -155,6 +155,27 @@ func (m *mmapMemory) Free() {
 	m.size = 0
 }
 
+// shrink sets the memory back to size bytes, less than it has, for a
+// reset to a snapshot of that size: the bytes past size read as zeros
+// again (the first keepWarm of them cleared and kept, so a call that grows
+// as the last one did faults nothing in; the rest given back), and the
+// budget gets them back. It reports false when the memory is not an image
+// mapping or the kernel would not drop the pages; the instance must then
+// be closed.
+func (m *mmapMemory) shrink(size uint64) bool {
+	if m.buf == nil || m.image == nil || size < uint64(len(m.image.data)) || size >= m.size {
+		return false
+	}
+	end, keep := m.size, min(m.size, size+keepWarm)
+	if keep < end && syscall.Madvise(m.buf[keep:end], syscall.MADV_DONTNEED) != nil {
+		return false
+	}
+	clear(m.buf[size:keep])
+	m.call.give(int64(end - size))
+	m.size = size
+	return true
+}
+
 // Pool limits: how many mappings wait for reuse, how much of each stays
 // committed (zeroed) while it waits, and how long one may wait.
 const (

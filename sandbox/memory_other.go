@@ -29,3 +29,4 @@ func (img *memImage) close()                     {}
 func revert([]byte, *memImage) error             { return nil }
 func (m *mmapMemory) adopt(*memImage) bool       { return false }
 func resetWritten(*mmapMemory) (int, PoolReason) { return 0, "" }
+func (m *mmapMemory) shrink(uint64) bool         { return false }

@@ -205,7 +205,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		switch {
 		case !keep:
 			p.discard(pi, DiscardError)
-		case int(pi.memory.Size()) != len(pi.snap.memory):
+		case int(pi.memory.Size()) != len(pi.snap.memory) && !p.shrink(pi):
 			p.discard(pi, DiscardGrown)
 		default:
 			if afterCall != nil {

@@ -50,10 +50,10 @@ func TestPooledInstancesArePristine(t *testing.T) {
 	eachResetMode(t, func(t *testing.T, _ string) {
 		sb := newSandbox(t, sandbox.Config{PoolSize: 4, MaxResponseBytes: 1 << 20})
 		m := compile(t, sb, hostile("canary"))
-		for i, how := range []string{"ok", "ok", "trap", "ok", "exit", "ok", "spin", "ok", "deadline", "ok", "big", "ok", "grow", "ok", "ok"} {
+		for i, how := range []string{"ok", "ok", "trap", "ok", "exit", "ok", "spin", "ok", "deadline", "ok", "big", "ok", "grow", "ok", "grow", "grow", "ok", "ok"} {
 			rep, err := canaryCall(t, m, how)
 			switch how {
-			case "ok", "grow": // grow answers, and its instance is not kept (memory grew)
+			case "ok", "grow": // grow answers, and its instance is set back to the snapshot's size
 				if err != nil || string(rep.Body) != `{"dirty":false}` {
 					t.Fatalf("call %d: %s %v", i, rep.Body, err)
 				}
@@ -232,15 +232,17 @@ func TestPoolEvents(t *testing.T) {
 		seen[string(ev.Kind)+"/"+string(ev.Reason)]++
 	}})
 	m := compile(t, sb, hostile("canary"))
-	// miss+reset, hit+reset, hit then discarded, miss then discarded,
-	// miss+reset, then trimmed
+	// miss+reset, hit+reset, hit then discarded, miss+reset (its memory
+	// grew: set back to the snapshot's size, TestAGrownInstanceIsResetAndKept
+	// has the discards of the portable pool), hit+reset, then trimmed
 	for _, how := range []string{"ok", "ok", "trap", "grow", "ok"} {
 		_, _ = canaryCall(t, m, how)
 	}
 	sandbox.TrimPools(m, time.Now().Add(time.Second))
 	mu.Lock()
 	defer mu.Unlock()
-	want := map[string]int{"miss/": 3, "hit/": 2, "reset/scan": 3, "discard/error": 1, "discard/grown": 1, "discard/idle": 1}
+	seen["reset/scan or known"] = seen["reset/scan"] + seen["reset/known"]
+	want := map[string]int{"miss/": 2, "hit/": 3, "reset/scan or known": 4, "discard/error": 1, "discard/grown": 0, "discard/idle": 1}
 	for k, n := range want {
 		if seen[k] != n {
 			t.Errorf("%s: %d, want %d (all: %v)", k, seen[k], n, seen)

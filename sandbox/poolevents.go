@@ -37,7 +37,7 @@ const (
 // Why an instance was discarded.
 const (
 	DiscardError  PoolReason = "error"  // its call did not end well
-	DiscardGrown  PoolReason = "grown"  // its memory grew
+	DiscardGrown  PoolReason = "grown"  // its memory grew and could not be set back to the snapshot's size
 	DiscardFull   PoolReason = "full"   // the pool had no room for it
 	DiscardIdle   PoolReason = "idle"   // it waited too long
 	DiscardOld    PoolReason = "old"    // its snapshot was taken anew

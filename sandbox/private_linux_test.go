@@ -111,3 +111,38 @@ func TestAResetGivesBackWhatTheCallsLeaveAlone(t *testing.T) {
 	}
 	forceReset = resetAuto
 }
+
+// TestAResetKeepsWhatEveryCallWrites: calls that each write the same few
+// MiB (more new pages than giveBackFrom) have them given back once, then
+// kept: the second call wrote what the first did, so the third will too,
+// and copying them back beats faulting them all in again at every call.
+// Past keepHot they are given back every time. On main every such call
+// faulted all its pages in again (a C echo of a 1 MiB input: 10 ms pooled
+// beside 0.6 ms on a fresh instance).
+func TestAResetKeepsWhatEveryCallWrites(t *testing.T) {
+	for _, mode := range []int{resetScan, resetPagemap} {
+		forceReset = mode
+		lin, data, unmap := imageMapping(t, keepHot+200)
+		big := pageRange(100, 100+3*giveBackFrom)
+		resetsOf(t, lin, data, 3)
+		resetsOf(t, lin, data, big...)
+		if got := privateSet(t, lin.buf, lin.image); !slices.Equal(got, []int{3}) {
+			t.Fatalf("mode %d: private after the first big call: %v, want [3]", mode, got)
+		}
+		resetsOf(t, lin, data, big...)
+		if got := privateSet(t, lin.buf, lin.image); len(got) != len(big)+1 {
+			t.Errorf("mode %d: %d pages private after the second big call, want its %d and page 3", mode, len(got), len(big))
+		}
+		unmap()
+		lin, data, unmap = imageMapping(t, keepHot+200)
+		huge := pageRange(100, 100+keepHot+1)
+		resetsOf(t, lin, data, 3)
+		resetsOf(t, lin, data, huge...)
+		resetsOf(t, lin, data, huge...)
+		if got := privateSet(t, lin.buf, lin.image); !slices.Equal(got, []int{3}) {
+			t.Errorf("mode %d: %d pages private after two calls of %d, past keepHot; want [3]", mode, len(got), len(huge))
+		}
+		unmap()
+	}
+	forceReset = resetAuto
+}

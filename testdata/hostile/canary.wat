@@ -4,8 +4,11 @@
   ;; {"dirty":true} if it finds any, then writes it all. The request's first
   ;; byte says how the call ends after writing: o(k) answers, t(rap) traps,
   ;; e(xit) calls proc_exit, s(pin) loops until out of fuel or its deadline,
-  ;; g(row) grows the memory a page and answers, b(ig) answers with all
-  ;; of its memory (2 MiB).
+  ;; g(row) grows the memory a page, finds it dirty unless it reads as
+  ;; zeros, writes it and answers, b(ig) answers with all of its memory
+  ;; (2 MiB), r(ead) loads a word past its 32 pages (a trap, unless a grown
+  ;; memory was cut back badly). A memory that is not its first 32 pages is dirty too: a
+  ;; grown instance must come back at its snapshot's size.
   (import "kindgi" "response_write" (func $response_write (param i32 i32)))
   (import "kindgi" "request_len" (func $request_len (result i32)))
   (import "kindgi" "request_read" (func $request_read (param i32)))
@@ -21,7 +24,7 @@
     (i32.const 0))
   (func (export "kindgi_call") (result i32)
     (local $p i32) (local $dirty i32) (local $how i32)
-    (local.set $dirty (global.get $g))
+    (local.set $dirty (i32.or (global.get $g) (i32.ne (memory.size) (i32.const 32))))
     (loop $check
       (if (i32.load (i32.add (i32.mul (local.get $p) (i32.const 65536)) (i32.const 4096)))
         (then (local.set $dirty (i32.const 1))))
@@ -36,7 +39,14 @@
     (if (i32.eq (local.get $how) (i32.const 116)) (then unreachable))                ;; t
     (if (i32.eq (local.get $how) (i32.const 101)) (then (call $proc_exit (i32.const 3)))) ;; e
     (if (i32.eq (local.get $how) (i32.const 115)) (then (loop $spin (br $spin))))     ;; s
-    (if (i32.eq (local.get $how) (i32.const 103)) (then (drop (memory.grow (i32.const 1))))) ;; g
+    (if (i32.eq (local.get $how) (i32.const 114)) (then (drop (i32.load (i32.const 2101248))))) ;; r
+    (if (i32.eq (local.get $how) (i32.const 103)) ;; g
+      (then
+        (drop (memory.grow (i32.const 1)))
+        (if (i32.or (i32.load (i32.const 2101248)) (i32.load (i32.const 2162684))) ;; page 32, at 4096 and its last word
+          (then (local.set $dirty (i32.const 1))))
+        (i32.store (i32.const 2101248) (i32.const 0xdeadbeef))
+        (i32.store (i32.const 2162684) (i32.const 0xdeadbeef))))
     (if (i32.eq (local.get $how) (i32.const 98)) (then (call $response_write (i32.const 0) (i32.const 2097152)))) ;; b
     (if (local.get $dirty)
       (then (call $response_write (i32.const 300) (i32.const 14)))
