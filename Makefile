@@ -124,6 +124,7 @@ bench: build wasm fixtures
 	-$(GO) run ./cmd/callbench
 	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./sandbox
 	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./sandbox
+	$(GO) test -run '^$$' -bench FuelRate -benchtime 40x -count 3 ./sandbox
 	$(GO) test -run '^$$' -bench ResetAfterBigWrite -benchtime 20x ./sandbox
 	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
 	$(GO) test -run '^$$' -bench InstantiateAtTheBounds ./sandbox/internal/instrument

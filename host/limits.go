@@ -55,14 +55,12 @@ func (l Limits) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return ctx, func() {}
 }
 
-// FuelPerMs is the fuel one millisecond of limits.cpuMs buys: about the
-// fastest rate any guest measured here burns fuel (a Go guest decoding
-// JSON, 120–160 units a nanosecond: the pass charges a whole loop body per
-// iteration, and Go's code jumps through one loop per function; plain
-// instructions burn about 10 a nanosecond). So no guest runs out of fuel
-// before its cpuMs of CPU, and CPUDeadline bounds the slower burners by
-// the clock.
-const FuelPerMs = 200_000_000
+// FuelPerMs is the fuel one millisecond of limits.cpuMs buys: the fastest
+// rate any guest measured here burns fuel, with room to spare (a Go guest
+// echoing JSON, 21–23 units a nanosecond; plain instructions 16–19:
+// sandbox's BenchmarkFuelRate). So no guest runs out of fuel before its
+// cpuMs of CPU, and CPUDeadline bounds the slower burners by the clock.
+const FuelPerMs = 40_000_000
 
 // MaxCPUMs is the largest limits.cpuMs: a day.
 const MaxCPUMs = 86_400_000

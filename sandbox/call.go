@@ -65,7 +65,16 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 	st.stderr.Flush()
 	rep.FuelUsed = budget - st.fuelLeft
 	if fuel != nil {
-		rep.FuelUsed -= max(int64(fuel.Get()), 0)
+		// Below zero, the counter is what the guest's last segments took
+		// after its last look at it (instrument: take): burnt too.
+		rep.FuelUsed -= int64(fuel.Get())
+	}
+	if rep.FuelUsed > budget && fuel != nil && int64(fuel.Get()) < 0 && st.fuelLeft == 0 {
+		// The budget ran out in those segments: as if a look had seen it.
+		*rep = Reply{FuelUsed: budget}
+		if err == nil {
+			err = ErrOutOfFuel
+		}
 	}
 	if mem != nil {
 		rep.MemoryBytes = int64(mem.Size())

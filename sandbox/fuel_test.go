@@ -88,3 +88,40 @@ func TestFuelBudgetOverTheLimitIsRefused(t *testing.T) {
 		t.Fatal("a budget over MaxFuel was accepted")
 	}
 }
+
+// TestFuelChargesTheCaseThatRuns: in Go's shape of code (one loop around a
+// br_table into the end of one block per case), a call is charged for the
+// case it runs at each iteration, not for the loop's whole body: 1,000
+// iterations of a small case beside a big one that never runs burn a few
+// instructions each. On main each iteration paid for the 1,000 nops of the
+// big case too (over 1,000,000 units; a Go guest burnt 10-15x what it ran).
+func TestFuelChargesTheCaseThatRuns(t *testing.T) {
+	m := compile(t, newSandbox(t, sandbox.Config{}), hostile("dispatch"))
+	rep, err := callFuel(t, m, 0, 30*time.Second)
+	if err != nil || string(rep.Body) != `{}` {
+		t.Fatalf("%s %v", rep.Body, err)
+	}
+	if rep.FuelUsed > 30_000 {
+		t.Fatalf("1,000 iterations of a small case burnt %d units of fuel, want under 30,000", rep.FuelUsed)
+	}
+	again, err := callFuel(t, m, 0, 30*time.Second)
+	if err != nil || again.FuelUsed != rep.FuelUsed {
+		t.Fatalf("the same call burnt %d then %d (%v)", rep.FuelUsed, again.FuelUsed, err)
+	}
+}
+
+// TestABudgetSpentAfterTheLastLookIsOutOfFuel: a call whose last code (an
+// if's arm, charged as it is entered, with no look at the counter before
+// the call returns) takes it past its budget ends out of fuel, as if a
+// look had seen it, and reports its whole budget as used: the answer it
+// wrote before is not returned.
+func TestABudgetSpentAfterTheLastLookIsOutOfFuel(t *testing.T) {
+	m := compile(t, newSandbox(t, sandbox.Config{}), hostile("overrun"))
+	if rep, err := callFuel(t, m, 0, 30*time.Second); err != nil || rep.FuelUsed < 2000 {
+		t.Fatalf("with the default budget: %s, %d units, %v; want {} and over 2,000 units", rep.Body, rep.FuelUsed, err)
+	}
+	rep, err := callFuel(t, m, 1000, 30*time.Second)
+	if !errors.Is(err, sandbox.ErrOutOfFuel) || rep.FuelUsed != 1000 || rep.Body != nil {
+		t.Fatalf("under a budget of 1,000: %q, %d units, %v; want out of fuel, 1,000 units and no answer", rep.Body, rep.FuelUsed, err)
+	}
+}

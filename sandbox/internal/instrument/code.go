@@ -20,6 +20,7 @@ const (
 	kBrTable   // br_table: relabelled when frames are added
 	kIf        // if: opens a frame
 	kCallIndirect
+	kElse
 )
 
 // Limits per function. wazero's compile time grows with the square of a
@@ -34,7 +35,7 @@ type instr struct {
 	start, end int
 	kind       int
 	idx        uint32 // function index of call and ref.func, label of br and br_if
-	region     int    // for kLoop: the region it opens
+	seg        int    // for kLoop, kBlock, kIf, kElse and kEnd: the segment that starts after it (-1: none)
 	outOfLine  bool   // for kLoop, and the kEnd that closes it: slow path after the loop
 	bt         int    // for kLoop: where its block type starts
 	cost       int64  // for kBulkTable: fuel per element
@@ -95,15 +96,19 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 	}
 	fb := fnBody{m: m, locals: uint32(locals)}
 
-	// Pass 1: decode every instruction, and add up each region's cost.
+	// Pass 1: decode every instruction, and add up each segment's cost
+	// (segments.go).
 	var code []instr
-	regions := []int64{0}
-	type frame struct{ region, parent, loop int } // loop: index in code of the loop, or -1
-	frames := []frame{{0, 0, -1}}
-	cur := 0
+	sg := newSegments()
+	type frame struct {
+		loop int // index in code of the loop, or -1
+		kind int // kBlock, kLoop or kIf (the function's own: kBlock)
+		seg  int // the segment its opening instruction is in
+	}
+	frames := []frame{{-1, kBlock, 0}}
 	calls := false // a leaf (no calls) adds its frame without a check
 	bulk := false  // bulk memory operations need three more locals
-	bulkLoops := 0 // and each adds a loop
+	loops := 0     // loops, bulk memory operations each counting as one
 	frameCount := 0
 	for len(frames) > 0 {
 		if r.done() {
@@ -114,7 +119,8 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		regions[cur]++
+		sg.count()
+		in.seg = -1
 		switch in.kind {
 		case kLoop, kBlock, kIf:
 			if frameCount++; frameCount > MaxFramesPerFunction {
@@ -123,35 +129,47 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 		}
 		switch in.kind {
 		case kLoop:
-			if len(regions)+bulkLoops > MaxLoopsPerFunction {
+			if loops++; loops >= MaxLoopsPerFunction {
 				return nil, limitf("more than %d loops", MaxLoopsPerFunction)
 			}
-			in.region = len(regions)
-			regions = append(regions, 0)
 			in.outOfLine = m.noParams(b, in.bt)
-			frames = append(frames, frame{in.region, cur, len(code)})
-			cur = in.region
-		case kBlock, kIf:
-			frames = append(frames, frame{cur, cur, -1})
+			frames = append(frames, frame{len(code), kLoop, sg.cur})
+			in.seg = sg.open(sg.cur, false)
+		case kBlock:
+			frames = append(frames, frame{-1, kBlock, sg.cur})
+		case kIf:
+			frames = append(frames, frame{-1, kIf, sg.cur})
+			in.seg = sg.open(sg.cur, true)
+		case kElse:
+			in.seg = sg.open(frames[len(frames)-1].seg, true)
 		case kEnd:
 			f := frames[len(frames)-1]
 			if f.loop >= 0 {
 				in.outOfLine = code[f.loop].outOfLine
 			}
-			cur = f.parent
 			frames = frames[:len(frames)-1]
+			switch {
+			case len(frames) == 0: // the body's last end
+			case f.kind == kBlock: // a branch target: its own segment
+				in.seg = sg.open(f.seg, true)
+			default: // after a loop or an if: the rest of the segment it is in
+				sg.cur = f.seg
+			}
 		case kCall, kCallIndirect:
 			calls = true
 		case kBulkMem:
 			// The chunk loop adds a loop and two frames (bulk.go).
 			bulk = true
-			bulkLoops++
-			if frameCount += 2; frameCount > MaxFramesPerFunction || len(regions)+bulkLoops > MaxLoopsPerFunction {
+			if loops++; loops >= MaxLoopsPerFunction {
+				return nil, limitf("more than %d blocks, loops and ifs, or %d loops, bulk memory operations counting as one loop and two blocks each", MaxFramesPerFunction, MaxLoopsPerFunction)
+			}
+			if frameCount += 2; frameCount > MaxFramesPerFunction {
 				return nil, limitf("more than %d blocks, loops and ifs, or %d loops, bulk memory operations counting as one loop and two blocks each", MaxFramesPerFunction, MaxLoopsPerFunction)
 			}
 		}
 		code = append(code, in)
 	}
+	segs := sg.costs()
 	if !r.done() {
 		return nil, errorf("code after the body's last end")
 	}
@@ -173,7 +191,7 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 	if calls {
 		out = m.enterFrame(out, my, frameBytes)
 	}
-	out = m.charge(out, regions[0])
+	out = m.charge(out, segs[0])
 	// added[i] is how many frames the pass put around open frame i, and
 	// sums[i] the total of added[1..i]: a label that crosses frames
 	// grows by what was added around them.
@@ -192,16 +210,23 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 				out = append(out, b[in.bt:in.end]...)
 				out = append(out, 0x03, 0x40, 0x02, 0x40)
 				out = append(out, b[in.start:in.end]...)
-				out = m.chargeOrLeave(out, regions[in.region])
+				out = m.chargeOrLeave(out, segs[in.seg])
 				sums = append(sums, top+3)
 			} else {
 				out = append(out, b[in.start:in.end]...)
-				out = m.charge(out, regions[in.region])
+				out = m.charge(out, segs[in.seg])
 				sums = append(sums, top)
 			}
-		case kBlock, kIf:
+		case kBlock:
 			out = append(out, b[in.start:in.end]...)
 			sums = append(sums, top)
+		case kIf:
+			out = append(out, b[in.start:in.end]...)
+			out = m.take(out, segs[in.seg])
+			sums = append(sums, top)
+		case kElse:
+			out = append(out, b[in.start:in.end]...)
+			out = m.take(out, segs[in.seg])
 		case kEnd:
 			out = append(out, b[in.start:in.end]...)
 			if in.outOfLine {
@@ -211,6 +236,9 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 				out = append(out, 0x0c, 0x02, 0x0b)
 				out = appendU32(append(out, 0x10), m.refillIndex)
 				out = append(out, 0x0c, 0x00, 0x0b, 0x00, 0x0b)
+			}
+			if in.seg >= 0 {
+				out = m.take(out, segs[in.seg])
 			}
 			sums = sums[:len(sums)-1]
 		case kBranch:
@@ -291,6 +319,22 @@ func (m *module) chargeOrLeave(out []byte, cost int64) []byte {
 	out = appendU32(append(out, 0x24), m.fuelGlobal) // global.set
 	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
 	return append(out, 0x42, 0x00, 0x53, 0x0d, 0x01) // i64.const 0; i64.lt_s; br_if 1
+}
+
+// take subtracts a segment's static cost without a look at the counter
+// (none when it is 0): a segment inside a loop's or a function's body runs
+// only after the look at its header or entry, and before the next one, so
+// the counter is below zero by at most one body's straight-line code until
+// then (and the host counts what a call ends below zero as burnt: call.go,
+// settle).
+func (m *module) take(out []byte, cost int64) []byte {
+	if cost == 0 {
+		return out
+	}
+	out = appendU32(append(out, 0x23), m.fuelGlobal)  // global.get
+	out = appendS64(append(out, 0x42), cost)          // i64.const
+	out = append(out, 0x7d)                           // i64.sub
+	return appendU32(append(out, 0x24), m.fuelGlobal) // global.set
 }
 
 // charge subtracts a static cost, then refills when the counter is negative.

@@ -24,6 +24,7 @@ func (f *fnBody) decode(r *reader) (instr, error) {
 		blockType(r, types)
 		in.kind = kLoop
 	case op == 0x05:
+		in.kind = kElse
 	case op == 0x0b:
 		in.kind = kEnd
 	case op == 0x0c || op == 0x0d:

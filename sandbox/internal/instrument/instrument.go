@@ -8,10 +8,11 @@
 // moves up by one, and every reference to it is renumbered: call, ref.func,
 // element segments, exports, start, the name section). Then:
 //
-//   - at each function's entry and at each loop header, the static cost of the
-//     code that runs from there until the next loop header or function end
-//     (every instruction counts 1) is subtracted from the global, and when the
-//     global is below zero the refill import is called;
+//   - the body is cut into segments (segments.go), each entered only at its
+//     start; as control enters one, its static cost (every instruction
+//     counts 1) is subtracted from the global, and at a function's entry and
+//     a loop's header, when the global is below zero, the refill import is
+//     called;
 //   - memory.fill, memory.copy, memory.init, table.fill, table.copy,
 //     table.init and table.grow are charged by their length (BulkShift), and
 //     memory.grow per page (GrowPageCost), before they run.
@@ -20,9 +21,9 @@
 // writes tens of thousands, and wazero keeps a record of each in every
 // instance. The memory an instance starts with is the same byte for byte.
 //
-// Within one function region control only moves forward, so each
-// instruction runs at most once per charge: the fuel used is an upper bound
-// of the instructions run, and the same call always burns the same fuel.
+// Within a segment control only moves forward, so each instruction runs at
+// most once per charge: the fuel used is an upper bound of the instructions
+// run, and the same call always burns the same fuel.
 // Sections the pass does not need to change are copied byte for byte.
 //
 // The pass is also a gate: every index it reads (type, function, global,
