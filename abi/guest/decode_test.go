@@ -3,6 +3,7 @@ package guest
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -108,4 +109,21 @@ func FuzzOutputsMarshalledAsIs(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(checkMarshal)
+}
+
+// TestLongStringsAreReadEightBytesAStep: a string's bytes are read 8 at a
+// time until one needs a look of its own; each such byte (and a quote, a
+// backslash, a control byte, a character json.Marshal escapes, UTF-8) is
+// found at every offset, and the answers are encoding/json's.
+func TestLongStringsAreReadEightBytesAStep(t *testing.T) {
+	for _, special := range []string{`<`, `>`, `&`, "\u2028", "\u2029", "\u2027", `\"`, `\\`, `\n`, `\u00e9`, "\x01", "\x7f", "é", `"`} {
+		for at := 0; at < 40; at++ {
+			s := `"` + strings.Repeat("a", at) + special + strings.Repeat("b", 40-at) + `"`
+			checkMarshal(t, []byte(s))
+			checkRequestDecode(t, []byte(`{"kind":"invoke","tool":{"id":"`+strings.Repeat("x", at)+`"},"input":`+s+`}`))
+		}
+	}
+	if long := `{"text":"` + strings.Repeat("plain text ", 1000) + `"}`; !marshalsAsIs([]byte(long)) {
+		t.Fatal("a long plain string is marshalled anew")
+	}
 }
