@@ -46,6 +46,8 @@ type cacheSeals struct {
 
 	mu      sync.Mutex
 	running int // compilations between begin and end
+
+	pruned sync.Once // the pass's cache (passcache.go)
 }
 
 // verifiedEntries are the entries verified or sealed in this process, by

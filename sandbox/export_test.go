@@ -113,3 +113,7 @@ func SnapshotTaken(m *Module) time.Time {
 
 // SnapshotMaxAge is how long a snapshot serves.
 const SnapshotMaxAge = snapshotMaxAge
+
+// PassRuns is how many times this process ran the fuel pass (not taken
+// from the pass's cache).
+func PassRuns() int64 { return passRuns.Load() }

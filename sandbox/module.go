@@ -65,13 +65,11 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if len(wasm) > s.cfg.MaxModuleBytes {
 		return nil, fmt.Errorf("compiling module: %w: %d bytes is over the limit of %d", ErrInvalidModule, len(wasm), s.cfg.MaxModuleBytes)
 	}
-	if err := instrument.Prescan(wasm); err != nil {
-		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
-	}
 	// The pass checks every index and section end of the module as written
 	// (nothing invalid may resolve to what it adds); wazero then validates
-	// the result. Its error says what is wrong with the module itself.
-	metered, info, err := instrument.InstrumentInfo(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true, MaxStackBytes: s.cfg.MaxStackBytes})
+	// the result. Its error says what is wrong with the module itself. An
+	// unchanged module's pass comes from the cache (passcache.go).
+	metered, info, err := s.instrumented(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true, MaxStackBytes: s.cfg.MaxStackBytes})
 	if err != nil {
 		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,6 +157,11 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	if err != nil {
 		return err
 	}
+	// What loading left on the heap (the modules' bytes as read, what
+	// wazero decoded them into, the pass's working copies) goes back to
+	// the system now, rather than as the scavenger gets to it: a 10-module
+	// Go pack's RSS after boot was 417 MB, 283 MB once returned.
+	debug.FreeOSMemory()
 	if dropped := droppedEnv(cfg.Environ, pack.GuestEnvNames()); len(dropped) > 0 {
 		rec.Lifecycle("env-dropped", "info", fmt.Sprintf("Pack code will not see %d environment name(s) of this process", len(dropped)),
 			Field{Key: "filter", Value: map[bool]string{false: "on", true: "off"}[cfg.EnvFilterOff]}, Field{Key: "names", Value: dropped})
