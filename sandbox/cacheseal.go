@@ -218,7 +218,7 @@ func (c *cacheSeals) walk(unsealed bool) (removed int) {
 				}
 				_ = os.Remove(path + sealSuffix)
 			default: // written by a compilation of ours: seal it
-				if mac, ok := c.mac(path, name); ok && writeSeal(path+sealSuffix, mac) == nil {
+				if mac, ok := c.mac(path, name); ok && writeWhole(path+sealSuffix, mac) == nil {
 					setVerified(path, stamp, true)
 				}
 			}
@@ -248,13 +248,14 @@ func (c *cacheSeals) mac(path, name string) ([]byte, bool) {
 	return h.Sum(nil), true
 }
 
-// writeSeal writes a seal whole or not at all.
-func writeSeal(path string, mac []byte) error {
+// writeWhole writes a file (a seal, an entry of the pass's cache) whole or
+// not at all.
+func writeWhole(path string, b []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(mac)
+	_, werr := tmp.Write(b)
 	if err := errors.Join(werr, tmp.Close()); err != nil {
 		_ = os.Remove(tmp.Name())
 		return err

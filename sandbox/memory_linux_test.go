@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -65,19 +64,8 @@ func TestMemoryBudget(t *testing.T) {
 func TestAResetTrustsItsLastScanOnlyUntilAPageFaults(t *testing.T) {
 	for _, mode := range []int{resetScan, resetPagemap} {
 		forceReset = mode
-		data := make([]byte, 2<<20)
-		for i := range data {
-			data[i] = byte(i * 7)
-		}
-		img := newMemImage(data)
-		if img == nil {
-			t.Fatal("no memfd image")
-		}
-		b := mapImage(img, len(data))
-		if b == nil {
-			t.Fatal("no mapping of the image")
-		}
-		lin := &mmapMemory{buf: b, image: img}
+		lin, data, unmap := imageMapping(t, 512)
+		b := lin.buf
 		reset := func(what string) string {
 			t.Helper()
 			_, how := resetWritten(lin)
@@ -117,8 +105,7 @@ func TestAResetTrustsItsLastScanOnlyUntilAPageFaults(t *testing.T) {
 		if how := reset("a page written while idle"); how == "known" {
 			t.Fatalf("mode %d: a write to an idle instance went unseen", mode)
 		}
-		_ = syscall.Munmap(b)
-		img.close()
+		unmap()
 	}
 	forceReset = resetAuto
 }

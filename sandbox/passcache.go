@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -150,16 +149,7 @@ func (c *cacheSeals) savePass(name string, metered []byte, info instrument.Info)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, name+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(b)
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	return writeWhole(filepath.Join(dir, name), b)
 }
 
 // instrumented is the pass's output for wasm: from the cache when an entry
