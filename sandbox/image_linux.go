@@ -32,7 +32,12 @@ type memImage struct {
 	mu     sync.RWMutex // close waits for mappings being made
 	closed bool
 	fd     int
-	data   []byte
+	// data is the memfd mapped shared and read-only (the seals forbid
+	// writing it, and making it writable): the snapshot's bytes as every
+	// reset copies them back, without a copy on the Go heap beside the
+	// memfd (4.4 MiB a Go module). It is unmapped once nothing refers to
+	// the image (runtime.AddCleanup): no snapshot, no instance.
+	data []byte
 }
 
 func memfdCreateNumber() uintptr {
@@ -45,8 +50,8 @@ func memfdCreateNumber() uintptr {
 	return 0
 }
 
-// newMemImage puts data (whole pages) in a sealed memfd; nil when the
-// system cannot.
+// newMemImage puts a copy of data (whole pages) in a sealed memfd; nil
+// when the system cannot.
 func newMemImage(data []byte) *memImage {
 	nr := memfdCreateNumber()
 	if nr == 0 || len(data)%pageSize != 0 || len(data) == 0 {
@@ -57,7 +62,7 @@ func newMemImage(data []byte) *memImage {
 	if e != 0 {
 		return nil
 	}
-	img := &memImage{fd: int(fd), data: data}
+	img := &memImage{fd: int(fd)}
 	if syscall.Ftruncate(img.fd, int64(len(data))) != nil {
 		img.close()
 		return nil
@@ -86,6 +91,13 @@ func newMemImage(data []byte) *memImage {
 		img.close()
 		return nil
 	}
+	view, err := syscall.Mmap(img.fd, 0, len(data), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		img.close()
+		return nil
+	}
+	img.data = view
+	runtime.AddCleanup(img, func(b []byte) { _ = syscall.Munmap(b) }, view)
 	return img
 }
 

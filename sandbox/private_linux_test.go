@@ -2,9 +2,13 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // privateSet is the pages of an image mapping that are private now, as
@@ -145,4 +149,35 @@ func TestAResetKeepsWhatEveryCallWrites(t *testing.T) {
 		unmap()
 	}
 	forceReset = resetAuto
+}
+
+// TestTheSnapshotsBytesAreTheSealedMemfd: a snapshot image's bytes are the
+// memfd itself, mapped read-only: equal to what it was made from, not a
+// copy on the Go heap, and the mapping cannot be made writable (the
+// memfd's write seal), so nothing in the process can change what every
+// reset copies back.
+func TestTheSnapshotsBytesAreTheSealedMemfd(t *testing.T) {
+	lin, data, unmap := imageMapping(t, 64)
+	defer unmap()
+	img := lin.image
+	if !bytes.Equal(img.data, data) {
+		t.Fatal("the image's bytes differ from what it was made from")
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, mapped := uint64(uintptr(unsafe.Pointer(&img.data[0]))), ""
+	for _, line := range strings.Split(string(maps), "\n") {
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(line, "%x-%x", &lo, &hi); err == nil && lo <= at && at < hi {
+			mapped = line
+		}
+	}
+	if !strings.Contains(mapped, "memfd:packd-snapshot") {
+		t.Fatalf("the image's bytes are in %q, not the memfd", mapped)
+	}
+	if err := syscall.Mprotect(img.data, syscall.PROT_READ|syscall.PROT_WRITE); err == nil {
+		t.Fatal("the image's mapping was made writable")
+	}
 }

@@ -246,12 +246,17 @@ func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env
 		}
 	}
 	b, _ := pi.memory.Read(0, pi.memory.Size())
-	snap := &snapshot{memory: append([]byte(nil), b...), env: slices.Clone(env), taken: time.Now()}
+	snap := &snapshot{env: slices.Clone(env), taken: time.Now()}
 	for _, g := range pi.globals {
 		snap.globals = append(snap.globals, g.Get())
 	}
 	if ownMemory() {
-		snap.image = newMemImage(snap.memory)
+		snap.image = newMemImage(b)
+	}
+	if snap.image != nil {
+		snap.memory = snap.image.data // the memfd's pages, mapped read-only: no copy of its own
+	} else {
+		snap.memory = append([]byte(nil), b...)
 	}
 	p.snap.Store(snap)
 	return snap, nil
