@@ -315,6 +315,9 @@ func safeRun(run func() (any, error)) (status wire.Status, resp []byte) {
 	if raw, ok := out.(json.RawMessage); ok && marshalsAsIs(raw) {
 		return wire.StatusOK, raw
 	}
+	if b, ok := appendJSON(nil, out, 0); ok {
+		return wire.StatusOK, b
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return thrown(&Error{Name: "TypeError", Message: "handler output is not JSON: " + err.Error()})
