@@ -53,32 +53,9 @@ func appendJSON(b []byte, v any, depth int) ([]byte, bool) {
 		}
 		return append(b, v...), true
 	case []any:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendJSON(b, e, depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		return appendList(b, v, func(b []byte, e any) ([]byte, bool) { return appendJSON(b, e, depth+1) })
 	case []string:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, e)
-		}
-		return append(b, ']'), true
+		return appendList(b, v, func(b []byte, e string) ([]byte, bool) { return appendString(b, e), true })
 	case map[string]any:
 		return appendMap(b, v, depth)
 	case map[string]string:
@@ -92,6 +69,25 @@ func appendJSON(b []byte, v any, depth int) ([]byte, bool) {
 		return appendMap(b, m, depth)
 	}
 	return b, false
+}
+
+// appendList appends a JSON array of v's elements, each by elem (null for
+// a nil slice, as json.Marshal writes it).
+func appendList[T any](b []byte, v []T, elem func([]byte, T) ([]byte, bool)) ([]byte, bool) {
+	if v == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i, e := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = elem(b, e); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 func appendMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
@@ -138,7 +134,10 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 	return b, true
 }
 
-// appendString is encoding/json's string encoding with HTML escaping.
+// appendString is encoding/json's string encoding with HTML escaping. (The
+// host's internal/ojson has JSON.stringify's, which escapes neither HTML
+// nor U+2028 and keeps lone surrogates; the guest's module cannot import
+// the host's internal packages, nor should it: the rules differ.)
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
