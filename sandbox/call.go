@@ -69,7 +69,7 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 		// after its last look at it (instrument: take): burnt too.
 		rep.FuelUsed -= int64(fuel.Get())
 	}
-	if rep.FuelUsed > budget && fuel != nil && int64(fuel.Get()) < 0 && st.fuelLeft == 0 {
+	if fuel != nil && rep.FuelUsed > budget {
 		// The budget ran out in those segments: as if a look had seen it.
 		*rep = Reply{FuelUsed: budget}
 		if err == nil {

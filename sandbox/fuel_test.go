@@ -124,4 +124,12 @@ func TestABudgetSpentAfterTheLastLookIsOutOfFuel(t *testing.T) {
 	if !errors.Is(err, sandbox.ErrOutOfFuel) || rep.FuelUsed != 1000 || rep.Body != nil {
 		t.Fatalf("under a budget of 1,000: %q, %d units, %v; want out of fuel, 1,000 units and no answer", rep.Body, rep.FuelUsed, err)
 	}
+	// Handed out in slices of 100, the budget is not all handed out when
+	// the arm takes the counter past it: out of fuel too (it was taken for
+	// a broken counter, "outside the budget").
+	sliced := compile(t, newSandbox(t, sandbox.Config{FuelSlice: 100}), hostile("overrun"))
+	rep, err = callFuel(t, sliced, 1000, 30*time.Second)
+	if !errors.Is(err, sandbox.ErrOutOfFuel) || rep.FuelUsed != 1000 || rep.Body != nil {
+		t.Fatalf("under a budget of 1,000 in slices of 100: %q, %d units, %v; want out of fuel, 1,000 units and no answer", rep.Body, rep.FuelUsed, err)
+	}
 }

@@ -211,11 +211,7 @@ func resetWritten(lin *mmapMemory) (pages int, how PoolReason) {
 	}
 	faults, counted := faultCount()
 	if known.valid && counted && faults == known.faults {
-		for _, r := range known.runs {
-			pages += int(r.len / pageSize)
-		}
-		known.settle(b, img, known.runs) // drops and copies take no fault
-		return pages, ResetKnown
+		return known.settle(b, img, known.runs), ResetKnown // drops and copies take no fault
 	}
 	// The private pages before this call are the idle set; those found
 	// now go in the other slice (swapped: neither allocates once grown).

@@ -40,12 +40,12 @@ const (
 // passKey is the name of the entry for wasm under opt: "" when the
 // executable cannot be read (no entry is read or written).
 func passKey(wasm []byte, opt instrument.Options) string {
-	exe := executableHash()
-	if exe == nil {
+	exe := exeID()
+	if exe == "" {
 		return ""
 	}
 	h := sha256.New()
-	h.Write(exe)
+	h.Write([]byte(exe))
 	var o [17]byte
 	binary.LittleEndian.PutUint64(o[0:], uint64(opt.MaxTableElements))
 	binary.LittleEndian.PutUint64(o[8:], uint64(opt.MaxStackBytes))
@@ -60,27 +60,32 @@ func passKey(wasm []byte, opt instrument.Options) string {
 // passRuns counts the pass's runs, for the tests.
 var passRuns atomic.Int64
 
-var exeHash = sync.OnceValue(func() []byte {
+// exeID is a SHA-256 of this executable, in hex ("" when it cannot be
+// read).
+var exeID = sync.OnceValue(func() string {
 	path, err := os.Executable()
 	if err != nil {
-		return nil
+		return ""
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return ""
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return nil
+		return ""
 	}
-	return h.Sum(nil)
+	return hex.EncodeToString(h.Sum(nil))
 })
 
-func executableHash() []byte { return exeHash() }
-
 // exeDir is the directory of this executable's entries under passDir.
-func exeDir() string { return hex.EncodeToString(executableHash())[:16] }
+func exeDir() string { return exeID()[:16] }
+
+// passPath is where the entry name is.
+func (c *cacheSeals) passPath(name string) string {
+	return filepath.Join(c.dir, passDir, exeDir(), name)
+}
 
 // prunePass marks this executable's directory used, and removes those of
 // other executables not used for passKeep; once per sandbox.
@@ -99,18 +104,6 @@ func (c *cacheSeals) prunePass() {
 	})
 }
 
-// passEntry is the sealed entry's bytes: the Info's length and JSON, the
-// module, and the seal.
-func (c *cacheSeals) passEntry(name string, metered []byte, info instrument.Info) ([]byte, error) {
-	j, err := json.Marshal(info)
-	if err != nil {
-		return nil, err
-	}
-	b := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(j)+len(metered)+sha256.Size), uint32(len(j)))
-	b = append(append(b, j...), metered...)
-	return append(b, c.passSeal(name, b)...), nil
-}
-
 func (c *cacheSeals) passSeal(name string, b []byte) []byte {
 	h := hmac.New(sha256.New, c.key)
 	h.Write([]byte(passDir + "/" + exeDir() + "/" + name))
@@ -122,7 +115,7 @@ func (c *cacheSeals) passSeal(name string, b []byte) []byte {
 // loadPass reads the entry name: the instrumented module and its Info, or
 // false when there is none that matches its seal.
 func (c *cacheSeals) loadPass(name string) ([]byte, instrument.Info, bool) {
-	b, err := os.ReadFile(filepath.Join(c.dir, passDir, exeDir(), name))
+	b, err := os.ReadFile(c.passPath(name))
 	if err != nil || len(b) < 4+sha256.Size {
 		return nil, instrument.Info{}, false
 	}
@@ -138,18 +131,21 @@ func (c *cacheSeals) loadPass(name string) ([]byte, instrument.Info, bool) {
 	return body[4+n:], info, true
 }
 
-// savePass writes the entry name whole or not at all (another process
-// writing the same entry at once writes the same bytes).
+// savePass writes the entry name, the Info's length and JSON, the module
+// and the seal, whole or not at all (another process writing the same
+// entry at once writes the same bytes).
 func (c *cacheSeals) savePass(name string, metered []byte, info instrument.Info) error {
-	b, err := c.passEntry(name, metered, info)
+	j, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(c.dir, passDir, exeDir())
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	b := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(j)+len(metered)+sha256.Size), uint32(len(j)))
+	b = append(append(b, j...), metered...)
+	b = append(b, c.passSeal(name, b)...)
+	if err := os.MkdirAll(filepath.Dir(c.passPath(name)), 0o700); err != nil {
 		return err
 	}
-	return writeWhole(filepath.Join(dir, name), b)
+	return writeWhole(c.passPath(name), b)
 }
 
 // instrumented is the pass's output for wasm: from the cache when an entry

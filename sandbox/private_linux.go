@@ -92,18 +92,20 @@ const keepHot = 1024
 // the pages private before this reset.
 //
 // idle is the pages private before the last call: known.idle after a
-// scan, known.runs itself when no fault says the call made any new.
-func (known *privatePages) settle(b []byte, img *memImage, idle []pageRun) {
+// scan, known.runs itself when no fault says the call made any new. It
+// returns how many pages were private.
+func (known *privatePages) settle(b []byte, img *memImage, idle []pageRun) (pages int) {
 	var total, hot, fresh uint64
 	for _, r := range known.runs {
 		total += r.len
 	}
+	pages = int(total / pageSize)
 	if total <= keepFree*pageSize {
 		for _, r := range known.runs {
 			copy(b[r.off:r.off+r.len], img.data[r.off:r.off+r.len])
 		}
 		known.last = append(known.last[:0], known.runs...)
-		return
+		return pages
 	}
 	sortPages(known.runs, idle, known.last, func(off, end uint64, kind pageKind) {
 		switch kind {
@@ -136,6 +138,7 @@ func (known *privatePages) settle(b []byte, img *memImage, idle []pageRun) {
 	s.flush()
 	// The runs found become last; what stays private, runs.
 	known.runs, known.out, known.last = s.out, known.last, known.runs
+	return pages
 }
 
 // pageKind is what a piece of the private pages was before the last call.

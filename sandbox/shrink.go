@@ -19,9 +19,8 @@ const wasmPage = 65536
 // when either cannot be done; the instance must then be closed. The reset
 // does the rest, as for an instance that did not grow.
 func (p *instancePool) shrink(pi *pooledInstance) bool {
-	size := uint64(len(pi.snap.memory))
-	return pi.lin != nil && size >= wasmPage && size%wasmPage == 0 &&
-		pi.lin.shrink(size) && setMemorySize(pi.memory, uint32(size))
+	size := len(pi.snap.memory)
+	return pi.lin != nil && pi.lin.shrink(uint64(size)) && setMemorySize(pi.memory, uint32(size))
 }
 
 // setMemorySize makes a wazero memory size bytes long, fewer than it has

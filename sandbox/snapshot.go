@@ -52,7 +52,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 		pi.close()
 		return p.fresh(ctx, env, budget)
 	}
-	if delta := (uint32(len(pi.snap.memory)) - pi.memory.Size()) / 65536; delta > 0 {
+	if delta := (uint32(len(pi.snap.memory)) - pi.memory.Size()) / wasmPage; delta > 0 {
 		if _, ok := pi.memory.Grow(delta); !ok {
 			pi.close()
 			return nil, ErrMemoryBudget

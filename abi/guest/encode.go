@@ -57,16 +57,9 @@ func appendJSON(b []byte, v any, depth int) ([]byte, bool) {
 	case []string:
 		return appendList(b, v, func(b []byte, e string) ([]byte, bool) { return appendString(b, e), true })
 	case map[string]any:
-		return appendMap(b, v, depth)
+		return appendMap(b, v, func(b []byte, e any) ([]byte, bool) { return appendJSON(b, e, depth+1) })
 	case map[string]string:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[k] = e
-		}
-		return appendMap(b, m, depth)
+		return appendMap(b, v, func(b []byte, e string) ([]byte, bool) { return appendString(b, e), true })
 	}
 	return b, false
 }
@@ -90,7 +83,9 @@ func appendList[T any](b []byte, v []T, elem func([]byte, T) ([]byte, bool)) ([]
 	return append(b, ']'), true
 }
 
-func appendMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
+// appendMap appends a JSON object of m's members, keys sorted, each value
+// by elem (null for a nil map, as json.Marshal writes it).
+func appendMap[V any](b []byte, m map[string]V, elem func([]byte, V) ([]byte, bool)) ([]byte, bool) {
 	if m == nil {
 		return append(b, "null"...), true
 	}
@@ -106,7 +101,7 @@ func appendMap(b []byte, m map[string]any, depth int) ([]byte, bool) {
 		}
 		b = append(appendString(b, k), ':')
 		var ok bool
-		if b, ok = appendJSON(b, m[k], depth+1); !ok {
+		if b, ok = elem(b, m[k]); !ok {
 			return b, false
 		}
 	}

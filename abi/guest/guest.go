@@ -312,10 +312,13 @@ func safeRun(run func() (any, error)) (status wire.Status, resp []byte) {
 	if err != nil {
 		return thrown(err)
 	}
-	if raw, ok := out.(json.RawMessage); ok && marshalsAsIs(raw) {
-		return wire.StatusOK, raw
-	}
-	if b, ok := appendJSON(nil, out, 0); ok {
+	// An output that can go out as it is does, without a copy; one made
+	// of JSON's own values is encoded here; anything else by json.Marshal.
+	if raw, isRaw := out.(json.RawMessage); isRaw {
+		if marshalsAsIs(raw) {
+			return wire.StatusOK, raw
+		}
+	} else if b, ok := appendJSON(nil, out, 0); ok {
 		return wire.StatusOK, b
 	}
 	b, err := json.Marshal(out)

@@ -160,10 +160,8 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 		case kBulkMem:
 			// The chunk loop adds a loop and two frames (bulk.go).
 			bulk = true
-			if loops++; loops >= MaxLoopsPerFunction {
-				return nil, limitf("more than %d blocks, loops and ifs, or %d loops, bulk memory operations counting as one loop and two blocks each", MaxFramesPerFunction, MaxLoopsPerFunction)
-			}
-			if frameCount += 2; frameCount > MaxFramesPerFunction {
+			loops, frameCount = loops+1, frameCount+2
+			if loops >= MaxLoopsPerFunction || frameCount > MaxFramesPerFunction {
 				return nil, limitf("more than %d blocks, loops and ifs, or %d loops, bulk memory operations counting as one loop and two blocks each", MaxFramesPerFunction, MaxLoopsPerFunction)
 			}
 		}
