@@ -311,6 +311,27 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module,
 // text is the reference services' ("Missing module: <path>").
 var errMissingModule = errors.New("Missing module")
 
+// readSized reads f, whose size was size when it was opened, into one
+// buffer of that size (io.ReadAll's doublings cost 28 ms of a 2.6 MiB
+// module's warm load here, most of it clearing the buffers it threw
+// away); a file that changed size while read is read whole all the same,
+// up to limit.
+func readSized(f io.Reader, size int64, limit int) ([]byte, error) {
+	b := make([]byte, size, size+1)
+	n, err := io.ReadFull(f, b)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return b[:n], nil // it shrank
+	}
+	if err != nil {
+		return nil, err
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, int64(limit)-size+1))
+	if err == nil && size+int64(len(rest)) > int64(limit) {
+		err = fmt.Errorf("grew past the module size limit of %d while read", limit)
+	}
+	return append(b, rest...), err
+}
+
 // readModule reads a module path inside root: relative, forward slashes,
 // never leaving the root (os.Root refuses ".." and symlinks that escape),
 // at most limit bytes.
@@ -336,10 +357,7 @@ func readModule(r *os.Root, p string, limit int) ([]byte, error) {
 	if st.Size() > int64(limit) {
 		return nil, fmt.Errorf("%s: %d bytes is over the module size limit of %d", p, st.Size(), limit)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err == nil && len(b) > limit {
-		err = fmt.Errorf("grew past the module size limit of %d while read", limit)
-	}
+	b, err := readSized(f, st.Size(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading module: %v", p, err)
 	}

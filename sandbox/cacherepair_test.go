@@ -109,21 +109,7 @@ func TestACacheEntryIsVerifiedWholeBeforeItRuns(t *testing.T) {
 	compile(t, sb, hostile("twins"))
 	_ = sb.Close(context.Background())
 	for _, e := range cacheEntries(t, dir) {
-		b, err := os.ReadFile(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// WAZEVO, the version's length and bytes, the function count, then
-		// 8 bytes of offset per function: kindgi_call and second come first.
-		at := 6 + 1 + int(b[6]) + 4
-		if n := binary.LittleEndian.Uint32(b[at-4:]); n < 2 {
-			t.Fatalf("%d functions in the entry", n)
-		}
-		first, second := b[at:at+8], b[at+8:at+16]
-		var tmp [8]byte
-		copy(tmp[:], first)
-		copy(first, second)
-		copy(second, tmp[:])
+		b := swappedOffsets(t, e)
 		// Written beside and renamed over, as a replaced file would be: a
 		// file written in place within the clock's tick of its last write
 		// can keep its size and times.
@@ -134,13 +120,95 @@ func TestACacheEntryIsVerifiedWholeBeforeItRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	runsTheTwinsOwnCode(t, dir)
+}
+
+// swappedOffsets is the twins' cache entry at e with the function offsets
+// of kindgi_call and second swapped.
+func swappedOffsets(t *testing.T, e string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// WAZEVO, the version's length and bytes, the function count, then
+	// 8 bytes of offset per function: kindgi_call and second come first.
+	at := 6 + 1 + int(b[6]) + 4
+	if n := binary.LittleEndian.Uint32(b[at-4:]); n < 2 {
+		t.Fatalf("%d functions in the entry", n)
+	}
+	first, second := b[at:at+8], b[at+8:at+16]
+	var tmp [8]byte
+	copy(tmp[:], first)
+	copy(first, second)
+	copy(second, tmp[:])
+	return b
+}
+
+// runsTheTwinsOwnCode compiles the twins over the cache in dir and fails
+// unless a changed entry was removed and the call answers "first".
+func runsTheTwinsOwnCode(t *testing.T, dir string) {
+	t.Helper()
 	removed := 0
-	sb = newSandbox(t, sandbox.Config{CacheDir: dir, CacheRepaired: func(_ string, n int) { removed = n }})
+	sb := newSandbox(t, sandbox.Config{CacheDir: dir, CacheRepaired: func(_ string, n int) { removed = n }})
 	m := compile(t, sb, hostile("twins"))
 	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{}`)})
 	if err != nil || string(rep.Body) != `"first"` || removed == 0 {
 		t.Fatalf("after swapping the offsets: %s %v, %d entries removed", rep.Body, err, removed)
 	}
+}
+
+// TestAStampedEntryIsNotReadAgain: a boot after the one that compiled
+// finds the entries as they were sealed (their stamps) and reads none of
+// them whole (every boot read and hashed each: 14 ms a Go module, ahead of
+// every compilation); the module runs.
+func TestAStampedEntryIsNotReadAgain(t *testing.T) {
+	dir := t.TempDir()
+	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
+	compile(t, sb, hostile("counter"))
+	_ = sb.Close(context.Background())
+	sandbox.ForgetVerified() // as a new process would
+	before := sandbox.EntriesReadWhole()
+	m := compile(t, newSandbox(t, sandbox.Config{CacheDir: dir}), hostile("counter"))
+	if n := sandbox.EntriesReadWhole() - before; n != 0 {
+		t.Fatalf("%d entries read whole on a boot that found them as sealed", n)
+	}
+	if _, err, _ := call(t, m, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAnEntryWrittenInPlaceIsReadWholeAgain: the twins' entry with its
+// offsets swapped, written in place at its size, its modification time
+// put back: only its change time says it changed, and that is enough for
+// its stamp to fail, the entry to be read whole and removed, and the call
+// to answer "first".
+func TestAnEntryWrittenInPlaceIsReadWholeAgain(t *testing.T) {
+	dir := t.TempDir()
+	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
+	compile(t, sb, hostile("twins"))
+	_ = sb.Close(context.Background())
+	time.Sleep(20 * time.Millisecond) // past the tick of the file clock the entry was written in
+	for _, e := range cacheEntries(t, dir) {
+		info, err := os.Stat(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := swappedOffsets(t, e)
+		f, err := os.OpenFile(e, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		if err := os.Chtimes(e, info.ModTime(), info.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sandbox.ForgetVerified()
+	runsTheTwinsOwnCode(t, dir)
 }
 
 // TestCompilationsSealWhatTheyWrite: modules compiled at once into one

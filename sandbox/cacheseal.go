@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,6 +15,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,7 +26,9 @@ import (
 // <entry>.seal, an HMAC-SHA256 of its name and bytes under the cache's key
 // (cacheKeyFile in CacheDir, made at first use, readable by its owner
 // alone). Before a compilation reads the cache, every entry this sandbox
-// has not verified yet is read whole and checked; one without a seal, or
+// has not verified yet is checked: by its seal's stamp when it has not
+// changed since it was last read whole (cachestamp.go), else read whole
+// against the seal, and stamped; one without a seal, or
 // whose seal does not match, is removed with it (Config.CacheRepaired says
 // how many), and the module is compiled anew. After a compilation the
 // entries without a seal, the ones it wrote, are sealed. An entry without a
@@ -208,9 +212,17 @@ func (c *cacheSeals) walk(unsealed bool) (removed int) {
 				continue
 			}
 			seal, err := os.ReadFile(path + sealSuffix)
-			switch {
-			case err == nil && c.matches(path, name, seal):
+			if err == nil && c.stamped(name, seal, stamp) {
 				setVerified(path, stamp, true)
+				continue
+			}
+			mac, read := c.mac(path, name)
+			switch {
+			case err == nil && read && contentSeal(seal) != nil && hmac.Equal(mac, contentSeal(seal)):
+				setVerified(path, stamp, true)
+				if again := c.sealFor(path, name, mac, stamp); !bytes.Equal(again, seal) {
+					_ = writeWhole(path+sealSuffix, again) // else read whole again next boot
+				}
 			case err == nil || unsealed:
 				setVerified(path, stamp, false)
 				if os.Remove(path) == nil {
@@ -218,7 +230,7 @@ func (c *cacheSeals) walk(unsealed bool) (removed int) {
 				}
 				_ = os.Remove(path + sealSuffix)
 			default: // written by a compilation of ours: seal it
-				if mac, ok := c.mac(path, name); ok && writeWhole(path+sealSuffix, mac) == nil {
+				if read && writeWhole(path+sealSuffix, c.sealFor(path, name, mac, stamp)) == nil {
 					setVerified(path, stamp, true)
 				}
 			}
@@ -227,10 +239,8 @@ func (c *cacheSeals) walk(unsealed bool) (removed int) {
 	return removed
 }
 
-func (c *cacheSeals) matches(path, name string, seal []byte) bool {
-	mac, ok := c.mac(path, name)
-	return ok && hmac.Equal(mac, seal)
-}
+// entriesReadWhole counts the entries mac read, for the tests.
+var entriesReadWhole atomic.Int64
 
 // mac is the seal an entry should have: its name and bytes, read whole.
 func (c *cacheSeals) mac(path, name string) ([]byte, bool) {
@@ -239,6 +249,7 @@ func (c *cacheSeals) mac(path, name string) ([]byte, bool) {
 		return nil, false
 	}
 	defer f.Close()
+	entriesReadWhole.Add(1)
 	h := hmac.New(sha256.New, c.key)
 	h.Write([]byte(name))
 	h.Write([]byte{0})

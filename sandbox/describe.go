@@ -14,16 +14,23 @@ import (
 type Description = abi.Description
 
 // Describe runs the module once to ask which tool and check ids it serves,
-// under Config.LoadTimeout and Config.LoadFuel.
+// under Config.LoadTimeout and Config.LoadFuel; an unchanged module's
+// answer comes from the cache (describecache.go).
 func (m *Module) Describe(ctx context.Context) (Description, error) {
 	var d Description
 	if m.shape != nil {
 		return d, m.shape
 	}
+	if d, ok := m.describedBefore(); ok {
+		return d, nil
+	}
+	describeRuns.Add(1)
 	lctx, cancel := context.WithTimeout(ctx, m.sb.cfg.LoadTimeout)
 	defer cancel()
 	var said loadStderr
+	var lines loadLines
 	rep, err := m.run(lctx, abi.ExportDescribe, Request{Fuel: m.sb.cfg.LoadFuel, Output: func(stream string, line []byte) {
+		lines.add(stream, line)
 		if stream == "stderr" {
 			said.add(line)
 			_, _ = m.sb.stderr.Write(line)
@@ -50,6 +57,7 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 	if err := json.Unmarshal(rep.Body, &d); err != nil {
 		return d, fmt.Errorf("reading %s answer: %w", abi.ExportDescribe, err)
 	}
+	m.keepDescribed(rep, &lines)
 	return d, nil
 }
 

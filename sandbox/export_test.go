@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -117,3 +118,45 @@ const SnapshotMaxAge = snapshotMaxAge
 // PassRuns is how many times this process ran the fuel pass (not taken
 // from the pass's cache).
 func PassRuns() int64 { return passRuns.Load() }
+
+// CodePath is the file a module's code is mapped from once warm ("": none).
+func CodePath(m *Module) string {
+	if m.passName == "" {
+		return ""
+	}
+	return m.sb.seals.passPath(m.passName) + ".code"
+}
+
+// KeptBodies is how many of a module's function bodies wazero still holds
+// (-1: its layout is not the one dropBodies knows).
+func KeptBodies(m *Module) int {
+	code, ok := follow(reflect.ValueOf(m.compiled), "module", "CodeSection")
+	if !ok {
+		return -1
+	}
+	kept := 0
+	for i := range code.Len() {
+		if body, ok := unexported(code.Index(i), "Body"); !ok {
+			return -1
+		} else if body.Len() > 0 {
+			kept++
+		}
+	}
+	return kept
+}
+
+// ForgetVerified forgets which cache entries this process verified, as a
+// new process would not know.
+func ForgetVerified() {
+	verifiedEntries.Lock()
+	defer verifiedEntries.Unlock()
+	clear(verifiedEntries.m)
+}
+
+// EntriesReadWhole is how many cache entries this process read whole to
+// check them against their seals.
+func EntriesReadWhole() int64 { return entriesReadWhole.Load() }
+
+// DescribeRuns is how many times this process ran a module's load-time code
+// to describe it (not taken from the cache).
+func DescribeRuns() int64 { return describeRuns.Load() }

@@ -40,6 +40,11 @@ type Module struct {
 	hasInit  bool
 	http     bool  // it imports http_request: its calls may send requests
 	shape    error // why the module does not implement the guest ABI, or nil
+	// passName is its entry in the pass's cache, beside which its code
+	// (sharedcode_linux.go) and description (describecache.go) are kept;
+	// "" without a cache.
+	passName   string
+	codeShared sync.Once
 	// abiVersion is the guest ABI version the module answered when it was
 	// described (0 before); packd serves only the versions abi.Serves.
 	abiVersion atomic.Int32
@@ -69,7 +74,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	// (nothing invalid may resolve to what it adds); wazero then validates
 	// the result. Its error says what is wrong with the module itself. An
 	// unchanged module's pass comes from the cache (passcache.go).
-	metered, info, err := s.instrumented(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true, MaxStackBytes: s.cfg.MaxStackBytes})
+	metered, info, passName, err := s.instrumented(wasm, instrument.Options{MaxTableElements: s.cfg.MaxTableElements, FunctionImportsOnly: true, MaxStackBytes: s.cfg.MaxStackBytes})
 	if err != nil {
 		return nil, fmt.Errorf("compiling module: %w: %w", ErrInvalidModule, err)
 	}
@@ -100,7 +105,8 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		_ = compiled.Close(ctx)
 		return nil, err
 	}
-	m := &Module{sb: s, compiled: compiled, info: info}
+	_ = dropBodies(compiled) // where it cannot, they stay
+	m := &Module{sb: s, compiled: compiled, info: info, passName: passName}
 	for _, def := range compiled.ImportedFunctions() {
 		if mod, name, _ := def.Import(); mod == abi.ImportModule && name == abi.ImportHTTPRequest {
 			m.http = true

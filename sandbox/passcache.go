@@ -112,15 +112,35 @@ func (c *cacheSeals) passSeal(name string, b []byte) []byte {
 	return h.Sum(nil)
 }
 
+// loadSealed reads the file name of this executable's directory, whose
+// last 32 bytes are its seal: the bytes before them, or false when there
+// is no such file or its seal does not match.
+func (c *cacheSeals) loadSealed(name string) ([]byte, bool) {
+	b, err := os.ReadFile(c.passPath(name))
+	if err != nil || len(b) < sha256.Size {
+		return nil, false
+	}
+	body, seal := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	return body, hmac.Equal(seal, c.passSeal(name, body))
+}
+
+// saveSealed writes body and its seal as the file name of this
+// executable's directory, whole or not at all (another process writing
+// the same file at once writes the same bytes); the seal goes in body's
+// spare capacity if it has room.
+func (c *cacheSeals) saveSealed(name string, body []byte) error {
+	b := append(body, c.passSeal(name, body)...)
+	if err := os.MkdirAll(filepath.Dir(c.passPath(name)), 0o700); err != nil {
+		return err
+	}
+	return writeWhole(c.passPath(name), b)
+}
+
 // loadPass reads the entry name: the instrumented module and its Info, or
 // false when there is none that matches its seal.
 func (c *cacheSeals) loadPass(name string) ([]byte, instrument.Info, bool) {
-	b, err := os.ReadFile(c.passPath(name))
-	if err != nil || len(b) < 4+sha256.Size {
-		return nil, instrument.Info{}, false
-	}
-	body, seal := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
-	if !hmac.Equal(seal, c.passSeal(name, body)) {
+	body, ok := c.loadSealed(name)
+	if !ok || len(body) < 4 {
 		return nil, instrument.Info{}, false
 	}
 	n := int(binary.LittleEndian.Uint32(body))
@@ -131,43 +151,37 @@ func (c *cacheSeals) loadPass(name string) ([]byte, instrument.Info, bool) {
 	return body[4+n:], info, true
 }
 
-// savePass writes the entry name, the Info's length and JSON, the module
-// and the seal, whole or not at all (another process writing the same
-// entry at once writes the same bytes).
+// savePass writes the entry name: the Info's length and JSON, the module,
+// and the seal.
 func (c *cacheSeals) savePass(name string, metered []byte, info instrument.Info) error {
 	j, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
 	b := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(j)+len(metered)+sha256.Size), uint32(len(j)))
-	b = append(append(b, j...), metered...)
-	b = append(b, c.passSeal(name, b)...)
-	if err := os.MkdirAll(filepath.Dir(c.passPath(name)), 0o700); err != nil {
-		return err
-	}
-	return writeWhole(c.passPath(name), b)
+	return c.saveSealed(name, append(append(b, j...), metered...))
 }
 
 // instrumented is the pass's output for wasm: from the cache when an entry
-// matches, else from the pass (and then kept there).
-func (s *Sandbox) instrumented(wasm []byte, opt instrument.Options) ([]byte, instrument.Info, error) {
-	name := ""
+// matches, else from the pass (and then kept there); name is the entry's
+// ("" without a cache).
+func (s *Sandbox) instrumented(wasm []byte, opt instrument.Options) (metered []byte, info instrument.Info, name string, err error) {
 	if s.seals != nil {
 		name = passKey(wasm, opt)
 	}
 	if name != "" {
 		s.seals.prunePass()
 		if metered, info, ok := s.seals.loadPass(name); ok {
-			return metered, info, nil
+			return metered, info, name, nil
 		}
 	}
 	if err := instrument.Prescan(wasm); err != nil {
-		return nil, instrument.Info{}, err
+		return nil, instrument.Info{}, "", err
 	}
 	passRuns.Add(1)
-	metered, info, err := instrument.InstrumentInfo(wasm, opt)
+	metered, info, err = instrument.InstrumentInfo(wasm, opt)
 	if err == nil && name != "" {
 		_ = s.seals.savePass(name, metered, info) // a cache that cannot be written only costs the next boot
 	}
-	return metered, info, err
+	return metered, info, name, err
 }

@@ -169,7 +169,10 @@ func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64
 // waits for it (the first call to a Go module at boot spent 12-25 ms
 // there, 100 ms beside three others, most of it past a 20 ms deadline,
 // make deadlineload). A module that is not pooled has nothing to warm.
+// Then its code is mapped from its file in the cache, so that only what
+// calls run of it stays resident (sharedcode_linux.go).
 func (m *Module) Warm(ctx context.Context, env []string) error {
+	defer func() { _ = m.shareCode() }() // where it cannot, the code stays as it is
 	if m.pool == nil {
 		return nil
 	}

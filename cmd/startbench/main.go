@@ -3,8 +3,10 @@
 // pack's, each with a custom section of its own, so that each compiles on
 // its own), it starts packd serve with an empty compilation cache (cold),
 // then again with the cache it left (warm), and prints the time to
-// listening and the RSS then, each against the one-module pack, with
-// issue 25's targets beside them (make bench).
+// listening and the RSS once every module has answered a call (what a
+// loaded module keeps: the pages its calls run are resident again), each
+// against the one-module pack, with issue 25's targets beside them (make
+// bench).
 //
 //	startbench PACKD ECHO.WASM [COUNTS]
 package main
@@ -13,6 +15,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,7 +59,7 @@ func run(packd, echo string, counts []int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("start-up against module count (distinct Go modules; time to listening, RSS then)\n")
+	fmt.Printf("start-up against module count (distinct Go modules; time to listening, RSS after a call to each)\n")
 	fmt.Printf("%-8s %12s %12s %12s %10s %12s\n", "modules", "cold", "warm", "warm/module", "RSS warm", "RSS/module")
 	var firstWarm start
 	var perModule time.Duration
@@ -71,7 +75,7 @@ func run(packd, echo string, counts []int) error {
 		}
 		var got [2]start
 		for j := range got { // cold, then warm from the cache the cold start left
-			if got[j], err = startOnce(packd, dir); err != nil {
+			if got[j], err = startOnce(packd, dir, n); err != nil {
 				return fmt.Errorf("%d modules: %w", n, err)
 			}
 		}
@@ -131,16 +135,36 @@ func writePack(dir string, wasm []byte, n int) error {
 	return os.WriteFile(filepath.Join(dir, "index.json"), idx, 0o644)
 }
 
-// startOnce starts packd serve on dir's pack with the compilation cache
-// under dir, and says how long it took to listen and its RSS then.
-func startOnce(packd, dir string) (start, error) {
+// startOnce starts packd serve on dir's pack of n modules with the
+// compilation cache under dir, and says how long it took to listen and
+// its RSS once each module answered a call.
+func startOnce(packd, dir string, n int) (start, error) {
 	t0 := time.Now()
-	_, pid, stop, err := packdproc.StartPid(packd, []string{"--index", filepath.Join(dir, "index.json"), "--cache-dir", filepath.Join(dir, "cache")}, nil)
+	port, pid, stop, err := packdproc.StartPid(packd, []string{"--index", filepath.Join(dir, "index.json"), "--cache-dir", filepath.Join(dir, "cache")}, nil)
 	if err != nil {
 		return start{}, err
 	}
 	defer stop()
 	s := start{ready: time.Since(t0)}
+	client := &http.Client{Timeout: time.Minute}
+	for i := 0; i < n; i++ {
+		body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"echo.echo","version":"1.0.%d"},"input":{"say":"hi"},"ctx":{"tenantId":"t","runId":"r"}}`, i)
+		req, err := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/v1/invoke", port), strings.NewReader(body))
+		if err != nil {
+			return s, err
+		}
+		req.Header.Set("Kindgi-Pack-Token", "tok")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return s, err
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(answer), `"say":"hi"`) {
+			return s, fmt.Errorf("module %d answered %d: %s", i, resp.StatusCode, answer)
+		}
+	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return s, err
