@@ -84,7 +84,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		}
 		defer s.seals.end()
 	}
-	compiled, err := s.compileBounded(ctx, metered)
+	compiled, err := s.compileBounded(ctx, metered, passName)
 	if err != nil && s.cfg.CacheDir != "" && corruptCache(err) {
 		// A corrupt entry (truncated, overwritten) fails every compilation
 		// of its module, on every restart: remove the entries and compile
@@ -93,7 +93,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		if s.cfg.CacheRepaired != nil {
 			s.cfg.CacheRepaired(err.Error(), removed)
 		}
-		compiled, err = s.compileBounded(ctx, metered)
+		compiled, err = s.compileBounded(ctx, metered, passName)
 	}
 	if errors.Is(err, ErrCompileTimeout) || errors.Is(err, ErrDeadline) || errors.Is(err, ErrCancelled) {
 		return nil, fmt.Errorf("compiling module: %w", err)
@@ -133,8 +133,13 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 // ctx is done. wazero compiles with several workers and stops them between
 // functions when its context is cancelled; the pass bounds what one
 // function may cost (instrument.MaxFramesPerFunction), so a compilation
-// given up on ends soon after in the background.
-func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+// given up on ends soon after in the background. key names wasm's content
+// ("": its SHA-256 is taken).
+func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte, key string) (wazero.CompiledModule, error) {
+	if key == "" {
+		sum := sha256.Sum256(wasm)
+		key = string(sum[:])
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CompileTimeout)
 	defer cancel()
 	type result struct {
@@ -152,7 +157,7 @@ func (s *Sandbox) compileBounded(ctx context.Context, wasm []byte) (wazero.Compi
 			}
 			done <- r
 		}()
-		mu, _ := s.compiling.LoadOrStore(sha256.Sum256(wasm), &sync.Mutex{})
+		mu, _ := s.compiling.LoadOrStore(key, &sync.Mutex{})
 		mu.(*sync.Mutex).Lock()
 		defer mu.(*sync.Mutex).Unlock()
 		wctx := experimental.WithCompilationWorkers(cctx, runtime.GOMAXPROCS(0))

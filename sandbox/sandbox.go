@@ -107,7 +107,9 @@ type Sandbox struct {
 	stdout, stderr *lineq.Queue
 	mem            memBudget
 	maps           *mappings
-	// compiling holds a mutex per module content (sha256): wazero makes a
+	// compiling holds a mutex per module content (its pass entry's name,
+	// else its SHA-256; the name is a hash of the module already, and a
+	// hash of the instrumented module cost 3 ms a Go module): wazero makes a
 	// module loaded from its file cache visible to other compilations of
 	// the same bytes before it has finished preparing it (a data race
 	// found by the race detector when a pack names one module twice).
