@@ -17,7 +17,8 @@ RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/packd ./cmd/packd && \
     mkdir -p /out/app && cp "$PACK/index.json" /out/app/ && \
-    GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "/out/app/$(basename "$PACK").wasm" "./$PACK"
+    GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "/out/app/$(basename "$PACK").wasm" "./$PACK" && \
+    /out/packd check --index /out/app/index.json --cache-dir /out/cache
 
 # ---- what every packd image is ----
 FROM scratch AS base
@@ -31,14 +32,19 @@ EXPOSE 8080 9464
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/packd", "serve"]
 CMD ["--index", "/app/index.json"]
+# the pack's compilation cache, warm (packd check made it with this very
+# packd): used read-only where the root filesystem is
+ENV PACKD_CACHE_DIR=/cache
 
 # ---- the image from source (the default target) ----
 FROM base AS image
 COPY --from=build /out/packd /packd
 COPY --from=build /out/app /app
+COPY --from=build --chown=65532:65532 /out/cache /cache
 
 # ---- the image from what make image built in this checkout ----
 FROM base AS prebuilt
 ARG PACK=wasm-examples/echo
 COPY bin/packd /packd
 COPY ${PACK}/index.json ${PACK}/*.wasm /app/
+COPY --chown=65532:65532 bin/image-cache /cache

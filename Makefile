@@ -89,8 +89,15 @@ test-all: build wasm fixtures vet
 # CGO_ENABLED=0; the binary the black-box suite tests) and the echo pack, with podman or docker, whichever is installed.
 ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 IMAGE  ?= packd:dev
+# The image ships a warm compilation cache for its pack (bin/image-cache,
+# made by packd check with that binary, at /cache): a new node starts warm,
+# read-only root or not, when its CPU has the features of the machine
+# that made it (wazero's entries are per CPU; a module the cache lacks
+# compiles at start).
 image: $(BIN) wasm-examples/echo/echo.wasm
 	@test -n "$(ENGINE)" || { echo "make image needs podman or docker (Debian: apt-get install podman)" >&2; exit 1; }
+	rm -rf bin/image-cache
+	$(BIN) check --index wasm-examples/echo/index.json --cache-dir bin/image-cache >/dev/null
 	$(ENGINE) build --target prebuilt -t $(IMAGE) .
 
 # The image as an orchestrator sees it: user, entrypoint, ports, stop

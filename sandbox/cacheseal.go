@@ -44,6 +44,8 @@ const (
 type cacheSeals struct {
 	dir string
 	key []byte
+	// readOnly: nothing is written in dir (Config.CacheReadOnly).
+	readOnly bool
 	// versions are the directories of wazero's versions whose entries are
 	// verified: this build's (see wazeroDir), else all of them.
 	versions []string
@@ -89,14 +91,29 @@ type entryStamp struct {
 	ctimeNanos int64
 }
 
+// IsCache reports whether dir holds a compilation cache packd made (its
+// key): one packd cannot write can still be used as it is
+// (Config.CacheReadOnly).
+func IsCache(dir string) bool {
+	key, err := os.ReadFile(filepath.Join(dir, cacheKeyFile))
+	return err == nil && len(key) == cacheKeyLen
+}
+
 // openSeals reads the cache's key, making it when there is none (or when
 // it is not a key: every seal made with the old one then fails, and its
 // entry is compiled again).
-func openSeals(dir string) (*cacheSeals, error) {
+func openSeals(dir string, readOnly bool) (*cacheSeals, error) {
+	path := filepath.Join(dir, cacheKeyFile)
+	if readOnly {
+		key, err := os.ReadFile(path)
+		if err != nil || len(key) != cacheKeyLen {
+			return nil, fmt.Errorf("the read-only cache %s has no key (%v, %d bytes): it was not made by packd", dir, err, len(key))
+		}
+		return &cacheSeals{dir: dir, key: key, readOnly: true}, nil
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, cacheKeyFile)
 	key, err := os.ReadFile(path)
 	if err != nil || len(key) != cacheKeyLen {
 		if err := makeKey(path, errors.Is(err, fs.ErrNotExist)); err != nil {
@@ -170,6 +187,9 @@ func wazeroDir(dir string) string {
 // begin verifies the entries not verified yet before a compilation reads
 // the cache, and reports how many it removed.
 func (c *cacheSeals) begin() int {
+	if c.readOnly {
+		return 0 // checked whole when the sandbox was made (checkReadOnly)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	removed := c.walk(c.running == 0)
@@ -179,10 +199,44 @@ func (c *cacheSeals) begin() int {
 
 // end seals what a compilation wrote.
 func (c *cacheSeals) end() {
+	if c.readOnly {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.running--
 	c.walk(false)
+}
+
+// checkReadOnly checks every entry of a read-only cache against its seal
+// and says how many do not match (or have none): none can be removed, so
+// wazero must not read any (0 for a cache that is not read-only).
+func (c *cacheSeals) checkReadOnly() (bad int) {
+	if !c.readOnly {
+		return 0
+	}
+	for _, v := range c.versions {
+		entries, _ := os.ReadDir(v)
+		for _, e := range entries {
+			name := e.Name()
+			path := filepath.Join(v, name)
+			if !e.Type().IsRegular() || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, sealSuffix) {
+				continue
+			}
+			info, err := e.Info()
+			seal, serr := os.ReadFile(path + sealSuffix)
+			if err != nil || serr != nil {
+				bad++
+				continue
+			}
+			if stamp := stampOf(info); !c.stamped(name, seal, stamp) {
+				if mac, ok := c.mac(path, name); !ok || contentSeal(seal) == nil || !hmac.Equal(mac, contentSeal(seal)) {
+					bad++
+				}
+			}
+		}
+	}
+	return bad
 }
 
 // walk verifies every entry not verified yet: it removes one whose seal

@@ -85,7 +85,13 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		defer s.seals.end()
 	}
 	compiled, err := s.compileBounded(ctx, metered, passName)
-	if err != nil && s.cfg.CacheDir != "" && corruptCache(err) {
+	if err != nil && s.seals != nil && s.seals.readOnly && s.cache != nil && ctx.Err() == nil {
+		// A module a read-only cache lacks is compiled, then wazero fails
+		// to write it there; it keeps what it compiled in memory, so the
+		// same compilation again finds it.
+		compiled, err = s.compileBounded(ctx, metered, passName)
+	}
+	if err != nil && s.cfg.CacheDir != "" && !s.cfg.CacheReadOnly && corruptCache(err) {
 		// A corrupt entry (truncated, overwritten) fails every compilation
 		// of its module, on every restart: remove the entries and compile
 		// once more.

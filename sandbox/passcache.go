@@ -90,6 +90,9 @@ func (c *cacheSeals) passPath(name string) string {
 // prunePass marks this executable's directory used, and removes those of
 // other executables not used for passKeep; once per sandbox.
 func (c *cacheSeals) prunePass() {
+	if c.readOnly {
+		return
+	}
 	c.pruned.Do(func() {
 		root := filepath.Join(c.dir, passDir)
 		now := time.Now()
@@ -129,6 +132,9 @@ func (c *cacheSeals) loadSealed(name string) ([]byte, bool) {
 // the same file at once writes the same bytes); the seal goes in body's
 // spare capacity if it has room.
 func (c *cacheSeals) saveSealed(name string, body []byte) error {
+	if c.readOnly {
+		return nil
+	}
 	b := append(body, c.passSeal(name, body)...)
 	if err := os.MkdirAll(filepath.Dir(c.passPath(name)), 0o700); err != nil {
 		return err

@@ -42,6 +42,13 @@ type Config struct {
 	// verified whole before its code runs (cacheseal.go); empty keeps it in
 	// memory.
 	CacheDir string
+	// CacheReadOnly uses CacheDir as it is, writing nothing to it: a cache
+	// made before (by packd check) on a file system packd cannot write, an
+	// image's. Its entries are all checked against their seals when the
+	// sandbox is made, and if any does not match, wazero's entries are not
+	// used at all (CacheRepaired says so), since none can be removed; a
+	// module the cache lacks compiles in memory, at every start.
+	CacheReadOnly bool
 	// MemoryLimitPages bounds every instance's linear memory (64 KiB pages).
 	MemoryLimitPages uint32
 	// MaxResponseBytes bounds what one call may write with response_write.
@@ -170,18 +177,29 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	// the context is done.
 	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages - uint32(tablePages))
 	if cfg.CacheDir != "" {
-		seals, err := openSeals(cfg.CacheDir)
+		seals, err := openSeals(cfg.CacheDir, cfg.CacheReadOnly)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: opening compilation cache: %w", err)
 		}
 		s.seals = seals
-		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: opening compilation cache: %w", err)
+		if cfg.CacheReadOnly {
+			seals.useVersions()
 		}
-		s.cache = cache
-		seals.useVersions()
-		rc = rc.WithCompilationCache(cache)
+		if bad := seals.checkReadOnly(); bad > 0 {
+			if cfg.CacheRepaired != nil {
+				cfg.CacheRepaired(fmt.Sprintf("%d entries of the read-only cache did not match their seal: its compiled code is not used, and modules compile at every start", bad), 0)
+			}
+		} else {
+			cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+			switch {
+			case err == nil:
+				s.cache = cache
+				seals.useVersions() // once wazero has made its directory
+				rc = rc.WithCompilationCache(cache)
+			case !cfg.CacheReadOnly: // read-only, one without this wazero's directory has nothing for it
+				return nil, fmt.Errorf("sandbox: opening compilation cache: %w", err)
+			}
+		}
 	}
 	s.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	if err := instantiateKindgi(ctx, s.rt); err != nil {

@@ -47,7 +47,7 @@ func (m *Module) shareCode() error {
 	m.codeShared.Do(func() {
 		var code []byte
 		if code, err = codeOf(m.compiled); err == nil {
-			err = mapCodeFrom(code, m.sb.seals.passPath(m.passName)+".code")
+			err = mapCodeFrom(code, m.sb.seals.passPath(m.passName)+".code", !m.sb.seals.readOnly)
 		}
 		if err == nil {
 			sharedCode.Lock()
@@ -65,13 +65,14 @@ func onMemoryFS(dir string) bool {
 	return syscall.Statfs(dir, &st) == nil && (st.Type == tmpfs || st.Type == ramfs)
 }
 
-// mapCodeFrom maps the file at path, made to hold exactly code, over code.
-func mapCodeFrom(code []byte, path string) error {
+// mapCodeFrom maps the file at path, made to hold exactly code (when
+// write allows), over code.
+func mapCodeFrom(code []byte, path string, write bool) error {
 	dir := filepath.Dir(path)
 	if onMemoryFS(dir) {
 		return fmt.Errorf("%s is held in memory", dir)
 	}
-	f, err := codeFile(code, path)
+	f, err := codeFile(code, path, write)
 	if err != nil {
 		return err
 	}
@@ -93,14 +94,17 @@ func mapCodeFrom(code []byte, path string) error {
 }
 
 // codeFile is the file at path open for reading, holding exactly code:
-// the one there if it does, else one written beside it and renamed over
-// it.
-func codeFile(code []byte, path string) (*os.File, error) {
+// the one there if it does, else (when write allows) one written beside
+// it and renamed over it.
+func codeFile(code []byte, path string, write bool) (*os.File, error) {
 	if f, err := os.Open(path); err == nil {
 		if holds(f, code) {
 			return f, nil
 		}
 		_ = f.Close()
+	}
+	if !write {
+		return nil, fmt.Errorf("%s does not hold the module's code, and the cache is read-only", path)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {

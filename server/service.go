@@ -116,7 +116,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	hc.Sandbox.DroppedLines = dropped
 	hc.Sandbox.PoolEvents = func(ev host.PoolEvent) { metrics.Load().PoolEvent(ev) }
 	hc.Sandbox.CacheRepaired = func(why string, removed int) {
-		rec.Lifecycle("cache-repaired", "warn", "The compilation cache held a corrupt entry: its entries were removed and the module compiled anew",
+		rec.Lifecycle("cache-repaired", "warn", "The compilation cache held a corrupt entry: the module compiled anew",
 			Field{Key: "removed", Value: removed}, Field{Key: "error", Value: why})
 	}
 	// Outbound HTTP of pack code: counted, and in the audit log when there

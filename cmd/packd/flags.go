@@ -42,6 +42,11 @@ type loadFlags struct {
 	// cacheWarning says why the default cache directory is not used (config
 	// then keeps the compilation cache in memory); "" when it is.
 	cacheWarning string
+	// cacheReadOnly: the cache directory cannot be written but holds a
+	// cache packd made (an image's, made by packd check): it is used as it
+	// is (sandbox.Config.CacheReadOnly); cacheNote says so.
+	cacheReadOnly bool
+	cacheNote     string
 }
 
 // register adds the flags to fs; their defaults read getenv.
@@ -214,7 +219,10 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 		return host.Config{}, errors.New(strings.Join(problems, "; "))
 	}
 	if l.cacheDir != "" {
-		if err := cacheUsable(l.cacheDir); err != nil {
+		if err := cacheUsable(l.cacheDir); err != nil && sandbox.IsCache(l.cacheDir) {
+			l.cacheReadOnly = true
+			l.cacheNote = fmt.Sprintf("The compilation cache directory %s cannot be written (%v): it is used as it is, read-only; a module it lacks compiles at every start", l.cacheDir, err)
+		} else if err != nil {
 			if l.cacheAskedFor() {
 				return host.Config{}, fmt.Errorf("--cache-dir (or PACKD_CACHE_DIR) %s cannot be used: %v", l.cacheDir, err)
 			}
@@ -236,6 +244,7 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 		ModuleRoot: l.moduleRoot,
 		Sandbox: sandbox.Config{
 			CacheDir:         l.cacheDir,
+			CacheReadOnly:    l.cacheReadOnly,
 			MemoryLimitPages: uint32(l.memoryMiB * 16),
 			Stdout:           guestOut,
 			Stderr:           guestOut,

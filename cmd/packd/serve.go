@@ -196,6 +196,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	if cfg.load.cacheWarning != "" {
 		rec.Lifecycle("cache-unavailable", "warn", cfg.load.cacheWarning)
 	}
+	if cfg.load.cacheNote != "" {
+		rec.Lifecycle("cache-read-only", "info", cfg.load.cacheNote)
+	}
 	cfg.load.setGoMemoryLimit()
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
