@@ -17,7 +17,7 @@ type mappings struct{}
 func newMappings() *mappings { return &mappings{} }
 func (p *mappings) close()   {}
 
-type memImage struct{}
+type memImage struct{ data []byte } // never made: newMemImage answers nil
 
 type mmapMemory struct {
 	buf   []byte
