@@ -198,3 +198,25 @@ func BenchmarkResetAfterBigWrite(b *testing.B) {
 	b.ReportMetric(median(times[2]), "after-64MiB-ns")
 	b.ReportMetric(median(times[2])/median(times[0]), "after-64MiB/fresh")
 }
+
+// BenchmarkCallPooledEchoGoConcurrent: the pooled Go echo called from 32
+// goroutines at once over a pool of 32, as a service at its concurrency
+// cap calls it: what a call costs when resets run side by side.
+func BenchmarkCallPooledEchoGoConcurrent(b *testing.B) {
+	_, m := benchModulePooled(b, echoWasm, 32)
+	if err := m.Warm(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(16) // 32 goroutines on 2 CPUs
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rep, err := m.Call(ctx, Request{Body: echoRequest})
+			if err != nil || rep.Status != abi.StatusOK {
+				b.Error(rep, err)
+				return
+			}
+		}
+	})
+}
