@@ -4,7 +4,6 @@ package sandbox_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,14 +58,7 @@ func TestATamperedReadOnlyCacheIsNotUsed(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
 	compile(t, sb, hostile("twins"))
 	_ = sb.Close(context.Background())
-	for _, e := range cacheEntries(t, dir) {
-		if err := os.WriteFile(e+".new", swappedOffsets(t, e), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(e+".new", e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	replaceSwapped(t, dir)
 	immutable.Freeze(t, dir)
 	var why string
 	sb = newSandbox(t, sandbox.Config{CacheDir: dir, CacheReadOnly: true, CacheRepaired: func(w string, _ int) { why = w }})

@@ -108,19 +108,23 @@ func TestACacheEntryIsVerifiedWholeBeforeItRuns(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
 	compile(t, sb, hostile("twins"))
 	_ = sb.Close(context.Background())
+	replaceSwapped(t, dir)
+	runsTheTwinsOwnCode(t, dir)
+}
+
+// replaceSwapped replaces every entry of the twins' cache in dir with its
+// offsets swapped, written beside and renamed over, as a replaced file
+// would be (TestAnEntryWrittenInPlaceIsReadWholeAgain writes in place).
+func replaceSwapped(t *testing.T, dir string) {
+	t.Helper()
 	for _, e := range cacheEntries(t, dir) {
-		b := swappedOffsets(t, e)
-		// Written beside and renamed over, as a replaced file would be: a
-		// file written in place within the clock's tick of its last write
-		// can keep its size and times.
-		if err := os.WriteFile(e+".new", b, 0o600); err != nil {
+		if err := os.WriteFile(e+".new", swappedOffsets(t, e), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Rename(e+".new", e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	runsTheTwinsOwnCode(t, dir)
 }
 
 // swappedOffsets is the twins' cache entry at e with the function offsets
