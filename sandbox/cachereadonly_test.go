@@ -4,7 +4,10 @@ package sandbox_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,4 +70,62 @@ func TestATamperedReadOnlyCacheIsNotUsed(t *testing.T) {
 	if err != nil || string(rep.Body) != `"first"` || !strings.Contains(why, "did not match their seal") {
 		t.Fatalf("from a tampered read-only cache: %s %v, told %q", rep.Body, err, why)
 	}
+}
+
+// A FIFO put in place of a cache file (a pass entry, its description, its
+// code, a wazero entry's seal) blocked the boot for ever when it was read
+// (os.ReadFile waits for a writer that never comes): every one is now
+// opened only as a regular file, refused otherwise, and the module loads,
+// is described, warms and answers.
+func TestFIFOsInTheCacheDoNotHangABoot(t *testing.T) {
+	dir := t.TempDir()
+	first, closeFirst := warmIn(t, dir)
+	if _, err := first.Describe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	closeFirst()
+	pass, _ := filepath.Glob(filepath.Join(dir, "packd-pass", "*", "*"))
+	seals, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*.seal"))
+	if len(pass) != 3 || len(seals) != 1 {
+		t.Fatalf("the warm cache holds %v and %v: want a pass entry, its description and code, one seal", pass, seals)
+	}
+	for _, p := range append(pass, seals...) {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sandbox.ForgetVerified()
+	done := make(chan error, 1)
+	var m *sandbox.Module
+	go func() {
+		sb, err := sandbox.New(context.Background(), sandbox.Config{CacheDir: dir, PoolSize: 2})
+		if err != nil {
+			done <- err
+			return
+		}
+		t.Cleanup(func() { _ = sb.Close(context.Background()) })
+		wasm, err := os.ReadFile(conformanceGo)
+		if err == nil {
+			m, err = sb.Compile(context.Background(), wasm)
+		}
+		if err == nil {
+			_, err = m.Describe(context.Background())
+		}
+		if err == nil {
+			err = m.Warm(context.Background(), nil)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the boot hangs on a FIFO in the cache")
+	}
+	echoGo(t, m)
 }

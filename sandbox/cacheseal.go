@@ -224,7 +224,7 @@ func (c *cacheSeals) checkReadOnly() (bad int) {
 				continue
 			}
 			info, err := e.Info()
-			seal, serr := os.ReadFile(path + sealSuffix)
+			seal, serr := readRegular(path + sealSuffix)
 			if err != nil || serr != nil {
 				bad++
 				continue
@@ -265,7 +265,7 @@ func (c *cacheSeals) walk(unsealed bool) (removed int) {
 			if isVerified(path, stamp) {
 				continue
 			}
-			seal, err := os.ReadFile(path + sealSuffix)
+			seal, err := readRegular(path + sealSuffix)
 			if err == nil && c.stamped(name, seal, stamp) {
 				setVerified(path, stamp, true)
 				continue
@@ -298,7 +298,7 @@ var entriesReadWhole atomic.Int64
 
 // mac is the seal an entry should have: its name and bytes, read whole.
 func (c *cacheSeals) mac(path, name string) ([]byte, bool) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, false
 	}
@@ -311,6 +311,36 @@ func (c *cacheSeals) mac(path, name string) ([]byte, bool) {
 		return nil, false
 	}
 	return h.Sum(nil), true
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// maxSealedFile bounds what readRegular reads: a seal is 104 bytes, a
+// pass entry a few times its module (which MaxModuleBytes bounds) at
+// most.
+const maxSealedFile = 1 << 30
+
+// readRegular reads the file at path whole when it is a regular file
+// (openRegular) of at most maxSealedFile bytes.
+func readRegular(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxSealedFile {
+		return nil, fmt.Errorf("%s: %d bytes, over %d", path, st.Size(), maxSealedFile)
+	}
+	b := make([]byte, st.Size())
+	n, err := io.ReadFull(f, b)
+	if err == io.ErrUnexpectedEOF {
+		err = nil // it shrank: the seal says whether what is left will do
+	}
+	return b[:n], err
 }
 
 // writeWhole writes a file (a seal, an entry of the pass's cache) whole or

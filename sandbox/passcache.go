@@ -119,7 +119,7 @@ func (c *cacheSeals) passSeal(name string, b []byte) []byte {
 // last 32 bytes are its seal: the bytes before them, or false when there
 // is no such file or its seal does not match.
 func (c *cacheSeals) loadSealed(name string) ([]byte, bool) {
-	b, err := os.ReadFile(c.passPath(name))
+	b, err := readRegular(c.passPath(name))
 	if err != nil || len(b) < sha256.Size {
 		return nil, false
 	}

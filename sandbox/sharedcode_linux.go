@@ -97,7 +97,7 @@ func mapCodeFrom(code []byte, path string, write bool) error {
 // the one there if it does, else (when write allows) one written beside
 // it and renamed over it.
 func codeFile(code []byte, path string, write bool) (*os.File, error) {
-	if f, err := os.Open(path); err == nil {
+	if f, err := openRegular(path); err == nil {
 		if holds(f, code) {
 			return f, nil
 		}
