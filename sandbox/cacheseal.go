@@ -95,7 +95,7 @@ type entryStamp struct {
 // key): one packd cannot write can still be used as it is
 // (Config.CacheReadOnly).
 func IsCache(dir string) bool {
-	key, err := os.ReadFile(filepath.Join(dir, cacheKeyFile))
+	key, err := readRegular(filepath.Join(dir, cacheKeyFile))
 	return err == nil && len(key) == cacheKeyLen
 }
 
@@ -105,7 +105,7 @@ func IsCache(dir string) bool {
 func openSeals(dir string, readOnly bool) (*cacheSeals, error) {
 	path := filepath.Join(dir, cacheKeyFile)
 	if readOnly {
-		key, err := os.ReadFile(path)
+		key, err := readRegular(path)
 		if err != nil || len(key) != cacheKeyLen {
 			return nil, fmt.Errorf("the read-only cache %s has no key (%v, %d bytes): it was not made by packd", dir, err, len(key))
 		}
@@ -114,12 +114,12 @@ func openSeals(dir string, readOnly bool) (*cacheSeals, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	key, err := os.ReadFile(path)
+	key, err := readRegular(path)
 	if err != nil || len(key) != cacheKeyLen {
 		if err := makeKey(path, errors.Is(err, fs.ErrNotExist)); err != nil {
 			return nil, fmt.Errorf("making the cache key %s: %w", path, err)
 		}
-		if key, err = os.ReadFile(path); err != nil || len(key) != cacheKeyLen {
+		if key, err = readRegular(path); err != nil || len(key) != cacheKeyLen {
 			return nil, fmt.Errorf("reading the cache key %s: %v (%d bytes)", path, err, len(key))
 		}
 	}
