@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -31,13 +30,6 @@ import (
 // wazero laid out otherwise than this build knows) the code stays as
 // wazero mapped it.
 
-// sharedCode counts the modules whose code is mapped from its file, for
-// the tests.
-var sharedCode struct {
-	sync.Mutex
-	n int
-}
-
 // shareCode maps the code of m from its file, if it can; once.
 func (m *Module) shareCode() error {
 	if m.passName == "" {
@@ -48,11 +40,6 @@ func (m *Module) shareCode() error {
 		var code []byte
 		if code, err = codeOf(m.compiled); err == nil {
 			err = mapCodeFrom(code, m.sb.seals.passPath(m.passName)+".code", !m.sb.seals.readOnly)
-		}
-		if err == nil {
-			sharedCode.Lock()
-			sharedCode.n++
-			sharedCode.Unlock()
 		}
 	})
 	return err
