@@ -170,7 +170,7 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	ctx = experimental.WithMemoryAllocator(ctx, mem.allocator())
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	st.bind(ctx)
-	inst, err = s.instantiate(ctx, m)
+	inst, err = s.instantiate(ctx, m, true)
 	if err != nil {
 		inst = nil
 		if ctx.Err() != nil || errors.Is(err, ErrOutOfFuel) {
@@ -201,14 +201,46 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 	return rep, err
 }
 
-// instantiate makes an instance of m; a panic in wazero becomes an error.
-func (s *Sandbox) instantiate(ctx context.Context, m *Module) (inst api.Module, err error) {
+// instantiate makes an instance of m, its data segments written when
+// withData (an instance about to be set to the snapshot needs none); a
+// panic in wazero becomes an error.
+func (s *Sandbox) instantiate(ctx context.Context, m *Module, withData bool) (inst api.Module, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			inst, err = nil, fmt.Errorf("wazero panicked instantiating the module: %v", p)
 		}
 	}()
-	return s.rt.InstantiateModule(ctx, m.compiled, s.modCfg)
+	m.instMu.RLock()
+	inst, err = s.rt.InstantiateModule(ctx, m.compiled, s.modCfg)
+	taken := m.dataTaken
+	m.instMu.RUnlock()
+	if err != nil || !taken || !withData {
+		return inst, err
+	}
+	for i, r := range m.data {
+		if !inst.Memory().Write(r.off, r.init) {
+			_ = inst.Close(context.Background())
+			return nil, fmt.Errorf("data[%d]: out of bounds memory access", i)
+		}
+	}
+	return inst, nil
+}
+
+// takeData takes m's data segments out of what wazero instantiates, once
+// its pool's snapshot maps an image: then the only instances that need
+// them written are those that run _initialize or serve a call fresh,
+// which get them from instantiate. A pool miss spent 70% of its time
+// (3.7 of 5.3 ms for a Go module) writing 1.5 MiB that the revert to the
+// image then threw away.
+func (m *Module) takeData() {
+	if snap := m.pool.snap.Load(); snap == nil || snap.image == nil {
+		return
+	}
+	m.instMu.Lock()
+	defer m.instMu.Unlock()
+	if !m.dataTaken {
+		m.data, m.dataTaken = takeData(m.compiled)
+	}
 }
 
 // callExport calls a guest ABI export (ctx carries st) and checks what it

@@ -160,3 +160,22 @@ func EntriesReadWhole() int64 { return entriesReadWhole.Load() }
 // DescribeRuns is how many times this process ran a module's load-time code
 // to describe it (not taken from the cache).
 func DescribeRuns() int64 { return describeRuns.Load() }
+
+// DataTaken reports whether a module's data segments were taken out of
+// what wazero instantiates.
+func DataTaken(m *Module) bool {
+	m.instMu.RLock()
+	defer m.instMu.RUnlock()
+	return m.dataTaken
+}
+
+// MakePooled makes an instance of a pooled module from its snapshot (a
+// pool miss) and puts it in the pool, where the next call takes it.
+func MakePooled(m *Module) error {
+	pi, err := m.pool.fresh(context.Background(), nil, MaxFuel)
+	if err != nil {
+		return err
+	}
+	m.pool.put(pi, time.Unix(0, m.pool.clock.Load()))
+	return nil
+}

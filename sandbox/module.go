@@ -45,6 +45,13 @@ type Module struct {
 	// "" without a cache.
 	passName   string
 	codeShared sync.Once
+	// data is the module's active data segments once taken out of what
+	// wazero instantiates (takeData, when the pool's snapshot maps an
+	// image: an instance made from it needs none written); instantiating
+	// holds instMu for reading, taking them for writing.
+	instMu    sync.RWMutex
+	dataTaken bool
+	data      []dataRun
 	// abiVersion is the guest ABI version the module answered when it was
 	// described (0 before); packd serves only the versions abi.Serves.
 	abiVersion atomic.Int32

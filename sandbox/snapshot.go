@@ -36,7 +36,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 		}
 		snapped = p.snap.Load() // taken while this call waited
 	}
-	pi, _, done, err := p.instantiate(ctx, env, min(p.m.sb.cfg.LoadFuel, budget), snapped.image)
+	pi, _, done, err := p.instantiate(ctx, env, min(p.m.sb.cfg.LoadFuel, budget), snapped.image, false)
 	defer done()
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ var errNotAdopted = errors.New("the instance that took the snapshot cannot map i
 // left the pool's snapshot, under the load-time limits (within ctx's
 // deadline); the instance then maps the snapshot's image. snapLock held.
 func (p *instancePool) takeNew(ctx context.Context, env []string) (*pooledInstance, error) {
-	pi, lctx, done, err := p.instantiate(ctx, env, p.m.sb.cfg.LoadFuel, nil)
+	pi, lctx, done, err := p.instantiate(ctx, env, p.m.sb.cfg.LoadFuel, nil, true)
 	defer done()
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (p *instancePool) takeNew(ctx context.Context, env []string) (*pooledInstan
 // instantiate makes an instance of the module (its memory mapping image
 // when there is one) on fuel, under the load timeout within ctx's
 // deadline: that context, until done is called.
-func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64, image *memImage) (*pooledInstance, context.Context, func(), error) {
+func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64, image *memImage, withData bool) (*pooledInstance, context.Context, func(), error) {
 	m, s := p.m, p.m.sb
 	mem := &callMemory{budget: &s.mem, maps: s.maps, image: image}
 	if !mem.take(m.minBytes) {
@@ -131,7 +131,7 @@ func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64
 	lctx = context.WithValue(lctx, stateKey{}, st)
 	st.bind(lctx)
 	lctx = experimental.WithMemoryAllocator(lctx, mem.allocator())
-	inst, err := s.instantiate(lctx, m)
+	inst, err := s.instantiate(lctx, m, withData)
 	mem.release()
 	if err != nil {
 		return nil, nil, cancel, fmt.Errorf("instantiating module: %w", classify(lctx, err))
@@ -185,6 +185,7 @@ func (m *Module) Warm(ctx context.Context, env []string) error {
 	case took:
 		m.pool.put(pi, time.Now())
 	}
+	m.takeData()
 	return nil
 }
 
