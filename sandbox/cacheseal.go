@@ -315,6 +315,21 @@ func (c *cacheSeals) mac(path, name string) ([]byte, bool) {
 
 var errNotRegular = errors.New("not a regular file")
 
+// openRegular opens the file at path for reading when it is a regular
+// file (openFlags): a FIFO put in an entry's place would block a read for
+// ever, a device would read what it likes.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	return f, nil
+}
+
 // maxSealedFile bounds what readRegular reads: a seal is 104 bytes, a
 // pass entry a few times its module (which MaxModuleBytes bounds) at
 // most.

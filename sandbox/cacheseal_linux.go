@@ -15,18 +15,6 @@ func stampOf(info fs.FileInfo) entryStamp {
 	return st
 }
 
-// openRegular opens the file at path for reading when it is a regular
-// file, not a symbolic link (packd makes none in its cache): a FIFO put in
-// an entry's place would block the read for ever, a device would read
-// what it likes.
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
-	}
-	return f, nil
-}
+// openFlags open a cache file for reading: a FIFO does not block the
+// open, and a symbolic link is refused (packd makes none in its cache).
+const openFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOFOLLOW
