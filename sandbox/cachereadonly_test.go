@@ -64,11 +64,9 @@ func TestATamperedReadOnlyCacheIsNotUsed(t *testing.T) {
 	replaceSwapped(t, dir)
 	immutable.Freeze(t, dir)
 	var why string
-	sb = newSandbox(t, sandbox.Config{CacheDir: dir, CacheReadOnly: true, CacheRepaired: func(w string, _ int) { why = w }})
-	m := compile(t, sb, hostile("twins"))
-	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{}`)})
-	if err != nil || string(rep.Body) != `"first"` || !strings.Contains(why, "did not match their seal") {
-		t.Fatalf("from a tampered read-only cache: %s %v, told %q", rep.Body, err, why)
+	got := twinsAnswer(t, sandbox.Config{CacheDir: dir, CacheReadOnly: true, CacheRepaired: func(w string, _ int) { why = w }})
+	if got != `"first"` || !strings.Contains(why, "did not match their seal") {
+		t.Fatalf("from a tampered read-only cache: %s, told %q", got, why)
 	}
 }
 

@@ -154,12 +154,20 @@ func swappedOffsets(t *testing.T, e string) []byte {
 func runsTheTwinsOwnCode(t *testing.T, dir string) {
 	t.Helper()
 	removed := 0
-	sb := newSandbox(t, sandbox.Config{CacheDir: dir, CacheRepaired: func(_ string, n int) { removed = n }})
-	m := compile(t, sb, hostile("twins"))
-	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{}`)})
-	if err != nil || string(rep.Body) != `"first"` || removed == 0 {
-		t.Fatalf("after swapping the offsets: %s %v, %d entries removed", rep.Body, err, removed)
+	if got := twinsAnswer(t, sandbox.Config{CacheDir: dir, CacheRepaired: func(_ string, n int) { removed = n }}); got != `"first"` || removed == 0 {
+		t.Fatalf("after swapping the offsets: %s, %d entries removed", got, removed)
 	}
+}
+
+// twinsAnswer is what the twins' call answers in a sandbox of cfg.
+func twinsAnswer(t *testing.T, cfg sandbox.Config) string {
+	t.Helper()
+	m := compile(t, newSandbox(t, cfg), hostile("twins"))
+	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatalf("the twins' call: %v", err)
+	}
+	return string(rep.Body)
 }
 
 // TestAStampedEntryIsNotReadAgain: a boot after the one that compiled

@@ -210,32 +210,24 @@ func (c *cacheSeals) end() {
 
 // checkReadOnly checks every entry of a read-only cache against its seal
 // and says how many do not match (or have none): none can be removed, so
-// wazero must not read any (0 for a cache that is not read-only).
+// wazero must not read any.
 func (c *cacheSeals) checkReadOnly() (bad int) {
-	if !c.readOnly {
-		return 0
-	}
-	for _, v := range c.versions {
-		entries, _ := os.ReadDir(v)
-		for _, e := range entries {
-			name := e.Name()
-			path := filepath.Join(v, name)
-			if !e.Type().IsRegular() || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, sealSuffix) {
-				continue
-			}
-			info, err := e.Info()
-			seal, serr := readRegular(path + sealSuffix)
-			if err != nil || serr != nil {
+	c.eachFile(func(path, name string, e fs.DirEntry) {
+		if strings.HasSuffix(name, sealSuffix) {
+			return
+		}
+		info, err := e.Info()
+		seal, serr := readRegular(path + sealSuffix)
+		if err != nil || serr != nil {
+			bad++
+			return
+		}
+		if stamp := stampOf(info); !c.stamped(name, seal, stamp) {
+			if mac, _ := c.mac(path, name); !contentMatches(mac, seal) {
 				bad++
-				continue
-			}
-			if stamp := stampOf(info); !c.stamped(name, seal, stamp) {
-				if mac, ok := c.mac(path, name); !ok || contentSeal(seal) == nil || !hmac.Equal(mac, contentSeal(seal)) {
-					bad++
-				}
 			}
 		}
-	}
+	})
 	return bad
 }
 
@@ -243,54 +235,59 @@ func (c *cacheSeals) checkReadOnly() (bad int) {
 // does not match, and one without a seal when unsealed is true; otherwise
 // it seals an entry that has none. It reports how many it removed.
 func (c *cacheSeals) walk(unsealed bool) (removed int) {
+	c.eachFile(func(path, name string, e fs.DirEntry) {
+		if entry, ok := strings.CutSuffix(name, sealSuffix); ok {
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(path), entry)); errors.Is(err, fs.ErrNotExist) {
+				_ = os.Remove(path) // a seal whose entry is gone
+			}
+			return
+		}
+		info, err := e.Info()
+		if err != nil {
+			return
+		}
+		stamp := stampOf(info)
+		if isVerified(path, stamp) {
+			return
+		}
+		seal, err := readRegular(path + sealSuffix)
+		if err == nil && c.stamped(name, seal, stamp) {
+			setVerified(path, stamp, true)
+			return
+		}
+		mac, read := c.mac(path, name)
+		switch {
+		case err == nil && contentMatches(mac, seal):
+			setVerified(path, stamp, true)
+			if again := c.sealFor(path, name, mac, stamp); !bytes.Equal(again, seal) {
+				_ = writeWhole(path+sealSuffix, again) // else read whole again next boot
+			}
+		case err == nil || unsealed:
+			setVerified(path, stamp, false)
+			if os.Remove(path) == nil {
+				removed++
+			}
+			_ = os.Remove(path + sealSuffix)
+		default: // written by a compilation of ours: seal it
+			if read && writeWhole(path+sealSuffix, c.sealFor(path, name, mac, stamp)) == nil {
+				setVerified(path, stamp, true)
+			}
+		}
+	})
+	return removed
+}
+
+// eachFile calls fn with every regular file of the versions' directories,
+// entries and seals, but those a write has not finished (.tmp).
+func (c *cacheSeals) eachFile(fn func(path, name string, e fs.DirEntry)) {
 	for _, v := range c.versions {
 		entries, _ := os.ReadDir(v)
 		for _, e := range entries {
-			name := e.Name()
-			path := filepath.Join(v, name)
-			if !e.Type().IsRegular() || strings.HasSuffix(name, ".tmp") {
-				continue
-			}
-			if entry, ok := strings.CutSuffix(name, sealSuffix); ok {
-				if _, err := os.Lstat(filepath.Join(v, entry)); errors.Is(err, fs.ErrNotExist) {
-					_ = os.Remove(path) // a seal whose entry is gone
-				}
-				continue
-			}
-			info, err := e.Info()
-			if err != nil {
-				continue
-			}
-			stamp := stampOf(info)
-			if isVerified(path, stamp) {
-				continue
-			}
-			seal, err := readRegular(path + sealSuffix)
-			if err == nil && c.stamped(name, seal, stamp) {
-				setVerified(path, stamp, true)
-				continue
-			}
-			mac, read := c.mac(path, name)
-			switch {
-			case err == nil && read && contentSeal(seal) != nil && hmac.Equal(mac, contentSeal(seal)):
-				setVerified(path, stamp, true)
-				if again := c.sealFor(path, name, mac, stamp); !bytes.Equal(again, seal) {
-					_ = writeWhole(path+sealSuffix, again) // else read whole again next boot
-				}
-			case err == nil || unsealed:
-				setVerified(path, stamp, false)
-				if os.Remove(path) == nil {
-					removed++
-				}
-				_ = os.Remove(path + sealSuffix)
-			default: // written by a compilation of ours: seal it
-				if read && writeWhole(path+sealSuffix, c.sealFor(path, name, mac, stamp)) == nil {
-					setVerified(path, stamp, true)
-				}
+			if name := e.Name(); e.Type().IsRegular() && !strings.HasSuffix(name, ".tmp") {
+				fn(filepath.Join(v, name), name, e)
 			}
 		}
 	}
-	return removed
 }
 
 // entriesReadWhole counts the entries mac read, for the tests.
@@ -298,7 +295,7 @@ var entriesReadWhole atomic.Int64
 
 // mac is the seal an entry should have: its name and bytes, read whole.
 func (c *cacheSeals) mac(path, name string) ([]byte, bool) {
-	f, err := openRegular(path)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return nil, false
 	}
@@ -318,16 +315,17 @@ var errNotRegular = errors.New("not a regular file")
 // openRegular opens the file at path for reading when it is a regular
 // file (openFlags): a FIFO put in an entry's place would block a read for
 // ever, a device would read what it likes.
-func openRegular(path string) (*os.File, error) {
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, openFlags, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
 	}
-	return f, nil
+	return f, st, nil
 }
 
 // maxSealedFile bounds what readRegular reads: a seal is 104 bytes, a
@@ -338,15 +336,11 @@ const maxSealedFile = 1 << 30
 // readRegular reads the file at path whole when it is a regular file
 // (openRegular) of at most maxSealedFile bytes.
 func readRegular(path string) ([]byte, error) {
-	f, err := openRegular(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if st.Size() > maxSealedFile {
 		return nil, fmt.Errorf("%s: %d bytes, over %d", path, st.Size(), maxSealedFile)
 	}

@@ -66,6 +66,13 @@ func contentSeal(seal []byte) []byte {
 	return seal[:sha256.Size]
 }
 
+// contentMatches reports whether mac, an entry's bytes read whole (nil
+// when they could not be), is what seal says of them.
+func contentMatches(mac, seal []byte) bool {
+	content := contentSeal(seal)
+	return mac != nil && content != nil && hmac.Equal(mac, content)
+}
+
 // sealFor is the seal to write for the entry at path, whose bytes have the
 // content seal mac and looked as before when they were read: stamped when
 // it still looks so, plain when it changed meanwhile (or has no stamp).

@@ -239,7 +239,7 @@ func (m *Module) takeData() {
 	m.instMu.Lock()
 	defer m.instMu.Unlock()
 	if !m.dataTaken {
-		m.data, m.dataTaken = takeData(m.compiled)
+		m.data, m.dataTaken = removeData(m.compiled)
 	}
 }
 

@@ -182,20 +182,25 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 			return nil, fmt.Errorf("sandbox: opening compilation cache: %w", err)
 		}
 		s.seals = seals
+		useCache := true
 		if cfg.CacheReadOnly {
-			seals.useVersions()
-		}
-		if bad := seals.checkReadOnly(); bad > 0 {
-			if cfg.CacheRepaired != nil {
-				cfg.CacheRepaired(fmt.Sprintf("%d entries of the read-only cache did not match their seal: its compiled code is not used, and modules compile at every start", bad), 0)
+			seals.useVersions() // the cache is as it stays
+			if bad := seals.checkReadOnly(); bad > 0 {
+				useCache = false
+				if cfg.CacheRepaired != nil {
+					cfg.CacheRepaired(fmt.Sprintf("%d entries of the read-only cache did not match their seal: its compiled code is not used, and modules compile at every start", bad), 0)
+				}
 			}
-		} else {
+		}
+		if useCache {
 			cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 			switch {
 			case err == nil:
 				s.cache = cache
-				seals.useVersions() // once wazero has made its directory
 				rc = rc.WithCompilationCache(cache)
+				if !cfg.CacheReadOnly {
+					seals.useVersions() // once wazero has made its directory
+				}
 			case !cfg.CacheReadOnly: // read-only, one without this wazero's directory has nothing for it
 				return nil, fmt.Errorf("sandbox: opening compilation cache: %w", err)
 			}

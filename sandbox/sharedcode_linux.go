@@ -84,8 +84,8 @@ func mapCodeFrom(code []byte, path string, write bool) error {
 // the one there if it does, else (when write allows) one written beside
 // it and renamed over it.
 func codeFile(code []byte, path string, write bool) (*os.File, error) {
-	if f, err := openRegular(path); err == nil {
-		if holds(f, code) {
+	if f, st, err := openRegular(path); err == nil {
+		if holds(f, st.Size(), code) {
 			return f, nil
 		}
 		_ = f.Close()
@@ -110,10 +110,9 @@ func codeFile(code []byte, path string, write bool) (*os.File, error) {
 	return tmp, nil // the inode written, whatever is renamed over path later
 }
 
-// holds reports whether f's bytes are exactly code.
-func holds(f *os.File, code []byte) bool {
-	st, err := f.Stat()
-	if err != nil || st.Size() != int64(len(code)) {
+// holds reports whether f's bytes (size of them) are exactly code.
+func holds(f *os.File, size int64, code []byte) bool {
+	if size != int64(len(code)) {
 		return false
 	}
 	buf := make([]byte, 256<<10)

@@ -7,12 +7,14 @@ import (
 	"unsafe"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/kindgi/packd/sandbox/internal/instrument"
 )
 
 // What packd reads and changes inside wazero, which exports no way to: the
 // native code a module compiled into (sharedcode_linux.go), the decoded
 // function bodies it keeps after compiling (dropBodies), and the data
-// segments it writes into every instance it makes (takeData). wazero is pinned
+// segments it writes into every instance it makes (removeData). wazero is pinned
 // in go.mod, and every step checks the layout it expects: where wazero is
 // laid out otherwise, the step reports errWazeroLayout and nothing is
 // changed (and the tests that rely on it fail, so an upgrade cannot lose it
@@ -112,13 +114,13 @@ type dataRun struct {
 	init []byte
 }
 
-// takeData takes the data segments out of c's module, so that wazero
+// removeData takes the data segments out of c's module, so that wazero
 // writes none into the instances it makes, and returns them; false, and
 // nothing changed, when the module has a start function (it runs inside
 // instantiation, after the data is written), a data count section (it may
 // name segments: memory.init, data.drop) or a segment that is passive or
 // not at a constant i32 offset. Nothing may instantiate c meanwhile.
-func takeData(c wazero.CompiledModule) ([]dataRun, bool) {
+func removeData(c wazero.CompiledModule) ([]dataRun, bool) {
 	cv := reflect.ValueOf(c)
 	start, ok := follow(cv, "module", "StartSection")
 	count, ok2 := follow(cv, "module", "DataCountSection")
@@ -135,7 +137,7 @@ func takeData(c wazero.CompiledModule) ([]dataRun, bool) {
 		if !ok || !ok2 || !ok3 || passive.Kind() != reflect.Bool || passive.Bool() || init.Type() != reflect.TypeOf([]byte(nil)) || expr.Type() != reflect.TypeOf([]byte(nil)) {
 			return nil, false
 		}
-		off, ok := i32Const(expr.Bytes())
+		off, ok := instrument.ConstI32(expr.Bytes())
 		if !ok {
 			return nil, false
 		}
@@ -143,32 +145,4 @@ func takeData(c wazero.CompiledModule) ([]dataRun, bool) {
 	}
 	data.SetZero()
 	return runs, true
-}
-
-// i32Const is the value of a constant expression that is one i32.const:
-// 0x41, a signed LEB128, end (0x0b).
-func i32Const(e []byte) (uint32, bool) {
-	if len(e) < 3 || e[0] != 0x41 || e[len(e)-1] != 0x0b {
-		return 0, false
-	}
-	var v int64
-	var shift uint
-	b := e[1 : len(e)-1]
-	for i, c := range b {
-		if i >= 5 {
-			return 0, false
-		}
-		v |= int64(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if i != len(b)-1 {
-				return 0, false
-			}
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return uint32(int32(v)), true
-		}
-	}
-	return 0, false
 }

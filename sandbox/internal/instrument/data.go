@@ -77,6 +77,21 @@ func (m *module) mergeData(body []byte) []byte {
 	return out
 }
 
+// ConstI32 is the value of a constant expression that is one i32.const
+// (0x41, a signed LEB128, end), as an active data segment's offset is;
+// false for any other.
+func ConstI32(expr []byte) (uint32, bool) {
+	r := &reader{b: expr}
+	if r.byte() != 0x41 {
+		return 0, false
+	}
+	v, ok := r.s32()
+	if !ok || r.byte() != 0x0b || r.err != nil || !r.done() {
+		return 0, false
+	}
+	return uint32(v), true
+}
+
 // activeSegments reads a data section (already checked by checkData) whose
 // segments are all active on memory 0 at an i32.const offset; ok is false
 // for any other.

@@ -149,3 +149,26 @@ func TestDataSegmentsKeptWhereMergingIsNotExact(t *testing.T) {
 		})
 	}
 }
+
+// ConstI32 reads the offset of an active segment, i32.const N end, and
+// nothing else: what the sandbox writes data at once it takes the data out
+// of wazero's module.
+func TestConstI32(t *testing.T) {
+	for _, c := range []struct {
+		expr []byte
+		want uint32
+		ok   bool
+	}{
+		{[]byte{0x41, 0xc0, 0x80, 0x04, 0x0b}, 65600, true},
+		{[]byte{0x41, 0x7f, 0x0b}, 0xffffffff, true}, // -1: an offset of 4 GiB - 1
+		{[]byte{0x41, 0x00, 0x0b}, 0, true},
+		{[]byte{0x23, 0x00, 0x0b}, 0, false},                         // global.get
+		{[]byte{0x41, 0x00, 0x41, 0x00, 0x6a, 0x0b}, 0, false},       // extended const
+		{[]byte{0x41, 0x80, 0x80, 0x80, 0x80, 0x80, 0x0b}, 0, false}, // six bytes
+		{[]byte{0x41, 0x00}, 0, false},                               // no end
+	} {
+		if got, ok := ConstI32(c.expr); got != c.want || ok != c.ok {
+			t.Errorf("ConstI32(% x) = %d %v, want %d %v", c.expr, got, ok, c.want, c.ok)
+		}
+	}
+}
