@@ -57,10 +57,7 @@ func TestAReadOnlyCacheBootsWarm(t *testing.T) {
 // not used at all, CacheRepaired says so, and the module compiles anew
 // and runs its own code.
 func TestATamperedReadOnlyCacheIsNotUsed(t *testing.T) {
-	dir := t.TempDir()
-	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
-	compile(t, sb, hostile("twins"))
-	_ = sb.Close(context.Background())
+	dir := twinsCache(t)
 	replaceSwapped(t, dir)
 	immutable.Freeze(t, dir)
 	var why string

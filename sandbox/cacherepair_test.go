@@ -104,10 +104,7 @@ func TestACorruptCacheEntryIsRepaired(t *testing.T) {
 // the swapped entry was loaded and the call answered "second": code other
 // than compiled ran.
 func TestACacheEntryIsVerifiedWholeBeforeItRuns(t *testing.T) {
-	dir := t.TempDir()
-	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
-	compile(t, sb, hostile("twins"))
-	_ = sb.Close(context.Background())
+	dir := twinsCache(t)
 	replaceSwapped(t, dir)
 	runsTheTwinsOwnCode(t, dir)
 }
@@ -159,6 +156,16 @@ func runsTheTwinsOwnCode(t *testing.T, dir string) {
 	}
 }
 
+// twinsCache is a compilation cache that holds the twins.
+func twinsCache(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
+	compile(t, sb, hostile("twins"))
+	_ = sb.Close(context.Background())
+	return dir
+}
+
 // twinsAnswer is what the twins' call answers in a sandbox of cfg.
 func twinsAnswer(t *testing.T, cfg sandbox.Config) string {
 	t.Helper()
@@ -196,10 +203,7 @@ func TestAStampedEntryIsNotReadAgain(t *testing.T) {
 // its stamp to fail, the entry to be read whole and removed, and the call
 // to answer "first".
 func TestAnEntryWrittenInPlaceIsReadWholeAgain(t *testing.T) {
-	dir := t.TempDir()
-	sb := newSandbox(t, sandbox.Config{CacheDir: dir})
-	compile(t, sb, hostile("twins"))
-	_ = sb.Close(context.Background())
+	dir := twinsCache(t)
 	time.Sleep(20 * time.Millisecond) // past the tick of the file clock the entry was written in
 	for _, e := range cacheEntries(t, dir) {
 		info, err := os.Stat(e)
