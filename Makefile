@@ -2,7 +2,8 @@
 GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
-EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm
+EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
+             wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 # Every .go file below here but build/, found by make itself (no find(1)).
@@ -11,7 +12,7 @@ GOFILES   := $(filter-out ./build/%,$(call rwildcard,.,*.go))
 
 .SECONDEXPANSION:
 
-.PHONY: image image-check c-sdk-test all build wasm fixtures run test test-all fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: js-runtime js-runtime-check js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -33,6 +34,71 @@ wasm-examples/c-%.wasm: sdk/c/kindgi.h $$(wildcard wasm-examples/c-$$(*D)/*.c)
 testdata/cnet/cnet.wasm: sdk/c/kindgi.h testdata/cnet/cnet.c
 	@command -v $(CLANG) >/dev/null || { echo "clang not found: the C packs need Debian's clang lld wasi-libc libclang-rt-14-dev-wasm32 (scripts/deps installs them)" >&2; exit 1; }
 	$(CLANG) $(CFLAGS_WASM) -o $@ testdata/cnet/cnet.c
+
+# JavaScript and TypeScript packs. packd's JavaScript runtime is QuickJS
+# (release 2021-03-27, MIT) from the source in npm's qjsc 0.3.0, checked
+# against its SHA-256, built with the C packs' clang and wasi-libc, with
+# sdk/js/runtime/runtime.c and prelude.js. The runtime is committed (packd
+# embeds it: make run needs only Go); js-runtime-check, in make test,
+# holds it to what its sources build, and js-runtime writes it anew.
+NPM        ?= npm
+QJS_TGZ    := build/qjs/qjsc-0.3.0.tgz
+QJS_SHA256 := 4a9ed1852b334d842d5dac42d1782817ae26310b448de39532451fd45c9ba0ee
+QJS_SRC    := build/qjs/package/deps/quickjs_2021_03_27
+QJS_OBJS   := $(addprefix build/qjs/,quickjs.o libregexp.o libunicode.o cutils.o libbf.o)
+# EMSCRIPTEN leaves out what wasm32-wasi lacks (threads, atomics); wasm has
+# one rounding mode, so the two QuickJS asks fesetround for get values it
+# refuses, and printf's rounding stands.
+QJS_CFLAGS := --target=wasm32-wasi -mbulk-memory -O2 -w -funsigned-char -DEMSCRIPTEN -DCONFIG_BIGNUM \
+              -DCONFIG_VERSION='"2021-03-27"' -DFE_DOWNWARD=0x400 -DFE_UPWARD=0x800
+JS_RUNTIME := sdk/js/runtime/runtime.wasm
+NEED_NPM    = @command -v $(NPM) >/dev/null || { echo "npm not found: the TypeScript packs need Debian's nodejs and npm (scripts/deps installs them)" >&2; exit 1; }
+
+$(QJS_TGZ):
+	$(NEED_NPM)
+	@mkdir -p build/qjs
+	cd build/qjs && $(NPM) pack --silent --no-audit --no-fund qjsc@0.3.0 >/dev/null
+	@echo "$(QJS_SHA256)  $@" | sha256sum -c --quiet - || { echo "$@ is not the qjsc 0.3.0 packd was built with" >&2; rm -f $@; exit 1; }
+
+$(QJS_SRC)/quickjs.c: $(QJS_TGZ)
+	tar -xzf $(QJS_TGZ) -C build/qjs package/deps/quickjs_2021_03_27
+	@touch $@
+
+build/qjs/%.o: $(QJS_SRC)/quickjs.c
+	$(CLANG) $(QJS_CFLAGS) -c $(QJS_SRC)/$*.c -o $@
+
+build/js/prelude.h: sdk/js/runtime/prelude.js
+	@mkdir -p build/js
+	od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g' >$@
+
+build/js/runtime.wasm: sdk/js/runtime/runtime.c build/js/prelude.h $(QJS_OBJS)
+	$(CLANG) --target=wasm32-wasi -mexec-model=reactor -mbulk-memory -O2 -Wall -I$(QJS_SRC) -Ibuild/js \
+	  -Wl,--stack-first -Wl,-z,stack-size=1048576 -Wl,--strip-debug -o $@ sdk/js/runtime/runtime.c $(QJS_OBJS)
+
+js-runtime: build/js/runtime.wasm
+	cp build/js/runtime.wasm $(JS_RUNTIME)
+
+js-runtime-check: build/js/runtime.wasm
+	@cmp -s build/js/runtime.wasm $(JS_RUNTIME) || { echo "$(JS_RUNTIME) is not what sdk/js/runtime builds: run make js-runtime and commit it" >&2; exit 1; }
+
+# A TypeScript pack: esbuild bundles it with the SDK and zod (package.json,
+# npm ci), and packd build-js puts the bundle into the runtime.
+ESBUILD       := node_modules/.bin/esbuild
+ESBUILD_FLAGS := --bundle --format=iife --platform=neutral --target=es2020 --main-fields=module,main --log-level=warning
+node_modules/.package-lock.json: package.json package-lock.json
+	$(NEED_NPM)
+	$(NPM) ci --ignore-scripts --no-audit --no-fund --loglevel=error
+
+TS_PACK = @mkdir -p build/js && $(ESBUILD) $(ESBUILD_FLAGS) --outfile=build/js/$(subst /,-,$@).js $(basename $@).ts && \
+	  $(BIN) build-js -o $@ build/js/$(subst /,-,$@).js >/dev/null
+wasm-examples/ts-%.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js $$(wildcard wasm-examples/ts-$$(*D)/*.ts)
+	$(TS_PACK)
+testdata/jscanary/canary.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js testdata/jscanary/canary.ts
+	$(TS_PACK)
+
+# The SDK's own tests, natively with node (no packd).
+js-sdk-test: node_modules/.package-lock.json
+	node --test sdk/js/test/
 
 wasm-examples/%.wasm testdata/%.wasm: $(GOFILES) go.mod
 	$(WASM_ENV) $(GO) build -buildmode=c-shared -o $@ ./$(dir $@)
@@ -81,6 +147,8 @@ test-all: build wasm fixtures vet
 	PACKD_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 8m ./...
 	cd abi/guest && $(GO) test -race -count=1 -timeout 2m ./...
 	$(MAKE) --no-print-directory c-sdk-test
+	$(MAKE) --no-print-directory js-runtime-check
+	$(MAKE) --no-print-directory js-sdk-test
 	$(MAKE) --no-print-directory image-check
 	$(MAKE) --no-print-directory spectest
 	$(MAKE) --no-print-directory e2e

@@ -90,6 +90,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return indexCmd(args[1:], stdout, stderr)
 	case "init":
 		return initCmd(args[1:], stdout, stderr)
+	case "build-js":
+		return buildJSCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "packd", versionString())
 		return exitOK
@@ -112,6 +114,7 @@ func usage(w io.Writer) {
   packd check --index I [--module-root R]
   packd init DIR [--lang go]                               scaffold a pack that builds and answers
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
+  packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
   packd version
 Run "packd serve -h", "packd invoke -h" or "packd check -h" for every flag.
 `)

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	jssdk "github.com/kindgi/packd/sdk/js"
+)
+
+// buildJSCmd makes a pack's module from its bundled JavaScript (one file,
+// as esbuild writes it with --bundle): packd's JavaScript runtime with the
+// bundle in it, evaluated at _initialize.
+func buildJSCmd(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("packd build-js", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	out := fset.String("o", "", "the module to write (default: the bundle's name with .wasm)")
+	fset.Usage = func() {
+		fmt.Fprintln(stderr, "usage: packd build-js [-o pack.wasm] bundle.js")
+		fset.PrintDefaults()
+	}
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fset.NArg() != 1 {
+		fmt.Fprintln(stderr, "packd build-js: name one bundle (packd build-js bundle.js)")
+		return exitUsage
+	}
+	src := fset.Arg(0)
+	dst := *out
+	if dst == "" {
+		dst = src[:len(src)-len(filepath.Ext(src))] + ".wasm"
+	}
+	if err := buildJS(src, dst); err != nil {
+		fmt.Fprintln(stderr, "packd build-js:", err)
+		return exitError
+	}
+	fmt.Fprintln(stdout, "wrote", dst)
+	return exitOK
+}
+
+func buildJS(src, dst string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if fi.Size() > jssdk.MaxBundle {
+		return fmt.Errorf("%s is %d bytes, over the %d a module takes", src, fi.Size(), jssdk.MaxBundle)
+	}
+	bundle, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	mod, err := jssdk.Module(jssdk.Runtime, bundle)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".build-js-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(mod); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}

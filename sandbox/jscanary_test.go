@@ -1,0 +1,88 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kindgi/packd/sandbox"
+)
+
+var jsCanary = filepath.Join("..", "testdata", "jscanary", "canary.wasm")
+
+// jsCanaryCall calls the TypeScript canary pack (testdata/jscanary) as a
+// tenant.
+func jsCanaryCall(m *sandbox.Module, tenant, input string) (string, error) {
+	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"canary.keep"},"input":` + input + `,"ctx":{"tenantId":"` + tenant + `","runId":"r"}}`)})
+	if err == nil && rep.Status != 0 {
+		err = fmt.Errorf("status %d: %s", rep.Status, rep.Body)
+	}
+	return string(rep.Body), err
+}
+
+const jsCanaryClean = `{"last":null,"tenants":[],"heap":0,"jobs":0,"env":"","global":null}`
+
+// TestJSCanaryFindsNothing: a JavaScript pack that keeps every input and
+// tenant it is given (a module variable, a Set, the heap, a global,
+// process.env, jobs and timers left behind) finds nothing of any earlier
+// call, one call after another and many at once, with every reset mode;
+// and its calls pool (one instance serves calls one after another).
+func TestJSCanaryFindsNothing(t *testing.T) {
+	eachResetMode(t, func(t *testing.T, _ string) {
+		var hits atomic.Int64
+		sb := newSandbox(t, sandbox.Config{PoolSize: 4, PoolEvents: func(ev sandbox.PoolEvent) {
+			if ev.Kind == "hit" {
+				hits.Add(1)
+			}
+		}})
+		m := compile(t, sb, jsCanary)
+		if !m.Pooled() {
+			t.Fatal("the JavaScript canary is not pooled")
+		}
+		for i := 0; i < 6; i++ {
+			got, err := jsCanaryCall(m, fmt.Sprint("tenant-", i%2), fmt.Sprintf(`{"secret":"s%d"}`, i))
+			if err != nil || got != jsCanaryClean {
+				t.Fatalf("call %d found %s (%v)", i, got, err)
+			}
+		}
+		if hits.Load() != 5 {
+			t.Fatalf("%d of 6 calls reused an instance, want 5", hits.Load())
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got, err := jsCanaryCall(m, fmt.Sprint("tenant-", i%3), fmt.Sprintf(`{"secret":"c%d"}`, i)); err != nil || got != jsCanaryClean {
+					errs <- fmt.Errorf("concurrent call %d found %s (%v)", i, got, err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+// TestJSCanaryCatchesABrokenReset: the canary is not blind. With resets
+// broken, the second call on an instance finds the first one's input,
+// tenant, heap, environment, global and the job it queued.
+func TestJSCanaryCatchesABrokenReset(t *testing.T) {
+	defer sandbox.BreakResets()()
+	sb := newSandbox(t, sandbox.Config{PoolSize: 1})
+	m := compile(t, sb, jsCanary)
+	if _, err := jsCanaryCall(m, "tenant-a", `{"secret":"a"}`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := jsCanaryCall(m, "tenant-b", `{"secret":"b"}`)
+	want := `{"last":{"secret":"a"},"tenants":["tenant-a"],"heap":1,"jobs":1,"env":"{\"secret\":\"a\"}","global":{"secret":"a"}}`
+	if err != nil || got != want {
+		t.Fatalf("with resets broken the second call found %s (%v), want %s", got, err, want)
+	}
+}

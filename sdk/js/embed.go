@@ -1,0 +1,13 @@
+// Package jssdk holds packd's JavaScript runtime and the TypeScript SDK
+// that goes with it: runtime/runtime.wasm (QuickJS behind the guest ABI,
+// built from runtime/runtime.c and prelude.js by make), and Module, which
+// makes a pack's module from the runtime and the pack's bundle, as
+// `packd build-js` does.
+package jssdk
+
+import _ "embed"
+
+// Runtime is runtime/runtime.wasm: the JavaScript runtime without a pack.
+//
+//go:embed runtime/runtime.wasm
+var Runtime []byte
