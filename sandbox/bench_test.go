@@ -220,3 +220,25 @@ func BenchmarkCallPooledEchoGoConcurrent(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCallEchoTS: the TypeScript echo pack (wasm-examples/ts-echo,
+// QuickJS with the pack evaluated at _initialize) in a fresh instance per
+// call and pooled, beside BenchmarkCallEchoGo and the C echo (make bench).
+// It reports the fuel a call burns.
+func BenchmarkCallEchoTS(b *testing.B) {
+	for _, pool := range []int{0, 1} {
+		name := "fresh"
+		if pool > 0 {
+			name = "pooled"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, m := benchModulePooled(b, filepath.Join("..", "wasm-examples", "ts-echo", "echo.wasm"), pool)
+			benchCalls(b, m, echoRequest)
+			rep, err := m.Call(context.Background(), Request{Body: echoRequest})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(rep.FuelUsed), "fuel/call")
+		})
+	}
+}

@@ -48,8 +48,10 @@ const registered = (result) => {
   return result;
 };
 
-/** A context's abort signal: packd stops a call itself, so it never fires. */
-const neverAborts = () => new AbortController().signal;
+// A context's abort signal: packd stops a call itself, so it never fires.
+// One serves every call (under packd it is part of the snapshot).
+let quiet;
+const neverAborts = () => (quiet ??= new AbortController().signal);
 
 /** A logger writing one line per record on the guest's stdout or stderr. */
 const callLogger = (ctx) => {
@@ -65,11 +67,21 @@ const callLogger = (ctx) => {
   };
 };
 
-/** The context a handler gets from the call's ctx. */
+/** The context a handler gets from the call's ctx: its members, and an
+ * abortSignal and a log (made when first read). */
 const toolContext = (ctx) => {
   const c = ctx !== null && typeof ctx === "object" ? ctx : {};
-  if (c.abortSignal === undefined) c.abortSignal = neverAborts();
-  if (c.log === undefined) c.log = callLogger(c);
+  if (c.abortSignal === undefined) Object.defineProperty(c, "abortSignal", { value: neverAborts(), configurable: true, writable: true, enumerable: false });
+  if (c.log === undefined)
+    Object.defineProperty(c, "log", {
+      configurable: true,
+      enumerable: false,
+      get() {
+        const log = callLogger(c);
+        Object.defineProperty(c, "log", { value: log, configurable: true, enumerable: false, writable: true });
+        return log;
+      },
+    });
   return c;
 };
 

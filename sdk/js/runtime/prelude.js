@@ -820,10 +820,13 @@
         run = () => c.evaluate(req.config === undefined ? {} : req.config, req.trace);
       } else return 1;
       try {
-        Promise.resolve(run()).then(
-          (v) => done(0, v),
-          (e) => done(1, e),
-        );
+        const v = run();
+        if (v !== null && (typeof v === "object" || typeof v === "function") && typeof v.then === "function")
+          Promise.resolve(v).then(
+            (x) => done(0, x),
+            (e) => done(1, e),
+          );
+        else done(0, v); // a handler that answered at once needs no job
       } catch (e) {
         done(1, e);
       }

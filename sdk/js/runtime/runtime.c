@@ -57,7 +57,10 @@ __attribute__((weak, noinline, export_name("kindgi_js_bundle"))) int32_t kindgi_
 
 static JSRuntime *rt;
 static JSContext *ctx;
-static JSValue hooks; /* the prelude's answer: {call, describe, drive, result} */
+static JSValue hooks; /* the prelude's answer: {loaded, call, describe, drive, result} */
+enum { HOOK_LOADED, HOOK_CALL, HOOK_DESCRIBE, HOOK_DRIVE, HOOK_RESULT, HOOKS };
+static const char *const hook_names[HOOKS] = {"loaded", "call", "describe", "drive", "result"};
+static JSValue hook_fn[HOOKS];
 
 static void write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
@@ -277,13 +280,17 @@ static void run_jobs(void) {
   }
 }
 
+/* hook calls one of the prelude's hooks. */
+static JSValue hook(int which, int argc, JSValueConst *argv) {
+  return JS_Call(ctx, hook_fn[which], hooks, argc, argv);
+}
+
 /* settle runs jobs and timers until the call's promise settles, or
  * nothing is left that could settle it (drive answers 0). */
 static void settle(void) {
-  JSValue drive = JS_GetPropertyStr(ctx, hooks, "drive");
   for (;;) {
     run_jobs();
-    JSValue r = JS_Call(ctx, drive, hooks, 0, NULL);
+    JSValue r = hook(HOOK_DRIVE, 0, NULL);
     int32_t more = 0;
     if (JS_IsException(r)) {
       JS_FreeValue(ctx, JS_GetException(ctx));
@@ -293,19 +300,11 @@ static void settle(void) {
     JS_FreeValue(ctx, r);
     if (!more) break;
   }
-  JS_FreeValue(ctx, drive);
-}
-
-static JSValue hook(const char *name, int argc, JSValueConst *argv) {
-  JSValue f = JS_GetPropertyStr(ctx, hooks, name);
-  JSValue r = JS_Call(ctx, f, hooks, argc, argv);
-  JS_FreeValue(ctx, f);
-  return r;
 }
 
 /* answer writes the prelude's result ([status, JSON]) and returns status. */
 static int32_t answer(void) {
-  JSValue r = hook("result", 0, NULL);
+  JSValue r = hook(HOOK_RESULT, 0, NULL);
   if (JS_IsException(r)) fail_exception("packd: the runtime's result");
   JSValue sv = JS_GetPropertyUint32(ctx, r, 0), jv = JS_GetPropertyUint32(ctx, r, 1);
   int32_t status = 1;
@@ -357,10 +356,14 @@ __attribute__((constructor)) static void packd_js_init(void) {
   JS_FreeAtom(ctx, hooks_name);
   JS_FreeValue(ctx, global);
   if (!JS_IsObject(hooks)) fail("packd: the prelude set no hooks");
+  for (int i = 0; i < HOOKS; i++) {
+    hook_fn[i] = JS_GetPropertyStr(ctx, hooks, hook_names[i]);
+    if (!JS_IsFunction(ctx, hook_fn[i])) fail("packd: the prelude lacks a hook");
+  }
 
   eval_or_fail(src, (size_t)n, "pack.js");
   free(src);
-  JSValue loaded = hook("loaded", 0, NULL); /* runs the bundle's jobs; throws what its top level rejected */
+  JSValue loaded = hook(HOOK_LOADED, 0, NULL); /* runs the bundle's jobs; throws what its top level rejected */
   if (JS_IsException(loaded)) fail_exception("pack.js");
   JS_FreeValue(ctx, loaded);
   run_jobs();
@@ -373,7 +376,7 @@ __attribute__((constructor)) static void packd_js_init(void) {
 __attribute__((export_name("kindgi_abi_version"))) int32_t kindgi_abi_version(void) { return 1; }
 
 __attribute__((export_name("kindgi_describe"))) int32_t kindgi_describe(void) {
-  JSValue r = hook("describe", 0, NULL);
+  JSValue r = hook(HOOK_DESCRIBE, 0, NULL);
   if (JS_IsException(r)) fail_exception("packd: describe");
   size_t n;
   const char *s = JS_ToCStringLen(ctx, &n, r);
@@ -391,7 +394,7 @@ __attribute__((export_name("kindgi_call"))) int32_t kindgi_call(void) {
   JSValue req = JS_ParseJSON(ctx, buf, (size_t)n, "<request>");
   free(buf);
   if (JS_IsException(req)) fail_exception("packd: the request");
-  JSValue started = hook("call", 1, (JSValueConst *)&req);
+  JSValue started = hook(HOOK_CALL, 1, (JSValueConst *)&req);
   JS_FreeValue(ctx, req);
   if (JS_IsException(started)) fail_exception("packd: call");
   int32_t none = 0;
