@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
 EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
-             wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm
+             wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 # Every .go file below here but build/, found by make itself (no find(1)).
@@ -94,6 +94,8 @@ TS_PACK = @mkdir -p build/js && $(ESBUILD) $(ESBUILD_FLAGS) --outfile=build/js/$
 wasm-examples/ts-%.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js $$(wildcard wasm-examples/ts-$$(*D)/*.ts)
 	$(TS_PACK)
 testdata/jscanary/canary.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js testdata/jscanary/canary.ts
+	$(TS_PACK)
+testdata/jsnet/net.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js testdata/jsnet/net.ts
 	$(TS_PACK)
 
 # The SDK's own tests, natively with node (no packd).

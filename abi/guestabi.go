@@ -31,6 +31,11 @@ const (
 	ExportInitialize = wire.ExportInitialize
 	ExportMemory     = wire.ExportMemory
 
+	// ExportJSBundle is exported by packd's JavaScript runtime (sdk/js) and
+	// by no other module: kindgi_js_bundle(0) is the length of the pack's
+	// bundle, kindgi_js_bundle(dst) copies it to dst.
+	ExportJSBundle = "kindgi_js_bundle"
+
 	ImportFuelRefill   = wire.ImportFuelRefill
 	ExportFuel         = wire.ExportFuel
 	ExportStack        = wire.ExportStack

@@ -196,7 +196,9 @@ func (idx *Index) targets() []target {
 // module: limits.memMB neither over the service's memory limit nor under
 // the module's initial memory (every target), then unrestricted network
 // only when the operator allows it (every target), and a module that
-// imports http_request has a tool or check that may use the network.
+// imports http_request has a tool or check that may use the network (but
+// a JavaScript pack: its runtime imports it for fetch, which answers
+// network-not-allowed when no tool may).
 func (p *Pack) limitProblems(modules map[string]*module) []string {
 	var problems []string
 	targets := p.index.targets()
@@ -221,7 +223,7 @@ func (p *Pack) limitProblems(modules map[string]*module) []string {
 		}
 	}
 	for _, path := range slices.Sorted(maps.Keys(modules)) {
-		if m := modules[path]; m.mod != nil && m.mod.ImportsHTTP() && !mayReach[path] {
+		if m := modules[path]; m.mod != nil && m.mod.ImportsHTTP() && !m.mod.JavaScript() && !mayReach[path] {
 			problems = append(problems, fmt.Sprintf("%s: the module imports %s.%s, but none of its tools or checks may use the network (network in the index)",
 				path, abi.ImportModule, abi.ImportHTTPRequest))
 		}

@@ -39,6 +39,7 @@ type Module struct {
 	pool     *instancePool // nil: a fresh instance per call
 	hasInit  bool
 	http     bool  // it imports http_request: its calls may send requests
+	js       bool  // it is packd's JavaScript runtime (it exports abi.ExportJSBundle)
 	shape    error // why the module does not implement the guest ABI, or nil
 	// passName is its entry in the pass's cache, beside which its code
 	// (sharedcode_linux.go) and description (describecache.go) are kept;
@@ -67,6 +68,11 @@ func (m *Module) MinMemoryBytes() int64 { return m.minBytes }
 // ImportsHTTP reports whether the module imports http_request: only then
 // can its calls send requests (Request.Egress).
 func (m *Module) ImportsHTTP() bool { return m.http }
+
+// JavaScript reports whether the module is packd's JavaScript runtime with
+// a pack in it (sdk/js): it imports http_request for fetch, whether or not
+// its pack uses the network.
+func (m *Module) JavaScript() bool { return m.js }
 
 // Compile validates, instruments (fuel) and compiles a module once. A module
 // that imports anything packd does not provide fails here; a module that
@@ -129,6 +135,7 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		m.minBytes = int64(def.Min()) * 65536
 	}
 	exports := compiled.ExportedFunctions()
+	_, m.js = exports[abi.ExportJSBundle]
 	if def, ok := exports[abi.ExportInitialize]; ok && len(def.ParamTypes()) == 0 && len(def.ResultTypes()) == 0 {
 		m.hasInit = true
 	}

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/kindgi/packd/abi"
 )
 
 // BundleExport is the runtime's function that hands its bundle over:
 // kindgi_js_bundle(0) is the bundle's length, kindgi_js_bundle(dst)
 // copies it to dst. As built, the runtime answers 0 (no bundle).
-const BundleExport = "kindgi_js_bundle"
+const BundleExport = abi.ExportJSBundle
 
 // MaxBundle is the largest bundle Module takes (packd loads modules of up
 // to 64 MiB by default; a bundle that size is a mistake in the build).

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServiceConformancePackTS: the conformance suite over HTTP against
+// the fixture pack written in TypeScript (sdk/js), fresh and pooled.
+func TestServiceConformancePackTS(t *testing.T) {
+	for _, pool := range []string{"0", "auto"} {
+		t.Run("pool-size "+pool, func(t *testing.T) {
+			s := start(t, tsConformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"}, "--pool-size", pool)
+			conformanceOverHTTP(t, s)
+		})
+	}
+}
+
+// TestJSThrowHasItsStack: a JavaScript throw reaches the caller with the
+// stack QuickJS recorded (its frames, which the suite leaves out when it
+// compares the TypeScript fixture with the Go one), headed as Node heads
+// one: "Error: boom".
+func TestJSThrowHasItsStack(t *testing.T) {
+	r := invokeTool(t, tsConformance, "conformance.throws", `{}`)
+	var msg struct{ Cause struct{ Name, Message, Stack string } }
+	if err := json.Unmarshal([]byte(r.stdout), &msg); err != nil || r.code != 1 {
+		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	if c := msg.Cause; c.Name != "Error" || c.Message != "boom" || !strings.HasPrefix(c.Stack, "Error: boom\n    at ") || !strings.Contains(c.Stack, "(pack.js") {
+		t.Fatalf("cause %+v", c)
+	}
+}
+
+// TestTSPack: a pack written in TypeScript with zod schemas, indexed by
+// packd index from what the module describes (zod's JSON Schema, made
+// inside the sandbox), served: a bad input is input-validation-failed with
+// Ajv's issues, a throw of a subclass of Error is handler-throw with its
+// name, and an await fetch() of an allowlisted loopback server answers.
+func TestTSPack(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen", r.Method+" "+r.Header.Get("Authorization")+" "+string(body))
+		io.WriteString(w, "pong")
+	}))
+	t.Cleanup(srv.Close)
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", "jsnet", "net.wasm"))
+	if err != nil {
+		t.Fatalf("%v (make builds testdata/jsnet/net.wasm)", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "net.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, "index.json")
+	if r := packd(t, "index", "--index", idx, "--pack-id", "net", filepath.Join(dir, "net.wasm")); r.code != 0 {
+		t.Fatalf("packd index: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	raw, _ := os.ReadFile(idx)
+	var index struct {
+		Tools []struct {
+			ID      string
+			Input   json.RawMessage
+			Network json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(raw, &index); err != nil || len(index.Tools) != 2 {
+		t.Fatalf("index: %v %s", err, raw)
+	}
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		_ = json.Compact(&b, raw)
+		return b.String()
+	}
+	if index.Tools[0].ID != "net.fetch" ||
+		compact(index.Tools[0].Input) != `{"additionalProperties":false,"properties":{"body":{"type":"string"},"method":{"default":"GET","enum":["GET","POST"],"type":"string"},"url":{"minLength":1,"type":"string"}},"required":["url"],"type":"object"}` ||
+		compact(index.Tools[0].Network) != `{"hosts":["127.0.0.1"],"kind":"allowlist"}` {
+		t.Fatalf("net.fetch in the index: %s", raw)
+	}
+
+	s := start(t, idx, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
+	expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":7,"extra":true}`, conformanceCtx)), 200,
+		`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"net.fetch\" input failed validation","toolId":"net.fetch","issues":[`+
+			`{"instancePath":"","schemaPath":"#/additionalProperties","keyword":"additionalProperties","params":{"additionalProperty":"extra"},"message":"must NOT have additional properties"},`+
+			`{"instancePath":"/url","schemaPath":"#/properties/url/type","keyword":"type","params":{"type":"string"},"message":"must be string"}]}`)
+	expect(t, s.invoke(t, invokeBody("net.throws", "", `{}`, conformanceCtx)), 200,
+		`{"v":2,"kind":"error","code":"handler-throw","message":"Handler for tool \"net.throws\" threw: LedgerError: the ledger is closed","toolId":"net.throws","cause":{"name":"LedgerError","message":"the ledger is closed","stack":"LedgerError: the ledger is closed"}}`)
+	ctx := `{"tenantId":"t","runId":"r","secrets":{"apiToken":"tok"}}`
+	expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"`+srv.URL+`/ping","method":"POST","body":"hi"}`, ctx)), 200,
+		`{"v":2,"kind":"result","output":{"status":200,"body":"pong","seen":"POST Bearer tok hi"}}`)
+	// zod's default reached the handler (the host fills it in too).
+	expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"`+srv.URL+`/ping"}`, ctx)), 200,
+		`{"v":2,"kind":"result","output":{"status":200,"body":"pong","seen":"GET Bearer tok"}}`)
+	expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"http://example.com/"}`, ctx)), 200,
+		`{"v":2,"kind":"result","output":{"reason":"host-not-allowed","message":"example.com is not on this tool's allowlist"}}`)
+}
