@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
 EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
-             wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm
+             wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm testdata/jshostile/hostile.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 # Every .go file below here but build/, found by make itself (no find(1)).
@@ -18,7 +18,10 @@ all: build wasm
 
 build: $(BIN)
 
-$(BIN): $(GOFILES) go.mod go.sum
+# What packd embeds besides Go code (go:embed): a change to one rebuilds it.
+EMBEDDED  := host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm abi/guest/go.mod
+
+$(BIN): $(GOFILES) $(EMBEDDED) go.mod go.sum
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || CGO_ENABLED=0 $(GO) build -buildvcs=false -o $@ ./cmd/packd
 
 wasm: $(EXAMPLES)
@@ -49,7 +52,7 @@ QJS_OBJS   := $(addprefix build/qjs/,quickjs.o libregexp.o libunicode.o cutils.o
 # EMSCRIPTEN leaves out what wasm32-wasi lacks (threads, atomics); wasm has
 # one rounding mode, so the two QuickJS asks fesetround for get values it
 # refuses, and printf's rounding stands.
-QJS_CFLAGS := --target=wasm32-wasi -mbulk-memory -O2 -w -funsigned-char -DEMSCRIPTEN -DCONFIG_BIGNUM \
+QJS_CFLAGS := --target=wasm32-wasi -mbulk-memory -O2 -w -funsigned-char -DEMSCRIPTEN -DCONFIG_BIGNUM -DCONFIG_STACK_CHECK -include sdk/js/runtime/qjs-wasm.h \
               -DCONFIG_VERSION='"2021-03-27"' -DFE_DOWNWARD=0x400 -DFE_UPWARD=0x800
 JS_RUNTIME := sdk/js/runtime/runtime.wasm
 NEED_NPM    = @command -v $(NPM) >/dev/null || { echo "npm not found: the TypeScript packs need Debian's nodejs and npm (scripts/deps installs them)" >&2; exit 1; }
@@ -64,7 +67,7 @@ $(QJS_SRC)/quickjs.c: $(QJS_TGZ)
 	tar -xzf $(QJS_TGZ) -C build/qjs package/deps/quickjs_2021_03_27
 	@touch $@
 
-build/qjs/%.o: $(QJS_SRC)/quickjs.c
+build/qjs/%.o: $(QJS_SRC)/quickjs.c sdk/js/runtime/qjs-wasm.h
 	$(CLANG) $(QJS_CFLAGS) -c $(QJS_SRC)/$*.c -o $@
 
 build/js/prelude.h: sdk/js/runtime/prelude.js
@@ -96,6 +99,8 @@ wasm-examples/ts-%.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js 
 testdata/jscanary/canary.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js testdata/jscanary/canary.ts
 	$(TS_PACK)
 testdata/jsnet/net.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js testdata/jsnet/net.ts
+	$(TS_PACK)
+testdata/jshostile/hostile.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js testdata/jshostile/hostile.ts
 	$(TS_PACK)
 
 # The SDK's own tests, natively with node (no packd).

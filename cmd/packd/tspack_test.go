@@ -100,3 +100,51 @@ func TestTSPack(t *testing.T) {
 	expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"http://example.com/"}`, ctx)), 200,
 		`{"v":2,"kind":"result","output":{"reason":"host-not-allowed","message":"example.com is not on this tool's allowlist"}}`)
 }
+
+// TestJSHostile: JavaScript that spins, recurses, allocates, queues jobs
+// for ever, keeps a timer going or never settles is stopped within its
+// call's fuel, deadline, stack and memory, each with its protocol error,
+// and packd goes on serving (testdata/jshostile).
+func TestJSHostile(t *testing.T) {
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", "jshostile", "hostile.wasm"))
+	if err != nil {
+		t.Fatalf("%v (make builds testdata/jshostile/hostile.wasm)", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hostile.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, "index.json")
+	if r := packd(t, "index", "--index", idx, "--pack-id", "jshostile", filepath.Join(dir, "hostile.wasm")); r.code != 0 {
+		t.Fatalf("packd index: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	s := start(t, idx, nil, "--memory-limit-mib", "64")
+	for _, c := range []struct{ name, timeout, want string }{
+		{"loop", "2000", `"code":"deadline-exceeded","message":"jshostile.loop passed its deadline`},
+		// Each job of the chain keeps the one before it: its memory or its
+		// fuel runs out, whichever comes first.
+		{"jobs", "2000", `{"v":2,"kind":"error","code":"`},
+		{"timers", "300", `{"v":2,"kind":"error","code":"deadline-exceeded","message":"jshostile.timers passed its deadline","toolId":"jshostile.timers"}`},
+		{"recurse", "", `"code":"handler-throw","message":"Handler for tool \"jshostile.recurse\" threw: InternalError: stack overflow"`},
+		{"alloc", "", `"code":"handler-throw","message":"Handler for tool \"jshostile.alloc\" threw: InternalError: out of memory"`},
+		{"never", "", `"code":"handler-throw","message":"Handler for tool \"jshostile.never\" threw: Error: the handler's promise never settled: nothing was left to run (no timer, no request)"`},
+		{"eval", "", `{"v":2,"kind":"result","output":{"type":"number","fn":42}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var extra []string
+			if c.timeout != "" {
+				extra = []string{"kindgi-timeout-ms", c.timeout}
+			}
+			r := s.invoke(t, invokeBody("jshostile."+c.name, "", `{}`, conformanceCtx), extra...)
+			if r.status != 200 || !strings.Contains(r.body, c.want) {
+				t.Fatalf("%d %s\nwant it to contain %s", r.status, r.body, c.want)
+			}
+		})
+	}
+	// A recursion's stack is cut at ten frames, as Node cuts one.
+	r := s.invoke(t, invokeBody("jshostile.recurse", "", `{}`, conformanceCtx))
+	if n := strings.Count(r.body, `\n    at `); n != 10 {
+		t.Errorf("%d frames in %s", n, r.body)
+	}
+	expect(t, s.invoke(t, invokeBody("jshostile.json", "", `{"text":"[1,{\"a\":null}]"}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":[1,{"a":null}]}`)
+}

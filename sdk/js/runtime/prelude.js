@@ -774,7 +774,9 @@
     if (e !== null && typeof e === "object" && "message" in e) {
       const name = e.name === undefined ? "Error" : String(e.name);
       const message = String(e.message);
-      const stack = typeof e.stack === "string" ? `${name}: ${message}\n${e.stack}`.trimEnd() : `${name}: ${message}`;
+      // Headed as Node heads a stack, and cut, as Node cuts one, at ten frames.
+      const frames = typeof e.stack === "string" ? e.stack.split("\n").filter((l) => l.trim()).slice(0, 10) : [];
+      const stack = [`${name}: ${message}`, ...frames].join("\n");
       return { name, message, stack };
     }
     return { name: "Error", message: String(e), stack: "" };
