@@ -19,7 +19,7 @@ all: build wasm
 build: $(BIN)
 
 # What packd embeds besides Go code (go:embed): a change to one rebuilds it.
-EMBEDDED  := host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm abi/guest/go.mod
+EMBEDDED  := host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/js/package.json sdk/js/index.js sdk/js/index.d.ts abi/guest/go.mod
 
 $(BIN): $(GOFILES) $(EMBEDDED) go.mod go.sum
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || CGO_ENABLED=0 $(GO) build -buildvcs=false -o $@ ./cmd/packd
@@ -105,7 +105,7 @@ testdata/jshostile/hostile.wasm: $(BIN) node_modules/.package-lock.json sdk/js/i
 
 # The SDK's own tests, natively with node (no packd).
 js-sdk-test: node_modules/.package-lock.json
-	node --test sdk/js/test/
+	node --test --test-reporter=dot sdk/js/test/
 
 wasm-examples/%.wasm testdata/%.wasm: $(GOFILES) go.mod
 	$(WASM_ENV) $(GO) build -buildmode=c-shared -o $@ ./$(dir $@)

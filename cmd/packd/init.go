@@ -25,10 +25,10 @@ import (
 func initCmd(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("packd init", flag.ContinueOnError)
 	fset.SetOutput(stderr)
-	lang := fset.String("lang", "go", `the pack's language: "go" or "c"`)
+	lang := fset.String("lang", "go", `the pack's language: "go", "c" or "ts" (TypeScript)`)
 	id := fset.String("pack-id", "", "the pack's id (default: the directory's name)")
 	fset.Usage = func() {
-		fmt.Fprintln(stderr, "usage: packd init [--lang go|c] [--pack-id ID] DIR")
+		fmt.Fprintln(stderr, "usage: packd init [--lang go|c|ts] [--pack-id ID] DIR")
 		fset.PrintDefaults()
 	}
 	if err := fset.Parse(args); err != nil {
@@ -45,9 +45,9 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "name one directory to create (packd init DIR)")
 	}
 	dir := fset.Arg(0)
-	templates := map[string]map[string]string{"go": goPackFiles, "c": cPackFiles}[*lang]
+	templates := map[string]map[string]string{"go": goPackFiles, "c": cPackFiles, "ts": tsPackFiles}[*lang]
 	if templates == nil {
-		return fail(exitUsage, "--lang %q: packd init writes Go (--lang go) and C (--lang c) packs; for other languages see abi/GUEST-ABI.md", *lang)
+		return fail(exitUsage, "--lang %q: packd init writes Go (--lang go), C (--lang c) and TypeScript (--lang ts) packs; for other languages see abi/GUEST-ABI.md", *lang)
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fail(exitUsage, "%s exists and is not empty: name a new directory", dir)
@@ -68,9 +68,12 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		files[strings.ReplaceAll(name, "NAME", wasmName(pack))] = b.String()
 	}
-	if *lang == "c" {
+	switch *lang {
+	case "c":
 		files["kindgi.h"] = string(csdk.Header)
 		return initC(dir, pack, files, stdout, stderr)
+	case "ts":
+		return initTS(dir, pack, files, stdout, stderr)
 	}
 	if err := fs.WalkDir(guest.Source, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {

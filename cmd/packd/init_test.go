@@ -88,6 +88,51 @@ func TestInitCPack(t *testing.T) {
 	}
 }
 
+// TestInitTSPack: packd init --lang ts writes a TypeScript pack (the SDK
+// beside it in packd-sdk/) whose npm packages it installs, which it
+// bundles with esbuild and builds with build-js, whose index packd index
+// wrote from the module (zod's schemas as JSON Schema), that passes packd
+// check, answers packd invoke for its tool and its check, and passes its
+// own native tests (make test, with node).
+func TestInitTSPack(t *testing.T) {
+	for _, tool := range []string{"npm", "node", "make"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH: the test needs it (scripts/deps installs it)", tool)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "acme.hello-ts")
+	if r := packd(t, "init", "--lang", "ts", dir); r.code != 0 {
+		t.Fatalf("packd init: %d %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"src/pack.ts", "test/pack.test.ts", "packd-sdk/index.js", "packd-sdk/index.d.ts", "package.json", "tsconfig.json", "Makefile", "index.json", "hello-ts.wasm"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("packd init did not write %s", f)
+		}
+	}
+	index := filepath.Join(dir, "index.json")
+	if r := packd(t, "check", "--index", index); r.code != 0 {
+		t.Fatalf("packd check: %s %s", r.stdout, r.stderr)
+	}
+	raw, _ := os.ReadFile(index)
+	if !strings.Contains(string(raw), `"description": "Who to greet."`) || !strings.Contains(string(raw), `"minLength": 1`) {
+		t.Errorf("the index lacks the zod schema's JSON Schema: %s", raw)
+	}
+	r := packd(t, "invoke", "--index", index, "--tool", "acme.hello-ts.greet", "--input", `{"name":"Ad\u00e1"}`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"greeting":"Hello, Adá!"}}` {
+		t.Fatalf("packd invoke: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = packd(t, "invoke", "--index", index, "--check", "acme.hello-ts.checks.not-empty", "--config", `{}`, "--trace", `{"output":" "}`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}` {
+		t.Fatalf("packd invoke --check: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	test := exec.Command("make", "test")
+	test.Dir = dir
+	test.Env = withoutMake(os.Environ())
+	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "# pass 2") {
+		t.Fatalf("make test in the new pack: %v\n%s", err, out)
+	}
+}
+
 // withoutMake is an environment without a make's own variables (its
 // jobserver would make a nested make wait for tokens forever).
 func withoutMake(environ []string) []string {

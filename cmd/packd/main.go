@@ -112,7 +112,7 @@ func usage(w io.Writer) {
   packd invoke --index I [--module-root R] --tool ID [--version V] --input JSON|@file [--ctx JSON|@file]
   packd invoke --index I [--module-root R] --check ID --config JSON|@file --trace JSON|@file
   packd check --index I [--module-root R]
-  packd init DIR [--lang go]                               scaffold a pack that builds and answers
+  packd init DIR [--lang go|c|ts]                          scaffold a pack that builds and answers
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
   packd version

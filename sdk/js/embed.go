@@ -5,9 +5,15 @@
 // `packd build-js` does.
 package jssdk
 
-import _ "embed"
+import "embed"
 
 // Runtime is runtime/runtime.wasm: the JavaScript runtime without a pack.
 //
 //go:embed runtime/runtime.wasm
 var Runtime []byte
+
+// SDK is the SDK's npm package (package.json, index.js, index.d.ts), for
+// `packd init --lang ts` to copy into a new pack until it is published.
+//
+//go:embed package.json index.js index.d.ts
+var SDK embed.FS
