@@ -29,7 +29,9 @@ func TestServiceConformancePackTS(t *testing.T) {
 // one: "Error: boom".
 func TestJSThrowHasItsStack(t *testing.T) {
 	r := invokeTool(t, tsConformance, "conformance.throws", `{}`)
-	var msg struct{ Cause struct{ Name, Message, Stack string } }
+	var msg struct {
+		Cause struct{ Name, Message, Stack string }
+	}
 	if err := json.Unmarshal([]byte(r.stdout), &msg); err != nil || r.code != 1 {
 		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
 	}
