@@ -51,7 +51,13 @@ func initTS(dir, pack string, files map[string]string, stdout, stderr io.Writer)
 	}
 	name := wasmName(pack)
 	bundle := filepath.Join("build", "pack.js")
-	build := exec.Command(filepath.Join(dir, "node_modules", ".bin", "esbuild"), append([]string{"src/pack.ts"}, esbuildFlags(bundle)...)...)
+	// Its own esbuild, named by an absolute path: the command runs in dir.
+	esbuild, err := filepath.Abs(filepath.Join(dir, "node_modules", ".bin", "esbuild"))
+	if err != nil {
+		fmt.Fprintf(stderr, "packd init: %v\n", err)
+		return exitError
+	}
+	build := exec.Command(esbuild, append([]string{"src/pack.ts"}, esbuildFlags(bundle)...)...)
 	build.Dir, build.Stdout, build.Stderr = dir, stderr, stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintf(stderr, "packd init: bundling the pack (in %s: make build): %v\n", dir, err)

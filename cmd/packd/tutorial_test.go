@@ -21,7 +21,7 @@ func TestTutorial(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatal("go is not on PATH: the tutorial needs it")
 	}
-	for _, tool := range []string{"curl", "clang"} {
+	for _, tool := range []string{"curl", "clang", "npm", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not on PATH: the tutorial needs it (scripts/deps installs it)", tool)
 		}
@@ -76,6 +76,10 @@ func TestTutorial(t *testing.T) {
 		`config failed validation: must NOT have additional properties`,
 		`{"v":2,"kind":"result","output":{"greeting":"Hello, Grace!"}}`,
 		`{"v":2,"kind":"check-result","result":{"passed":false,"reason":"empty"}}`,
+		`{"v":2,"kind":"result","output":{"greeting":"Hello, Lin!"}}`,
+		`{"v":2,"kind":"result","output":{"shouted":"HEY HEY"}}`,
+		`"schemaPath":"#/properties/times/minimum","keyword":"minimum"`,
+		`"message":"Handler for tool \"hello-ts.shout\" threw: RangeError: nothing to shout"`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tutorial's output does not have %s:\n%s", want, out)
