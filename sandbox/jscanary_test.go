@@ -86,3 +86,31 @@ func TestJSCanaryCatchesABrokenReset(t *testing.T) {
 		t.Fatalf("with resets broken the second call found %s (%v), want %s", got, err, want)
 	}
 }
+
+// TestJSCallsBurnTheSameFuel: a JavaScript call's fuel is deterministic,
+// pooled (from the snapshot) and fresh (the runtime's start and the pack's
+// top level again), and a pooled call does not pay the load.
+func TestJSCallsBurnTheSameFuel(t *testing.T) {
+	fuel := map[int][]int64{}
+	for _, pool := range []int{0, 1} {
+		sb := newSandbox(t, sandbox.Config{PoolSize: pool})
+		m := compile(t, sb, filepath.Join("..", "wasm-examples", "ts-echo", "echo.wasm"))
+		for i := 0; i < 4; i++ {
+			rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hi"},"ctx":{"tenantId":"t","runId":"r"}}`)})
+			if err != nil || string(rep.Body) != `{"message":"hi"}` {
+				t.Fatalf("pool %d call %d: %s %v", pool, i, rep.Body, err)
+			}
+			fuel[pool] = append(fuel[pool], rep.FuelUsed)
+		}
+	}
+	for pool, f := range fuel {
+		for _, x := range f {
+			if x != f[0] {
+				t.Fatalf("pool %d: fuel per call %v", pool, f)
+			}
+		}
+	}
+	if fuel[1][0]*20 > fuel[0][0] {
+		t.Fatalf("a pooled call burns %d, a fresh one %d: the pooled one should not pay the load", fuel[1][0], fuel[0][0])
+	}
+}

@@ -16,7 +16,7 @@ import (
 type echoPack struct{ name, path, field string }
 
 // inputCurve prints what a call costs against the size of its input (1
-// KiB, 64 KiB, 1 MiB) for the Go and C echo packs, fresh and pooled, side
+// KiB, 64 KiB, 1 MiB) for the Go, C and TypeScript echo packs, fresh and pooled, side
 // by side in one run: medians, pooled over fresh, and each size over the
 // 1 KiB call; then the issue-25 targets beside the figures. It reports
 // whether every target was met.
@@ -24,6 +24,7 @@ func inputCurve(ctx context.Context, root string) bool {
 	packs := []echoPack{
 		{"Go echo", "wasm-examples/echo/echo.wasm", "message"},
 		{"C echo", "wasm-examples/c-echo/echo.wasm", "text"},
+		{"TS echo", "wasm-examples/ts-echo/echo.wasm", "message"},
 	}
 	sizes := []struct {
 		name          string
