@@ -56,7 +56,14 @@ func buildJS(src, dst string) error {
 	if fi.Size() > jssdk.MaxBundle {
 		return fmt.Errorf("%s is %d bytes, over the %d a module takes", src, fi.Size(), jssdk.MaxBundle)
 	}
-	bundle, err := os.ReadFile(src)
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// Read at most one byte past the limit: a file that grew since the
+	// stat is refused too, never read whole.
+	bundle, err := io.ReadAll(io.LimitReader(f, jssdk.MaxBundle+1))
 	if err != nil {
 		return err
 	}
@@ -64,21 +71,5 @@ func buildJS(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".build-js-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(mod); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return writeFileAtomic(dst, mod)
 }

@@ -438,9 +438,9 @@ func sortByID(list []any) {
 }
 
 // writeFileAtomic writes data to path through a temporary file beside it,
-// so that a reader never sees half an index.
+// so that a reader never sees half an index (or half a module).
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".index-*.json")
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}

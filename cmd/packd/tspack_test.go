@@ -150,3 +150,38 @@ func TestJSHostile(t *testing.T) {
 	}
 	expect(t, s.invoke(t, invokeBody("jshostile.json", "", `{"text":"[1,{\"a\":null}]"}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":[1,{"a":null}]}`)
 }
+
+// TestBuildJS: packd build-js writes a module beside the bundle (or at -o)
+// and refuses, saying why, what makes none.
+func TestBuildJS(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("pack.js", `globalThis[Symbol.for("packd")].tool({id: "x.y", version: "1.0.0", handler: () => 1});`)
+	if r := packd(t, "build-js", good); r.code != 0 || r.stdout != "wrote "+filepath.Join(dir, "pack.wasm")+"\n" {
+		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := packd(t, "index", "--index", filepath.Join(dir, "index.json"), "--pack-id", "x", filepath.Join(dir, "pack.wasm")); r.code != 0 || !strings.Contains(r.stderr, "1 tool(s)") {
+		t.Fatalf("packd index of the module: %d %s", r.code, r.stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"build-js"}, exitUsage, "name one bundle"},
+		{[]string{"build-js", filepath.Join(dir, "none.js")}, exitError, "no such file or directory"},
+		{[]string{"build-js", dir}, exitError, "is not a regular file"},
+		{[]string{"build-js", write("latin1.js", "x = '\xe9';")}, exitError, "the bundle is not UTF-8"},
+		{[]string{"build-js", "-o", filepath.Join(dir, "missing", "x.wasm"), good}, exitError, "no such file or directory"},
+	} {
+		if r := packd(t, c.args...); r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: %d %q, want %d and %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
+}

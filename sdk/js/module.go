@@ -54,9 +54,12 @@ func Module(runtime, bundle []byte) ([]byte, error) {
 		}
 	}
 
-	code, err := m.replaceBody(fn, bundleBody(segments, uint32(len(bundle))))
+	code, old, err := m.replaceBody(fn, bundleBody(segments, uint32(len(bundle))))
 	if err != nil {
 		return nil, fmt.Errorf("the runtime's code section: %w", err)
+	}
+	if bytes.Contains(old, []byte{0xfc, 0x08}) { // memory.init: a body Module wrote
+		return nil, errors.New("the runtime already holds a bundle: make the module from packd's runtime")
 	}
 	data := appendPassive(m.section(secData), bundle)
 	count := binary.AppendUvarint(nil, uint64(segments)+1)
@@ -222,16 +225,17 @@ func (m *module) bundleFunc() (uint32, error) {
 	return 0, fmt.Errorf("%s's type is not in the type section", BundleExport)
 }
 
-// replaceBody is the code section with body fn replaced by body.
-func (m *module) replaceBody(fn uint32, body []byte) ([]byte, error) {
+// replaceBody is the code section with body fn replaced by body, and the
+// body it replaced.
+func (m *module) replaceBody(fn uint32, body []byte) ([]byte, []byte, error) {
 	cs := m.section(secCode)
 	if cs == nil {
-		return nil, errors.New("missing")
+		return nil, nil, errors.New("missing")
 	}
 	r := reader{b: cs.body}
 	n := r.u32()
 	if fn >= n {
-		return nil, errors.New("has no body for the bundle function")
+		return nil, nil, errors.New("has no body for the bundle function")
 	}
 	start := r.p
 	for i := uint32(0); i < fn && r.err == nil; i++ {
@@ -240,15 +244,16 @@ func (m *module) replaceBody(fn uint32, body []byte) ([]byte, error) {
 	}
 	from := r.p
 	size := r.u32()
+	at := r.p
 	r.skip(size)
 	if r.err != nil {
-		return nil, r.err
+		return nil, nil, r.err
 	}
 	out := binary.AppendUvarint(nil, uint64(n))
 	out = append(out, cs.body[start:from]...)
 	out = binary.AppendUvarint(out, uint64(len(body)))
 	out = append(out, body...)
-	return append(out, cs.body[r.p:]...), nil
+	return append(out, cs.body[r.p:]...), cs.body[at:r.p], nil
 }
 
 // bundleBody is kindgi_js_bundle's body: (local.get 0) i32.eqz, and then
