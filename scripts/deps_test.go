@@ -11,7 +11,7 @@ import (
 
 // The packages scripts/deps installs for a tool found on PATH (the ones
 // found through a file may be on this machine or not).
-var commandPackages = []string{"wabt", "prometheus", "clang", "lld", "podman", "valgrind", "systemd", "curl"}
+var commandPackages = []string{"wabt", "prometheus", "clang", "lld", "podman", "valgrind", "systemd", "curl", "nodejs", "npm"}
 
 // fakeBin is a PATH of its own: bash, dirname, go and make as this machine
 // has them, and the given scripts (an id, an apt-get that logs its
@@ -148,7 +148,7 @@ func TestDepsInstallsWhatIsMissing(t *testing.T) {
 // PATH (stand-ins) and the files present, it installs nothing and says so.
 func TestDepsPassesWhenEverythingIsThere(t *testing.T) {
 	fakes := map[string]string{"id": "echo 1000", "apt-get": "echo apt-get ran >&2; exit 1"}
-	for _, c := range []string{"wat2wasm", "promtool", "clang", "wasm-ld", "podman", "valgrind", "systemd-analyze", "curl"} {
+	for _, c := range []string{"wat2wasm", "promtool", "clang", "wasm-ld", "podman", "valgrind", "systemd-analyze", "curl", "node", "npm"} {
 		fakes[c] = "exit 0"
 	}
 	r := deps(t, fakeBin(t, fakes), "--check")
