@@ -103,9 +103,12 @@ testdata/jsnet/net.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js 
 testdata/jshostile/hostile.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js testdata/jshostile/hostile.ts
 	$(TS_PACK)
 
-# The SDK's own tests, natively with node (no packd).
+# The SDK's own tests, natively with node (no packd), and a type check
+# (tsc, tsconfig.json) of the SDK's types as packd's TypeScript packs use
+# them: esbuild, which builds them, checks no types.
 js-sdk-test: node_modules/.package-lock.json
 	node --test --test-reporter=dot sdk/js/test/
+	node_modules/.bin/tsc -p tsconfig.json
 
 wasm-examples/%.wasm testdata/%.wasm: $(GOFILES) go.mod
 	$(WASM_ENV) $(GO) build -buildmode=c-shared -o $@ ./$(dir $@)

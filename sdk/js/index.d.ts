@@ -42,7 +42,6 @@ export interface ToolContext {
   /** Never fires: packd stops a cancelled call itself. */
   readonly abortSignal: AbortSignal;
   readonly log?: CallLogger;
-  readonly [key: string]: unknown;
 }
 
 /** A tool's network policy, as in the index. */

@@ -35,9 +35,10 @@ defineTool({
   input: anyObject,
   output: anyObject,
   handler: async (_input, ctx) => {
+    const sent = ctx as unknown as Record<string, unknown>; // every member the caller sent
     const out: Record<string, unknown> = { tenantId: ctx.tenantId, runId: ctx.runId };
-    for (const k of ["env", "secrets", "config"]) out[k] = ctx[k] ?? {};
-    for (const k of ["requestId", "idempotencyKey", "projectId", "orgId", "settings"]) if (ctx[k] !== undefined) out[k] = ctx[k];
+    for (const k of ["env", "secrets", "config"]) out[k] = sent[k] ?? {};
+    for (const k of ["requestId", "idempotencyKey", "projectId", "orgId", "settings"]) if (sent[k] !== undefined) out[k] = sent[k];
     return out;
   },
 });
