@@ -194,6 +194,7 @@ static JSValue native_http(JSContext *c, JSValueConst this, int argc, JSValueCon
 static JSValue native_sleep(JSContext *c, JSValueConst this, int argc, JSValueConst *argv) {
   double ms;
   if (argc < 1 || JS_ToFloat64(c, &ms, argv[0])) return JS_EXCEPTION;
+  if (ms > 86400e3) ms = 86400e3; /* a day: the call's deadline comes first */
   if (ms > 0) {
     struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
     nanosleep(&ts, NULL);
