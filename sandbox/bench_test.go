@@ -234,11 +234,23 @@ func BenchmarkCallEchoTS(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			_, m := benchModulePooled(b, filepath.Join("..", "wasm-examples", "ts-echo", "echo.wasm"), pool)
 			benchCalls(b, m, echoRequest)
-			rep, err := m.Call(context.Background(), Request{Body: echoRequest})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(rep.FuelUsed), "fuel/call")
+			reportFuel(b, m, echoRequest)
 		})
 	}
+	// The same echo with a zod input schema (zod parses it in the guest).
+	b.Run("pooled-zod", func(b *testing.B) {
+		_, m := benchModulePooled(b, filepath.Join("..", "wasm-examples", "ts-conformance", "conformance.wasm"), 1)
+		body := []byte(`{"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`)
+		benchCalls(b, m, body)
+		reportFuel(b, m, body)
+	})
+}
+
+// reportFuel reports the fuel one more call burns.
+func reportFuel(b *testing.B, m *Module, body []byte) {
+	rep, err := m.Call(context.Background(), Request{Body: body})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(rep.FuelUsed), "fuel/call")
 }
