@@ -67,21 +67,25 @@ const callLogger = (ctx) => {
   };
 };
 
-/** The context a handler gets from the call's ctx: its members, and an
- * abortSignal and a log (made when first read). */
+// What a context has beyond the members the caller sent: an abortSignal
+// and a log (made when first read), on its prototype, so that they cost a
+// call nothing until read and are never part of the context as JSON.
+const contextExtras = Object.create(Object.prototype, {
+  abortSignal: { get: neverAborts, configurable: true },
+  log: {
+    configurable: true,
+    get() {
+      const log = callLogger(this);
+      Object.defineProperty(this, "log", { value: log, configurable: true, enumerable: false, writable: true });
+      return log;
+    },
+  },
+});
+
+/** The context a handler gets from the call's ctx. */
 const toolContext = (ctx) => {
-  const c = ctx !== null && typeof ctx === "object" ? ctx : {};
-  if (c.abortSignal === undefined) Object.defineProperty(c, "abortSignal", { value: neverAborts(), configurable: true, writable: true, enumerable: false });
-  if (c.log === undefined)
-    Object.defineProperty(c, "log", {
-      configurable: true,
-      enumerable: false,
-      get() {
-        const log = callLogger(c);
-        Object.defineProperty(c, "log", { value: log, configurable: true, enumerable: false, writable: true });
-        return log;
-      },
-    });
+  const c = ctx !== null && typeof ctx === "object" && !Array.isArray(ctx) ? ctx : {};
+  Object.setPrototypeOf(c, contextExtras);
   return c;
 };
 

@@ -810,28 +810,28 @@
     },
     call(req) {
       outcome = null;
-      timers = [];
-      let run;
-      if (req.kind === "invoke") {
-        const t = tools.get(req.tool && req.tool.id) || anyTool;
-        if (!t) return 1;
-        run = () => t.handler(req.input, req.ctx, req.tool);
-      } else if (req.kind === "check-invoke") {
-        const c = checks.get(req.check && req.check.id);
-        if (!c) return 1;
-        run = () => c.evaluate(req.config === undefined ? {} : req.config, req.trace);
-      } else return 1;
+      if (timers.length) timers = [];
+      let v;
       try {
-        const v = run();
-        if (v !== null && (typeof v === "object" || typeof v === "function") && typeof v.then === "function")
-          Promise.resolve(v).then(
-            (x) => done(0, x),
-            (e) => done(1, e),
-          );
-        else done(0, v); // a handler that answered at once needs no job
+        if (req.kind === "invoke") {
+          const t = tools.get(req.tool && req.tool.id) || anyTool;
+          if (!t) return 1;
+          v = t.handler(req.input, req.ctx, req.tool);
+        } else if (req.kind === "check-invoke") {
+          const c = checks.get(req.check && req.check.id);
+          if (!c) return 1;
+          v = c.evaluate(req.config === undefined ? {} : req.config, req.trace);
+        } else return 1;
       } catch (e) {
         done(1, e);
+        return 0;
       }
+      if (v !== null && (typeof v === "object" || typeof v === "function") && typeof v.then === "function")
+        Promise.resolve(v).then(
+          (x) => done(0, x),
+          (e) => done(1, e),
+        );
+      else done(0, v); // a handler that answered at once needs no job
       return 0;
     },
     // drive runs the next timer once the jobs are done: 1 when it ran one
