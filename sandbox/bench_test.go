@@ -125,14 +125,24 @@ func BenchmarkCallPooledCounterWat(b *testing.B) {
 // was discarded and made again, at 2.2x a fresh instance's cost.
 func BenchmarkCallCEcho64KiB(b *testing.B) {
 	body := []byte(`{"kind":"invoke","tool":{"id":"echo.echo"},"input":{"text":"` + strings.Repeat("a", 64<<10) + `"},"ctx":{"tenantId":"t","runId":"r"}}`)
+	freshAndPooled(b, filepath.Join("..", "wasm-examples", "c-echo", "echo.wasm"), body, false)
+}
+
+// freshAndPooled times calls of body on the module at path, in a fresh
+// instance per call and pooled, as two sub-benchmarks; with fuel, each
+// reports the fuel a call burns too.
+func freshAndPooled(b *testing.B, path string, body []byte, fuel bool) {
 	for _, pool := range []int{0, 1} {
 		name := "fresh"
 		if pool > 0 {
 			name = "pooled"
 		}
 		b.Run(name, func(b *testing.B) {
-			_, m := benchModulePooled(b, filepath.Join("..", "wasm-examples", "c-echo", "echo.wasm"), pool)
+			_, m := benchModulePooled(b, path, pool)
 			benchCalls(b, m, body)
+			if fuel {
+				reportFuel(b, m, body)
+			}
 		})
 	}
 }
@@ -226,17 +236,7 @@ func BenchmarkCallPooledEchoGoConcurrent(b *testing.B) {
 // call and pooled, beside BenchmarkCallEchoGo and the C echo (make bench).
 // It reports the fuel a call burns.
 func BenchmarkCallEchoTS(b *testing.B) {
-	for _, pool := range []int{0, 1} {
-		name := "fresh"
-		if pool > 0 {
-			name = "pooled"
-		}
-		b.Run(name, func(b *testing.B) {
-			_, m := benchModulePooled(b, filepath.Join("..", "wasm-examples", "ts-echo", "echo.wasm"), pool)
-			benchCalls(b, m, echoRequest)
-			reportFuel(b, m, echoRequest)
-		})
-	}
+	freshAndPooled(b, filepath.Join("..", "wasm-examples", "ts-echo", "echo.wasm"), echoRequest, true)
 	// The same echo with a zod input schema (zod parses it in the guest).
 	b.Run("pooled-zod", func(b *testing.B) {
 		_, m := benchModulePooled(b, filepath.Join("..", "wasm-examples", "ts-conformance", "conformance.wasm"), 1)
