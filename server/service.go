@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,8 @@ type ServiceConfig struct {
 	// Host and Port are where calls are served (Port 0: a free port).
 	Host string
 	Port int
+	// TLS, when On, serves calls over TLS (mutual with a client CA).
+	TLS TLSConfig
 	// MetricsAddr is where /metrics listens: "" for port 9464 of Host (a
 	// free port of Host when 9464 is taken, said in a metrics-port-taken
 	// record), "off", or an address, which must be free.
@@ -191,6 +194,12 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	if s.srv, err = New(sc); err != nil {
 		return err
 	}
+	var tlsCfg *tls.Config
+	if cfg.TLS.On() {
+		if tlsCfg, _, err = serverTLS(cfg.TLS); err != nil {
+			return err
+		}
+	}
 	if s.ln, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))); err != nil {
 		return fmt.Errorf("Cannot listen: %w", err)
 	}
@@ -198,6 +207,10 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	listening := []Field{{Key: "port", Value: port}, {Key: "packId", Value: pack.Index().PackID},
 		{Key: "artifactVersion", Value: pack.Index().ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.MemoryBudgetMiB)},
 		{Key: "poolSize", Value: float64(hc.Sandbox.PoolSize)}}
+	if tlsCfg != nil {
+		s.ln = tls.NewListener(s.ln, tlsCfg)
+		listening = append(listening, Field{Key: "tls", Value: map[bool]string{false: "on", true: "mutual"}[cfg.TLS.ClientCAFile != ""]})
+	}
 	if cfg.MetricsAddr != "off" {
 		mln, err := listenMetrics(cfg.MetricsAddr, cfg.Host, rec)
 		if err != nil {

@@ -34,6 +34,7 @@ type serviceConfig struct {
 	tenantLabel    bool
 	policy         string
 	auditLog       string
+	tls            server.TLSConfig
 	port           int
 	token          string
 	maxConcurrency int
@@ -54,6 +55,9 @@ func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
+	fs.StringVar(&c.tls.CertFile, "tls-cert", getenv("PACKD_TLS_CERT"), "serve calls over TLS with this certificate, PEM (with --tls-key; default $PACKD_TLS_CERT; off when empty)")
+	fs.StringVar(&c.tls.KeyFile, "tls-key", getenv("PACKD_TLS_KEY"), "the TLS certificate's private key, PEM (default $PACKD_TLS_KEY)")
+	fs.StringVar(&c.tls.ClientCAFile, "tls-client-ca", getenv("PACKD_TLS_CLIENT_CA"), "mutual TLS: every client presents a certificate of these CAs, PEM (default $PACKD_TLS_CLIENT_CA)")
 	fs.StringVar(&c.tenantShare, "tenant-share", envOr(getenv, "PACKD_TENANT_SHARE", "on"), `"on": while several tenants call, each holds at most its share of the concurrency cap and of the memory budget (default $PACKD_TENANT_SHARE, else on); "off": one tenant may hold it all`)
 	fs.StringVar(&c.guestOutput, "guest-output", envOr(getenv, "PACKD_GUEST_OUTPUT", "records"), `pack code output: "records" (each line in a guest-output record on stderr) or "plain" (as written, on stdout and stderr, like the other pack services; default $PACKD_GUEST_OUTPUT, else records)`)
 	return fs
@@ -103,6 +107,12 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 	problems = append(problems, c.load.check()...)
 	if c.tenantShare != "on" && c.tenantShare != "off" {
 		problems = append(problems, fmt.Sprintf(`--tenant-share (or PACKD_TENANT_SHARE) must be "on" or "off", got %q`, c.tenantShare))
+	}
+	if (c.tls.CertFile == "") != (c.tls.KeyFile == "") {
+		problems = append(problems, "--tls-cert and --tls-key (or PACKD_TLS_CERT and PACKD_TLS_KEY) go together: give both or neither")
+	}
+	if c.tls.ClientCAFile != "" && !c.tls.On() {
+		problems = append(problems, "--tls-client-ca (or PACKD_TLS_CLIENT_CA) needs --tls-cert and --tls-key: mutual TLS is TLS")
 	}
 	if c.guestOutput != "records" && c.guestOutput != "plain" {
 		problems = append(problems, fmt.Sprintf(`--guest-output (or PACKD_GUEST_OUTPUT) must be "records" or "plain", got %q`, c.guestOutput))
@@ -208,7 +218,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		Load: hc,
 		Server: server.Config{Token: cfg.token, MaxConcurrency: cfg.maxConcurrency,
 			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
-		Policy: cfg.policy, Host: cfg.host, Port: cfg.port,
+		Policy: cfg.policy, Host: cfg.host, Port: cfg.port, TLS: cfg.tls,
 		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog,
 		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
 		Version: versionString(), MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Records: rec,
