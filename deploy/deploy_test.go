@@ -40,15 +40,15 @@ func unit(t *testing.T, path string) map[string]string {
 // TestSystemdUnit: the unit runs packd hardened (a dynamic user, a
 // read-only system, no new privileges, no capabilities, a memory limit),
 // waits longer than the 8 s drain to stop it, keeps the compilation cache
-// across restarts, and systemd-analyze verify accepts it (where systemd is
-// installed).
+// across restarts, has a logs directory it may write an audit log into,
+// and systemd-analyze verify accepts it (where systemd is installed).
 func TestSystemdUnit(t *testing.T) {
 	path := filepath.Join("systemd", "packd.service")
 	u := unit(t, path)
 	for k, want := range map[string]string{
 		"DynamicUser": "yes", "ProtectSystem": "strict", "NoNewPrivileges": "yes", "ProtectHome": "yes",
 		"PrivateDevices": "yes", "CapabilityBoundingSet": "", "KillSignal": "SIGTERM",
-		"CacheDirectory": "packd", "Environment": "PACKD_CACHE_DIR=/var/cache/packd",
+		"CacheDirectory": "packd", "Environment": "PACKD_CACHE_DIR=/var/cache/packd", "LogsDirectory": "packd",
 	} {
 		if got, ok := u[k]; !ok || got != want {
 			t.Errorf("%s=%q, want %q", k, got, want)
