@@ -22,6 +22,8 @@ import (
 // a write fails (a full disk) the line is lost; both are counted in metrics
 // and said in a record, and the service goes on.
 type AuditLog struct {
+	path            string     // "" for a writer given to newAuditLog
+	wmu             sync.Mutex // guards w, which Reopen swaps
 	w               io.WriteCloser
 	queue           chan []byte
 	artifactVersion string
@@ -44,7 +46,28 @@ func OpenAuditLog(path, artifactVersion string, m *Metrics, r *Recorder) (*Audit
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
 	}
-	return newAuditLog(f, artifactVersion, m, r), nil
+	a := newAuditLog(f, artifactVersion, m, r)
+	a.path = path
+	return a, nil
+}
+
+// Reopen opens the audit file's path anew and writes on there, closing the
+// file it wrote before (logrotate renames the file, then signals): a line
+// goes wholly to one file or the other. When the path cannot be opened the
+// old file stays in use.
+func (a *AuditLog) Reopen() error {
+	if a.path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("reopening the audit log: %w", err)
+	}
+	a.wmu.Lock()
+	old := a.w
+	a.w = f
+	a.wmu.Unlock()
+	return old.Close()
 }
 
 func newAuditLog(w io.WriteCloser, artifactVersion string, m *Metrics, r *Recorder) *AuditLog {
@@ -151,7 +174,10 @@ func (a *AuditLog) line(e Event) []byte {
 func (a *AuditLog) writer() {
 	defer close(a.done)
 	for line := range a.queue {
-		if _, err := a.w.Write(line); err != nil {
+		a.wmu.Lock()
+		_, err := a.w.Write(line)
+		a.wmu.Unlock()
+		if err != nil {
 			a.lost(&a.errors, func(m *Metrics) prometheus.Counter { return m.AuditErrors }, "audit-error", "Cannot write the audit log: "+err.Error())
 		}
 	}
@@ -170,7 +196,9 @@ func (a *AuditLog) Close(timeout time.Duration) error {
 		case <-a.done:
 		case <-time.After(timeout):
 		}
+		a.wmu.Lock()
 		err = a.w.Close()
+		a.wmu.Unlock()
 	})
 	return err
 }

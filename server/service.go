@@ -73,8 +73,9 @@ type Service struct {
 	pack     *host.Pack
 	srv      *Server
 	ln       net.Listener
-	metrics  *http.Server // nil when off
-	audit    *AuditLog    // nil when off
+	certs    *certificates // nil without TLS
+	metrics  *http.Server  // nil when off
+	audit    *AuditLog     // nil when off
 	guest    *guestRecords
 	serving  bool          // the HTTP server owns ln
 	done     chan struct{} // closed when the HTTP server has stopped
@@ -196,7 +197,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	}
 	var tlsCfg *tls.Config
 	if cfg.TLS.On() {
-		if tlsCfg, _, err = serverTLS(cfg.TLS); err != nil {
+		if tlsCfg, s.certs, err = serverTLS(cfg.TLS); err != nil {
 			return err
 		}
 	}
@@ -231,6 +232,32 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	}()
 	rec.Lifecycle("listening", "info", fmt.Sprintf("Listening on port %d", port), listening...)
 	return nil
+}
+
+// Reopen reopens what the service writes to and reads from files and may
+// have been replaced under it: the audit log (rotated by logrotate, which
+// renames it and then signals) and the TLS certificate and key. What
+// cannot be reopened stays as it was. It writes a reopened record, or a
+// reopen-failed record listing every problem, and returns them.
+func (s *Service) Reopen() []string {
+	var problems []string
+	if s.audit != nil {
+		if err := s.audit.Reopen(); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if s.certs != nil {
+		if err := s.certs.load(); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		s.rec.Lifecycle("reopen-failed", "error", "Could not reopen every file; what failed stays as it was", Field{Key: "problems", Value: problems})
+	} else {
+		s.rec.Lifecycle("reopened", "info", "Reopened the audit log and the TLS certificate",
+			Field{Key: "auditLog", Value: s.audit != nil}, Field{Key: "tls", Value: s.certs != nil})
+	}
+	return problems
 }
 
 // Addr is where calls are served.

@@ -211,7 +211,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.load.setGoMemoryLimit()
 	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
+	signal.Notify(signals, syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
 	defer signal.Stop(signals)
 	ctx := context.Background()
 	svc, err := server.Start(ctx, server.ServiceConfig{
@@ -226,9 +226,19 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitError // said in the boot-failed record
 	}
-	select {
-	case <-signals:
-	case <-svc.Done():
+	// SIGHUP reopens the audit log and the TLS certificate; SIGTERM (or
+	// Ctrl-C) drains and stops.
+	for stop := false; !stop; {
+		select {
+		case sig := <-signals:
+			if sig == syscall.SIGHUP {
+				svc.Reopen()
+				continue
+			}
+			stop = true
+		case <-svc.Done():
+			stop = true
+		}
 	}
 	if svc.Shutdown(ctx) != nil {
 		return exitError

@@ -15,7 +15,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -145,5 +147,104 @@ func TestServiceTLS(t *testing.T) {
 		if !kindIs(c.kind)(line) || !strings.Contains(line, c.want) {
 			t.Errorf("%v: %s\nwant a %s record with %q", c.args, line, c.kind, c.want)
 		}
+	}
+}
+
+// TestSIGHUPReopens: SIGHUP reopens the audit log (logrotate renames it,
+// then signals: the next call's line goes to a new file at the path) and
+// the TLS certificate (a new handshake gets the new one), writes a
+// reopened record, and packd goes on serving; a certificate it cannot read
+// is a reopen-failed record, and the one it had stays.
+func TestSIGHUPReopens(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	c1, k1 := ca.issue(t, 11, x509.ExtKeyUsageServerAuth)
+	cert, key := write("server.pem", c1), write("server.key", k1)
+	audit := filepath.Join(dir, "audit.jsonl")
+	s := launch(t, conformance, nil, "--tls-cert", cert, "--tls-key", key, "--audit-log", audit)
+	rec := record(t, s.stderr.waitFor(t, 60*time.Second, kindIs("listening")))
+	base := fmt.Sprintf("https://127.0.0.1:%d", int(rec["port"].(float64)))
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	// call invokes the echo on a new connection and answers the serial of
+	// the certificate the handshake got.
+	call := func(msg string) int64 {
+		t.Helper()
+		c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
+		req, _ := http.NewRequest("POST", base+"/v1/invoke", strings.NewReader(invokeBody("conformance.echo", "", `{"message":"`+msg+`"}`, conformanceCtx)))
+		for k, v := range s.auth() {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || !strings.Contains(string(b), msg) {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+	}
+	// auditLines waits for n lines in the file at path.
+	auditLines := func(path string, n int) string {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			b, _ := os.ReadFile(path)
+			if strings.Count(string(b), "\n") >= n {
+				return string(b)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s holds %q, want %d lines", path, b, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	hup := func(kind string) map[string]any {
+		t.Helper()
+		before := len(s.stderr.snapshot())
+		if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		return record(t, s.stderr.waitFor(t, 20*time.Second, func(l string) bool {
+			return kindIs(kind)(l) && !slices.Contains(s.stderr.snapshot()[:before], l)
+		}))
+	}
+
+	if serial := call("first"); serial != 11 {
+		t.Fatalf("serial %d", serial)
+	}
+	auditLines(audit, 1)
+	if err := os.Rename(audit, audit+".1"); err != nil {
+		t.Fatal(err)
+	}
+	c2, k2 := ca.issue(t, 12, x509.ExtKeyUsageServerAuth)
+	write("server.pem", c2)
+	write("server.key", k2)
+	if r := hup("reopened"); r["auditLog"] != true || r["tls"] != true {
+		t.Fatalf("reopened record %v", r)
+	}
+	if serial := call("second"); serial != 12 {
+		t.Fatalf("after SIGHUP the handshake got serial %d, want the new certificate's 12", serial)
+	}
+	if got := auditLines(audit, 1); !strings.Contains(got, `"toolId":"conformance.echo"`) || strings.Count(got, "\n") != 1 {
+		t.Fatalf("the new audit log: %q", got)
+	}
+	if old := auditLines(audit+".1", 1); strings.Count(old, "\n") != 1 {
+		t.Fatalf("the rotated audit log gained lines: %q", old)
+	}
+
+	write("server.key", []byte("not a key"))
+	if r := hup("reopen-failed"); !strings.Contains(fmt.Sprint(r["problems"]), "TLS certificate") {
+		t.Fatalf("reopen-failed record %v", r)
+	}
+	if serial := call("third"); serial != 12 {
+		t.Fatalf("after a failed reopen the handshake got serial %d, want 12 still", serial)
 	}
 }
