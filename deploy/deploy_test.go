@@ -48,7 +48,7 @@ func TestSystemdUnit(t *testing.T) {
 	for k, want := range map[string]string{
 		"DynamicUser": "yes", "ProtectSystem": "strict", "NoNewPrivileges": "yes", "ProtectHome": "yes",
 		"PrivateDevices": "yes", "CapabilityBoundingSet": "", "KillSignal": "SIGTERM",
-		"CacheDirectory": "packd", "Environment": "PACKD_CACHE_DIR=/var/cache/packd", "LogsDirectory": "packd",
+		"CacheDirectory": "packd", "Environment": "PACKD_CACHE_DIR=/var/cache/packd", "LogsDirectory": "packd", "ExecReload": "/bin/kill -HUP $MAINPID",
 	} {
 		if got, ok := u[k]; !ok || got != want {
 			t.Errorf("%s=%q, want %q", k, got, want)
