@@ -185,3 +185,44 @@ func TestBuildJS(t *testing.T) {
 		}
 	}
 }
+
+// TestJSLoadErrors: a bundle that does not parse, a top level that throws
+// and a top-level promise rejection nothing handles each fail the module's
+// load, the error quoted in the load problem; a rejection a call leaves
+// unhandled is written on stderr and the call answers as its handler did.
+func TestJSLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	module := func(name, js string) string {
+		src := filepath.Join(dir, name+".js")
+		if err := os.WriteFile(src, []byte(js), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := packd(t, "build-js", src); r.code != 0 {
+			t.Fatalf("build-js %s: %s", name, r.stderr)
+		}
+		return filepath.Join(dir, name+".wasm")
+	}
+	for _, c := range []struct{ name, js, want string }{
+		{"syntax", "const x = ;\n", `the guest wrote: pack.js: SyntaxError: unexpected token in expression: ';' (at pack.js:1)`},
+		{"throws", "throw new TypeError(\"top level says no\");\n", `the guest wrote: pack.js: TypeError: top level says no`},
+		{"rejects", "Promise.reject(new Error(\"later\"));\n", `the guest wrote: pack.js: a promise rejection was not handled: Error: later`},
+	} {
+		r := packd(t, "index", "--index", filepath.Join(dir, c.name+".json"), "--pack-id", "x", module(c.name, c.js))
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: %d %s\nwant %s", c.name, r.code, r.stderr, c.want)
+		}
+	}
+	unhandled := module("unhandled", `globalThis[Symbol.for("packd")].tool({id: "a.b", version: "1.0.0", handler: () => {
+  Promise.reject(new RangeError("nobody caught me"));
+  Promise.reject(new Error("caught later")).catch(() => {});
+  return 1;
+}});`)
+	idx := filepath.Join(dir, "unhandled.json")
+	if r := packd(t, "index", "--index", idx, "--pack-id", "x", unhandled); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := packd(t, "invoke", "--index", idx, "--tool", "a.b", "--input", `{}`)
+	if r.stdout != `{"v":2,"kind":"result","output":1}`+"\n" || !strings.Contains(r.stderr, "Uncaught (in promise): RangeError: nobody caught me") || strings.Contains(r.stderr, "caught later") {
+		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
+	}
+}

@@ -79,20 +79,82 @@ static void fail(const char *what) {
   __builtin_trap();
 }
 
-/* fail_exception prints the pending exception, with its stack, and traps. */
-static void fail_exception(const char *where) {
-  JSValue e = JS_GetException(ctx);
+/* describe_error writes what a thrown value says to stderr: its stack's
+ * frames, then one line "where: Name: message (first frame)", last, since
+ * packd quotes a guest's last line when its load fails. */
+static void describe_error(const char *where, JSValueConst e) {
   const char *msg = JS_ToCString(ctx, e);
+  const char *frames = NULL;
+  JSValue stack = JS_IsObject(e) ? JS_GetPropertyStr(ctx, e, "stack") : JS_UNDEFINED;
+  if (JS_IsString(stack)) frames = JS_ToCString(ctx, stack);
+  size_t first = 0;
+  if (frames) {
+    write_all(2, frames, strlen(frames));
+    while (frames[first] == ' ') first++;
+  }
   write_all(2, where, strlen(where));
   write_all(2, ": ", 2);
   if (msg) write_all(2, msg, strlen(msg));
-  write_all(2, "\n", 1);
-  JSValue stack = JS_GetPropertyStr(ctx, e, "stack");
-  if (JS_IsString(stack)) {
-    const char *s = JS_ToCString(ctx, stack);
-    if (s) write_all(2, s, strlen(s));
+  if (frames && frames[first]) {
+    const char *nl = strchr(frames + first, '\n');
+    write_all(2, " (", 2);
+    write_all(2, frames + first, nl ? (size_t)(nl - frames - first) : strlen(frames + first));
+    write_all(2, ")", 1);
   }
+  write_all(2, "\n", 1);
+  if (frames) JS_FreeCString(ctx, frames);
+  if (msg) JS_FreeCString(ctx, msg);
+  JS_FreeValue(ctx, stack);
+}
+
+/* fail_exception describes the pending exception and traps. */
+static void fail_exception(const char *where) {
+  describe_error(where, JS_GetException(ctx));
   __builtin_trap();
+}
+
+/* Promise rejections nothing handles (yet): kept by the tracker, reported
+ * when the load or a call is over. A rejection handled later (a handler
+ * attached in a later job) is taken off again. */
+#define MAX_UNHANDLED 16
+static JSValue unhandled[MAX_UNHANDLED], unhandled_reason[MAX_UNHANDLED];
+static int n_unhandled, n_unhandled_lost;
+
+static void track_rejection(JSContext *c, JSValueConst promise, JSValueConst reason, JS_BOOL handled, void *opaque) {
+  (void)opaque;
+  if (handled) {
+    for (int i = 0; i < n_unhandled; i++) {
+      if (JS_VALUE_GET_PTR(unhandled[i]) == JS_VALUE_GET_PTR(promise)) {
+        JS_FreeValue(c, unhandled[i]);
+        JS_FreeValue(c, unhandled_reason[i]);
+        n_unhandled--;
+        unhandled[i] = unhandled[n_unhandled], unhandled_reason[i] = unhandled_reason[n_unhandled];
+        return;
+      }
+    }
+    return;
+  }
+  if (n_unhandled == MAX_UNHANDLED) {
+    n_unhandled_lost++;
+    return;
+  }
+  unhandled[n_unhandled] = JS_DupValue(c, promise);
+  unhandled_reason[n_unhandled] = JS_DupValue(c, reason);
+  n_unhandled++;
+}
+
+/* report_unhandled writes each rejection nothing handled to stderr, as
+ * Node reports one (each line headed by where), and forgets them; it
+ * answers how many there were. */
+static int report_unhandled(const char *where) {
+  int n = n_unhandled + n_unhandled_lost;
+  for (int i = 0; i < n_unhandled; i++) {
+    describe_error(where, unhandled_reason[i]);
+    JS_FreeValue(ctx, unhandled[i]);
+    JS_FreeValue(ctx, unhandled_reason[i]);
+  }
+  n_unhandled = n_unhandled_lost = 0;
+  return n;
 }
 
 /* write(fd, string): fd 1 or 2. */
@@ -345,6 +407,7 @@ __attribute__((constructor)) static void packd_js_init(void) {
   JS_SetGCThreshold(rt, 64 << 20);
   ctx = JS_NewContext(rt);
   if (!ctx) fail("packd: QuickJS did not start");
+  JS_SetHostPromiseRejectionTracker(rt, track_rejection, NULL);
 
   JSValue global = JS_GetGlobalObject(ctx);
   JSValue native = JS_NewObject(ctx);
@@ -368,6 +431,9 @@ __attribute__((constructor)) static void packd_js_init(void) {
   if (JS_IsException(loaded)) fail_exception("pack.js");
   JS_FreeValue(ctx, loaded);
   run_jobs();
+  /* A rejection the pack's top level left unhandled fails the load, as it
+   * would end a Node process. */
+  if (report_unhandled("pack.js: a promise rejection was not handled")) __builtin_trap();
   JS_RunGC(rt);
 
   void *room = malloc(HEAP_HEADROOM);
@@ -403,5 +469,6 @@ __attribute__((export_name("kindgi_call"))) int32_t kindgi_call(void) {
   JS_FreeValue(ctx, started);
   if (none) return 2;
   settle();
+  report_unhandled("Uncaught (in promise)"); /* written, not thrown: the call answers as its handler did */
   return answer();
 }
