@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -37,32 +36,12 @@ type runResult struct {
 
 func packd(t *testing.T, args ...string) runResult {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb bytes.Buffer
 	if len(args) > 0 && (args[0] == "invoke" || args[0] == "check" || args[0] == "index") {
 		args = append([]string{args[0], "--cache-dir", cacheDir}, args[1:]...)
 	}
 	code := run(args, strings.NewReader(""), &out, &errb)
 	return runResult{code, out.String(), errb.String()}
-}
-
-// syncBuffer is a buffer that takes writes from several goroutines at once,
-// as a process's stderr does: pack code's lines come from the sandbox's
-// line queue while the command writes its own.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func invokeTool(t *testing.T, index, id, input string, extra ...string) runResult {
