@@ -28,6 +28,7 @@ import (
 // leaves out) is kept. The index is written
 // canonically, so the same modules and index give the same bytes.
 func indexCmd(args []string, stdout, stderr io.Writer) int {
+	stderr = &syncWriter{w: stderr} // guest lines arrive from a queue's goroutine
 	fs := flag.NewFlagSet("packd index", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var lf loadFlags
