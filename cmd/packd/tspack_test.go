@@ -52,18 +52,7 @@ func TestTSPack(t *testing.T) {
 		io.WriteString(w, "pong")
 	}))
 	t.Cleanup(srv.Close)
-	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", "jsnet", "net.wasm"))
-	if err != nil {
-		t.Fatalf("%v (make builds testdata/jsnet/net.wasm)", err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "net.wasm"), wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	idx := filepath.Join(dir, "index.json")
-	if r := packd(t, "index", "--index", idx, "--pack-id", "net", filepath.Join(dir, "net.wasm")); r.code != 0 {
-		t.Fatalf("packd index: %d %s %s", r.code, r.stdout, r.stderr)
-	}
+	idx := indexedCopy(t, "jsnet", "net.wasm", "net")
 	raw, _ := os.ReadFile(idx)
 	var index struct {
 		Tools []struct {
@@ -108,18 +97,7 @@ func TestTSPack(t *testing.T) {
 // call's fuel, deadline, stack and memory, each with its protocol error,
 // and packd goes on serving (testdata/jshostile).
 func TestJSHostile(t *testing.T) {
-	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", "jshostile", "hostile.wasm"))
-	if err != nil {
-		t.Fatalf("%v (make builds testdata/jshostile/hostile.wasm)", err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "hostile.wasm"), wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	idx := filepath.Join(dir, "index.json")
-	if r := packd(t, "index", "--index", idx, "--pack-id", "jshostile", filepath.Join(dir, "hostile.wasm")); r.code != 0 {
-		t.Fatalf("packd index: %d %s %s", r.code, r.stdout, r.stderr)
-	}
+	idx := indexedCopy(t, "jshostile", "hostile.wasm", "jshostile")
 	s := start(t, idx, nil, "--memory-limit-mib", "64")
 	for _, c := range []struct{ name, timeout, want string }{
 		{"loop", "2000", `"code":"deadline-exceeded","message":"jshostile.loop passed its deadline`},
@@ -225,4 +203,24 @@ func TestJSLoadErrors(t *testing.T) {
 	if r.stdout != `{"v":2,"kind":"result","output":1}`+"\n" || !strings.Contains(r.stderr, "Uncaught (in promise): RangeError: nobody caught me") || strings.Contains(r.stderr, "caught later") {
 		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
 	}
+}
+
+// indexedCopy copies testdata/<dir>/<module> into a directory of the test's
+// and writes its index there with packd index (pack id pack), from what the
+// module describes; it answers the index's path.
+func indexedCopy(t *testing.T, dir, module, pack string) string {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", dir, module))
+	if err != nil {
+		t.Fatalf("%v (make builds testdata/%s/%s)", err, dir, module)
+	}
+	to := t.TempDir()
+	if err := os.WriteFile(filepath.Join(to, module), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(to, "index.json")
+	if r := packd(t, "index", "--index", idx, "--pack-id", pack, filepath.Join(to, module)); r.code != 0 {
+		t.Fatalf("packd index: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	return idx
 }
