@@ -48,6 +48,11 @@ type Config struct {
 	// with who wrote it, instead of Sandbox.Stdout and Sandbox.Stderr. It is
 	// called on the guest's goroutine and must not block.
 	GuestOutput func(GuestLine)
+	// Replaces, when set, is a serving pack this one is loaded to replace
+	// (a reload): the new pack's instances count in the old one's memory
+	// budget, so that the two together never hold more than it while the
+	// old one finishes its calls.
+	Replaces *Pack
 }
 
 // NetworkConfig is the operator's side of outbound HTTP (package egress):
@@ -147,7 +152,11 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	if root == "" {
 		root = filepath.Dir(cfg.IndexPath)
 	}
-	sb, err := sandbox.New(ctx, cfg.Sandbox)
+	sbc := cfg.Sandbox
+	if cfg.Replaces != nil {
+		sbc.ShareBudgetOf = cfg.Replaces.sb
+	}
+	sb, err := sandbox.New(ctx, sbc)
 	if err != nil {
 		return nil, err
 	}

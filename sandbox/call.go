@@ -155,7 +155,7 @@ func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply
 		return rep, fmt.Errorf("%w: the module's initial memory is %d bytes, the limit %d", ErrMemoryLimit, m.minBytes, req.MemoryLimit)
 	}
 	// The module's initial memory is reserved before it is instantiated.
-	mem := &callMemory{budget: &s.mem, maps: s.maps, account: req.Account, state: st}
+	mem := &callMemory{budget: s.mem, maps: s.maps, account: req.Account, state: st}
 	defer mem.detach()
 	if !req.Account.take(m.minBytes) {
 		return rep, ErrMemoryShare

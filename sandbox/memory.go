@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -12,18 +14,53 @@ import (
 type memBudget struct {
 	limit int64 // 0: no limit (used is still counted)
 	used  atomic.Int64
-	// reclaim, when set, closes idle pooled instances until n more bytes
-	// fit, and reports whether any was closed: memory held by an idle
+	// holders are the sandboxes counting in the budget, oldest first,
+	// whose idle pooled instances reclaim closes: memory held by an idle
 	// instance never refuses a call.
-	reclaim func(n int64) bool
+	mu      sync.Mutex
+	holders []*Sandbox
 }
 
 func (b *memBudget) take(n int64) bool {
 	if b.try(n) {
 		return true
 	}
-	return b.reclaim != nil && b.reclaim(n) && b.try(n)
+	return b.reclaim(n) && b.try(n)
 }
+
+func (b *memBudget) join(s *Sandbox) {
+	b.mu.Lock()
+	b.holders = append(b.holders, s)
+	b.mu.Unlock()
+}
+
+func (b *memBudget) leave(s *Sandbox) {
+	b.mu.Lock()
+	b.holders = slices.DeleteFunc(b.holders, func(h *Sandbox) bool { return h == s })
+	b.mu.Unlock()
+}
+
+// reclaim closes idle pooled instances of the holders, the oldest
+// holder's first (a sandbox being replaced serves no new calls), until n
+// more bytes fit, and reports whether any was closed.
+func (b *memBudget) reclaim(n int64) bool {
+	b.mu.Lock()
+	holders := slices.Clone(b.holders)
+	b.mu.Unlock()
+	closed := false
+	for _, s := range holders {
+		if s.reclaim(n) {
+			closed = true
+		}
+		if b.fits(n) {
+			break
+		}
+	}
+	return closed
+}
+
+// fits says whether n more bytes fit now.
+func (b *memBudget) fits(n int64) bool { return b.limit <= 0 || b.used.Load()+n <= b.limit }
 
 func (b *memBudget) try(n int64) bool {
 	for {

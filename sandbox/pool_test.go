@@ -659,3 +659,51 @@ func TestPoolServesTheInstanceUsedLast(t *testing.T) {
 		t.Fatalf("%d instances after the trim, want the 1 the calls used", n)
 	}
 }
+
+// TestASharedBudgetBoundsBothSandboxes: a sandbox loaded to replace
+// another (Config.ShareBudgetOf) counts in the other's memory budget: a
+// module that does not fit is refused in either, and the idle pooled
+// instances of the older one are closed when the newer one wants memory,
+// so that the two together never hold more than the budget.
+func TestASharedBudgetBoundsBothSandboxes(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	count := func(ev sandbox.PoolEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[string(ev.Kind)+"/"+string(ev.Reason)]++
+	}
+	old := newSandbox(t, sandbox.Config{PoolSize: 4, MemoryBudget: 3 << 20, PoolEvents: count})
+	repl := newSandbox(t, sandbox.Config{PoolSize: 4, ShareBudgetOf: old, PoolEvents: count})
+	if repl.MemoryBudget() != 3<<20 {
+		t.Fatalf("the replacement's budget is %d bytes, want the old one's", repl.MemoryBudget())
+	}
+	if _, err := callFuel(t, compile(t, repl, hostile("fill")), 0, time.Minute); !errors.Is(err, sandbox.ErrMemoryBudget) {
+		t.Fatalf("a 16 MiB module in the replacement of a sandbox with a 3 MiB budget: %v", err)
+	}
+	a, b := compile(t, old, hostile("canary")), compile(t, repl, hostile("canary"))
+	for i, m := range []*sandbox.Module{a, b, a, b} { // 2 MiB each: one fits at a time
+		if rep, err := canaryCall(t, m, "ok"); err != nil || string(rep.Body) != `{"dirty":false}` {
+			t.Fatalf("call %d: %s %v", i, rep.Body, err)
+		}
+		if a.PoolInstances()+b.PoolInstances() != 1 || old.MemoryInUse() != repl.MemoryInUse() || old.MemoryInUse() > 3<<20 {
+			t.Fatalf("call %d: %d and %d instances live, %d and %d bytes counted", i, a.PoolInstances(), b.PoolInstances(), old.MemoryInUse(), repl.MemoryInUse())
+		}
+	}
+	mu.Lock()
+	if seen["discard/memory"] != 3 {
+		t.Fatalf("%d instances closed for memory, want 3 (all: %v)", seen["discard/memory"], seen)
+	}
+	mu.Unlock()
+	// The old one closes (its last call done): the replacement goes on in
+	// the same budget, and what the old one held is given back.
+	if err := old.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := canaryCall(t, b, "ok"); err != nil || string(rep.Body) != `{"dirty":false}` {
+		t.Fatalf("after the old sandbox closed: %s %v", rep.Body, err)
+	}
+	if n := repl.MemoryInUse(); n != 2<<20 {
+		t.Fatalf("%d bytes counted with one idle 2 MiB instance left", n)
+	}
+}

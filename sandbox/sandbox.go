@@ -87,6 +87,13 @@ type Config struct {
 	// it returns -1. On Linux instance memory is mapped outside the Go
 	// heap and returned to the system when the call ends.
 	MemoryBudget int64
+	// ShareBudgetOf, when set, is a sandbox whose memory budget this one's
+	// instances count in, instead of one of their own (MemoryBudget is not
+	// read): a sandbox loaded to replace a serving one, while both hold
+	// instances, never lets the two together hold more than the budget.
+	// Idle pooled instances of either are closed, the older sandbox's
+	// first, when memory is wanted.
+	ShareBudgetOf *Sandbox
 	// PoolSize is how many instances of each module are kept between calls,
 	// reset to the module's snapshot after _initialize (see instancePool);
 	// 0 gives every call a fresh instance. PoolEvents, if set, is told what
@@ -112,7 +119,7 @@ type Sandbox struct {
 	seals          *cacheSeals // with cache: the seals of its entries
 	modCfg         wazero.ModuleConfig
 	stdout, stderr *lineq.Queue
-	mem            memBudget
+	mem            *memBudget // shared with the sandboxes of Config.ShareBudgetOf
 	maps           *mappings
 	// compiling holds a mutex per module content (its pass entry's name,
 	// else its SHA-256; the name is a hash of the module already, and a
@@ -167,9 +174,12 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: tables of %d elements take the whole memory limit of %d pages", cfg.MaxTableElements, cfg.MemoryLimitPages)
 	}
 	s := &Sandbox{cfg: cfg}
-	s.mem.limit = max(cfg.MemoryBudget, 0)
+	if cfg.ShareBudgetOf != nil {
+		s.mem = cfg.ShareBudgetOf.mem
+	} else {
+		s.mem = &memBudget{limit: max(cfg.MemoryBudget, 0)}
+	}
 	s.pools = map[*instancePool]struct{}{}
-	s.mem.reclaim = s.reclaim
 	s.maps = newMappings()
 	s.stdout, s.stderr = newQueue(cfg.Stdout, "stdout", cfg.DroppedLines), newQueue(cfg.Stderr, "stderr", cfg.DroppedLines)
 	// No WithCloseOnContextDone: instrumented code returns to Go through
@@ -216,6 +226,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: instantiating wasi: %w", err)
 	}
 	s.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader)
+	s.mem.join(s)
 	return s, nil
 }
 
@@ -229,6 +240,7 @@ func orDefault[T uint32 | int | int64 | time.Duration](v *T, def T) {
 // Close releases the runtime and every module compiled in it. Safe twice.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.mem.leave(s)
 		s.poolsMu.Lock()
 		for p := range s.pools {
 			p.close()
@@ -248,7 +260,8 @@ func (s *Sandbox) Close(ctx context.Context) error {
 }
 
 // reclaim closes idle pooled instances, the longest idle of each pool
-// first, until n more bytes fit in the memory budget (memBudget.reclaim).
+// first, until n more bytes fit in the memory budget, and says whether it
+// closed any (memBudget.reclaim).
 func (s *Sandbox) reclaim(n int64) bool {
 	s.poolsMu.Lock()
 	pools := make([]*instancePool, 0, len(s.pools))
@@ -260,7 +273,7 @@ func (s *Sandbox) reclaim(n int64) bool {
 	for more := true; more; {
 		more = false
 		for _, p := range pools {
-			if s.mem.limit > 0 && s.mem.used.Load()+n <= s.mem.limit {
+			if s.mem.limit > 0 && s.mem.fits(n) {
 				return closed
 			}
 			if p.dropOne(DiscardMemory) {

@@ -120,7 +120,7 @@ func (p *instancePool) takeNew(ctx context.Context, env []string) (*pooledInstan
 // deadline: that context, until done is called.
 func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64, image *memImage, withData bool) (*pooledInstance, context.Context, func(), error) {
 	m, s := p.m, p.m.sb
-	mem := &callMemory{budget: &s.mem, maps: s.maps, image: image}
+	mem := &callMemory{budget: s.mem, maps: s.maps, image: image}
 	if !mem.take(m.minBytes) {
 		return nil, nil, func() {}, ErrMemoryBudget
 	}

@@ -26,7 +26,6 @@ type AuditLog struct {
 	wmu             sync.Mutex // guards w, which Reopen swaps
 	w               io.WriteCloser
 	queue           chan []byte
-	artifactVersion string
 	metrics         *Metrics
 	records         *Recorder
 	done            chan struct{}
@@ -41,12 +40,12 @@ type AuditLog struct {
 const auditQueue = 4096
 
 // OpenAuditLog opens (creating, appending) the audit file.
-func OpenAuditLog(path, artifactVersion string, m *Metrics, r *Recorder) (*AuditLog, error) {
+func OpenAuditLog(path string, m *Metrics, r *Recorder) (*AuditLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
 	}
-	a := newAuditLog(f, artifactVersion, m, r)
+	a := newAuditLog(f, m, r)
 	a.path = path
 	return a, nil
 }
@@ -70,11 +69,11 @@ func (a *AuditLog) Reopen() error {
 	return old.Close()
 }
 
-func newAuditLog(w io.WriteCloser, artifactVersion string, m *Metrics, r *Recorder) *AuditLog {
+func newAuditLog(w io.WriteCloser, m *Metrics, r *Recorder) *AuditLog {
 	if r == nil {
 		r = NewRecorder(io.Discard)
 	}
-	a := &AuditLog{w: w, queue: make(chan []byte, auditQueue), artifactVersion: artifactVersion,
+	a := &AuditLog{w: w, queue: make(chan []byte, auditQueue),
 		metrics: m, records: r, done: make(chan struct{})}
 	go a.writer()
 	return a
@@ -82,8 +81,9 @@ func newAuditLog(w io.WriteCloser, artifactVersion string, m *Metrics, r *Record
 
 // Egress queues the line of one outbound HTTP request of pack code: the
 // tool or check, the tenant, the host, the status or why there was none,
-// and the body bytes; never a body, a header, a query or a secret.
-func (a *AuditLog) Egress(ev host.EgressEvent) {
+// and the body bytes, and the artifact version of the pack it ran on;
+// never a body, a header, a query or a secret.
+func (a *AuditLog) Egress(ev host.EgressEvent, artifactVersion string) {
 	o := &ojson.Object{}
 	o.Set("time", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
 	o.Set("event", "egress")
@@ -100,7 +100,7 @@ func (a *AuditLog) Egress(ev host.EgressEvent) {
 	o.Set("bytesSent", float64(ev.BytesSent))
 	o.Set("bytesReceived", float64(ev.BytesReceived))
 	o.Set("durationMs", float64(ev.Duration.Milliseconds()))
-	o.Set("artifactVersion", a.artifactVersion)
+	o.Set("artifactVersion", artifactVersion)
 	a.queue1(append(ojson.Encode(o), '\n'))
 }
 
@@ -164,7 +164,7 @@ func (a *AuditLog) line(e Event) []byte {
 	o.Set("status", float64(e.Status))
 	o.Set("durationMs", float64(e.Duration.Milliseconds()))
 	o.Set("fuel", int(e.Fuel)) // an integer, exactly
-	o.Set("artifactVersion", a.artifactVersion)
+	o.Set("artifactVersion", e.ArtifactVersion)
 	if e.TraceID != "" {
 		o.Set("traceId", e.TraceID)
 	}

@@ -14,7 +14,8 @@ import (
 // gate, no pack code, no audit row.
 func (s *Server) describe(c echo.Context) error {
 	id := c.Param("id")
-	spec, ok := s.cfg.Pack.Describe(id, c.QueryParam("version"))
+	p := s.gen.Load().pack // its index only: no reference needed
+	spec, ok := p.Describe(id, c.QueryParam("version"))
 	if !ok {
 		return sendError(c, http.StatusNotFound, "No tool "+id)
 	}
@@ -44,7 +45,7 @@ func (s *Server) describe(c echo.Context) error {
 	}
 	return send(c, http.StatusOK, ojson.Encode(&ojson.Object{
 		Keys: []string{"verb", "pack", "description", "category", "params"},
-		Vals: []any{spec.ID, s.cfg.Pack.Index().PackID, spec.Description, "tool", params},
+		Vals: []any{spec.ID, p.Index().PackID, spec.Description, "tool", params},
 	}))
 }
 

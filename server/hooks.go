@@ -24,6 +24,9 @@ type Event struct {
 	// Usage is what its pack code used (fuel, memory).
 	host.Usage
 	TraceID, SpanID string
+	// ArtifactVersion is that of the pack the call ran on (a reload may
+	// have served another since).
+	ArtifactVersion string
 }
 
 // Hook is told of every call after its answer is written. A hook cannot

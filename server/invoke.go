@@ -37,7 +37,11 @@ func timeoutFrom(h string) time.Duration {
 }
 
 func (s *Server) invoke(c echo.Context) error {
-	if answered, err := s.unavailable(c); answered {
+	// The call runs, and its hooks are told, on the pack served when it
+	// came in, whatever Replace does meanwhile.
+	g := s.acquire()
+	defer g.release()
+	if answered, err := s.unavailable(c, g); answered {
 		return err
 	}
 	// The checks keep the protocol's order (the cap before the content
@@ -91,13 +95,14 @@ func (s *Server) invoke(c echo.Context) error {
 	if s.admit != nil {
 		ctx = host.WithAdmission(ctx, s.admit)
 	}
-	out := s.cfg.Pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get(headerTimeout)))
+	out := g.pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get(headerTimeout)))
 	release()
 	elapsed := time.Since(admitted)
 	e := Event{
 		Time: admitted, Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
 		Outcome: "ok", Status: http.StatusOK, Duration: elapsed,
 		TraceID: traceIDFrom(req.Header.Get(headerTraceparent)), SpanID: newSpanID(),
+		ArtifactVersion: g.artifactVersion[0],
 	}
 	if out.Code != "" {
 		e.Outcome = string(out.Code)
@@ -132,7 +137,7 @@ func (s *Server) invoke(c echo.Context) error {
 	}
 	h := c.Response().Header()
 	h[headerDuration] = []string{strconv.FormatInt(elapsed.Milliseconds(), 10)}
-	h[headerArtifactVersion] = s.artifactVersion
+	h[headerArtifactVersion] = g.artifactVersion
 	// A caller that does not read its answer holds a connection, not a
 	// slot, and not for ever.
 	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(writeTimeout(len(out.Response))))

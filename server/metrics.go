@@ -3,6 +3,7 @@ package server
 import (
 	"runtime"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -14,7 +15,7 @@ import (
 // ids only as the index names them (anything else is "unknown"), never a
 // tenant id unless TenantLabel is set.
 type Metrics struct {
-	pack        *host.Pack
+	pack        atomic.Pointer[host.Pack] // the pack served now (setPack)
 	tenantLabel bool
 
 	calls         *prometheus.CounterVec
@@ -31,6 +32,10 @@ type Metrics struct {
 	egress        *prometheus.CounterVec
 	egressRefused *prometheus.CounterVec
 	egressBytes   *prometheus.CounterVec
+	reloads       *prometheus.CounterVec
+	reloadTime    prometheus.Gauge
+	compile       *prometheus.GaugeVec
+	packInfo      *prometheus.GaugeVec
 	// AuditErrors counts audit lines that could not be written (write
 	// error) and AuditDropped those dropped because the writer fell behind.
 	AuditErrors, AuditDropped prometheus.Counter
@@ -88,7 +93,7 @@ func (m *Metrics) EgressRequest(ev host.EgressEvent) {
 
 // NewMetrics registers packd's metrics on reg.
 func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) {
-	m := &Metrics{pack: cfg.Pack, tenantLabel: cfg.TenantLabel}
+	m := &Metrics{tenantLabel: cfg.TenantLabel}
 	callLabels := []string{"target", "id", "outcome"}
 	if cfg.TenantLabel {
 		callLabels = append(callLabels, "tenant")
@@ -146,17 +151,23 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	m.AuditDropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "packd_audit_dropped_total", Help: "Audit lines dropped because the audit writer fell behind.",
 	})
-	compile := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "packd_module_compile_seconds", Help: "Time to compile each module of the pack at boot (less with a warm compilation cache).",
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_reloads_total", Help: "Reloads of the pack (SIGHUP), by outcome: ok (the new pack serves) or failed (the old one goes on).",
+	}, []string{"outcome"})
+	m.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "packd_reload_seconds", Help: "Time the last reload took to load, compile and snapshot the new pack, whatever its outcome.",
+	})
+	m.compile = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "packd_module_compile_seconds", Help: "Time to compile each module of the pack served, when it loaded (less with a warm compilation cache).",
 	}, []string{"module"})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "packd_build_info", Help: "packd's build: always 1.",
 	}, []string{"version", "goversion"})
-	packInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.packInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "packd_pack_info", Help: "The pack being served: always 1.",
 	}, []string{"pack_id", "pack_version", "artifact_version"})
 	cs := []prometheus.Collector{m.calls, m.duration, m.fuel, m.memory, m.inFlight, m.refusals,
-		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.poolPages, m.egress, m.egressRefused, m.egressBytes, poolInstances{cfg.Pack}, m.AuditErrors, m.AuditDropped, compile, build, packInfo}
+		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.poolPages, m.egress, m.egressRefused, m.egressBytes, poolInstances{m}, m.AuditErrors, m.AuditDropped, m.reloads, m.reloadTime, m.compile, build, m.packInfo}
 	if cfg.GoCollectors {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -170,19 +181,34 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		version = "dev"
 	}
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	if p := cfg.Pack; p != nil {
-		packInfo.WithLabelValues(p.Index().PackID, p.Index().PackVersion, p.Index().ArtifactVersion).Set(1)
-		for _, st := range p.ModuleStats() {
-			compile.WithLabelValues(st.Path).Set(st.CompileSeconds)
-		}
+	if cfg.Pack != nil {
+		m.setPack(cfg.Pack)
 	}
 	return m, nil
+}
+
+// setPack makes p the pack the metrics describe: the bounded labels, the
+// pack's info and compile times, its pool instances.
+func (m *Metrics) setPack(p *host.Pack) {
+	m.pack.Store(p)
+	m.packInfo.Reset()
+	m.packInfo.WithLabelValues(p.Index().PackID, p.Index().PackVersion, p.Index().ArtifactVersion).Set(1)
+	m.compile.Reset()
+	for _, st := range p.ModuleStats() {
+		m.compile.WithLabelValues(st.Path).Set(st.CompileSeconds)
+	}
+}
+
+// reloaded counts a reload and its load time.
+func (m *Metrics) reloaded(ok bool, seconds float64) {
+	m.reloads.WithLabelValues(map[bool]string{true: "ok", false: "failed"}[ok]).Inc()
+	m.reloadTime.Set(seconds)
 }
 
 // OnCall implements Hook.
 func (m *Metrics) OnCall(e Event) {
 	id := e.ID
-	if m.pack != nil && !(e.Target == host.TargetTool && m.pack.HasTool(id) || e.Target == host.TargetCheck && m.pack.HasCheck(id)) {
+	if p := m.pack.Load(); p != nil && !(e.Target == host.TargetTool && p.HasTool(id) || e.Target == host.TargetCheck && p.HasCheck(id)) {
 		id = "unknown"
 	}
 	target := string(e.Target)
@@ -220,7 +246,7 @@ func (m *Metrics) refused(status int, reason string) {
 }
 
 // poolInstances reports packd_pool_instances at each scrape.
-type poolInstances struct{ pack *host.Pack }
+type poolInstances struct{ m *Metrics }
 
 var poolInstancesDesc = prometheus.NewDesc("packd_pool_instances",
 	"Instances of a module with pooled instances that live now, idle or serving a call, by module.", []string{"module"}, nil)
@@ -228,10 +254,11 @@ var poolInstancesDesc = prometheus.NewDesc("packd_pool_instances",
 func (c poolInstances) Describe(ch chan<- *prometheus.Desc) { ch <- poolInstancesDesc }
 
 func (c poolInstances) Collect(ch chan<- prometheus.Metric) {
-	if c.pack == nil {
+	p := c.m.pack.Load()
+	if p == nil {
 		return
 	}
-	for path, n := range c.pack.PoolInstances() {
+	for path, n := range p.PoolInstances() {
 		ch <- prometheus.MustNewConstMetric(poolInstancesDesc, prometheus.GaugeValue, float64(n), path)
 	}
 }

@@ -40,6 +40,13 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.Buffer.Write(p)
 }
 
+// text is what was written so far, safe beside writers.
+func (l *lockedBuffer) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.String()
+}
+
 func newOperated(t *testing.T, gate host.Gate, hooks ...Hook) *operated {
 	t.Helper()
 	p, _ := host.Load(context.Background(), host.Config{
@@ -192,7 +199,7 @@ func TestAHookThatPanicsCannotFailTheCall(t *testing.T) {
 func TestAuditLogRecordsEveryDispatchAndNothingSecret(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
 	var o *operated
-	audit, err := OpenAuditLog(path, "hostile-1.0.0", nil, nil)
+	audit, err := OpenAuditLog(path, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +245,7 @@ func TestAuditLogSurvivesAFullDisk(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Fatal("this test needs /dev/full (Linux)")
 	}
-	audit, err := OpenAuditLog("/dev/full", "a", nil, nil)
+	audit, err := OpenAuditLog("/dev/full", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +397,7 @@ func TestMetricsNeedNotBeGivenTwice(t *testing.T) {
 // (past the drain's timeout) ends after the audit log closed: its line is
 // counted as dropped, and no hook panics.
 func TestACallEndingAfterTheAuditLogClosedIsCountedNotAPanic(t *testing.T) {
-	audit, err := OpenAuditLog(filepath.Join(t.TempDir(), "audit.log"), "a", nil, nil)
+	audit, err := OpenAuditLog(filepath.Join(t.TempDir(), "audit.log"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/internal/ojson"
 )
 
 // The routes, their middleware, and admission: the token and the header
@@ -121,7 +120,7 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 				if c.Request().URL.Path == "/v1/invoke" {
 					s.runHooks(Event{Time: time.Now(), Outcome: host.RefusalTenantMismatch,
 						Status: r.status, Call: host.Call{Correlation: host.Correlation{TenantID: tenant}},
-						TraceID: traceIDFrom(c.Request().Header.Get(headerTraceparent))})
+						TraceID: traceIDFrom(c.Request().Header.Get(headerTraceparent)), ArtifactVersion: s.gen.Load().artifactVersion[0]})
 				}
 				return s.refuse(c, r, "")
 			}
@@ -134,44 +133,24 @@ func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 // and says whether it did. A server is never "not ready" otherwise: it is
 // built around a pack that has loaded (New), and before that nothing
 // listens.
-func (s *Server) unavailable(c echo.Context) (bool, error) {
+func (s *Server) unavailable(c echo.Context, g *generation) (bool, error) {
 	switch {
 	case s.draining.Load():
 		return true, s.refuse(c, refuseDraining, "")
-	case s.cfg.StrictEnv && len(s.cfg.MissingEnv) > 0:
-		return true, s.refuse(c, refuseMissingEnv, "", "missingEnv", s.cfg.MissingEnv)
+	case s.cfg.StrictEnv && len(g.missingEnv) > 0:
+		return true, s.refuse(c, refuseMissingEnv, "", "missingEnv", g.missingEnv)
 	}
 	return false, nil
 }
 
 func (s *Server) readyz(c echo.Context) error {
-	if answered, err := s.unavailable(c); answered {
+	if answered, err := s.unavailable(c, s.gen.Load()); answered {
 		return err
 	}
 	return send(c, http.StatusOK, []byte(`{"status":"ready"}`))
 }
 
-func (s *Server) buildInfo() []byte {
-	idx := s.cfg.Pack.Index()
-	tools := make([]any, 0, len(idx.Tools))
-	for _, t := range idx.Tools {
-		o := &ojson.Object{Keys: []string{"id"}, Vals: []any{t.ID}}
-		if t.Version != "" {
-			o.Set("version", t.Version)
-		}
-		tools = append(tools, o)
-	}
-	checks := make([]string, 0, len(idx.Guardrails))
-	for _, g := range idx.Guardrails {
-		checks = append(checks, g.InvokeID())
-	}
-	return ojson.Encode(&ojson.Object{
-		Keys: []string{"protocol", "packId", "packVersion", "artifactVersion", "indexHash", "tools", "checks", "missingEnv"},
-		Vals: []any{2.0, idx.PackID, idx.PackVersion, idx.ArtifactVersion, idx.Hash, tools, checks, s.cfg.MissingEnv},
-	})
-}
-
-func (s *Server) getInfo(c echo.Context) error { return send(c, http.StatusOK, s.info) }
+func (s *Server) getInfo(c echo.Context) error { return send(c, http.StatusOK, s.gen.Load().info) }
 
 // only is a header's value when it was sent once, else "" (absent, or sent
 // more than once).

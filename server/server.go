@@ -29,6 +29,7 @@ const (
 
 // Config configures a Server. Pack and Token are required.
 type Config struct {
+	// Pack is the pack served first (Server.Replace serves another).
 	Pack  *host.Pack
 	Token string
 	// MaxConcurrency caps in-flight /v1/invoke calls (default 32).
@@ -84,11 +85,8 @@ type Server struct {
 	sem       chan struct{}  // one slot per in-flight invoke
 	admit     host.Admission // each tenant's share of sem; nil: none
 	draining  atomic.Bool
-	info      []byte
-	// artifactVersion is the pack's, said in every answer's header (the
-	// header's value, shared by every answer: see contentTypeValue).
-	artifactVersion []string
-	closeOnce       sync.Once
+	gen       atomic.Pointer[generation] // the pack served now
+	closeOnce sync.Once
 }
 
 // ErrConfig is wrapped by New's errors.
@@ -124,9 +122,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Records == nil {
 		cfg.Records = NewRecorder(io.Discard)
 	}
-	if cfg.MissingEnv == nil {
-		cfg.MissingEnv = []string{}
-	}
 	if cfg.Hooks == nil {
 		cfg.Hooks = []Hook{CallRecords(cfg.Records)}
 	}
@@ -141,8 +136,7 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.TenantShareOff {
 		s.admit = newFairShare(cfg.MaxConcurrency, cfg.Pack.MemoryBudget(), cfg.TenantShareWindow).admit
 	}
-	s.info = s.buildInfo()
-	s.artifactVersion = []string{cfg.Pack.Index().ArtifactVersion}
+	s.gen.Store(newGeneration(cfg.Pack, cfg.MissingEnv))
 	s.e = s.routes()
 	s.http = &http.Server{
 		Handler:           s.e,

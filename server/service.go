@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,19 +68,32 @@ type ServiceConfig struct {
 
 // Service is a running pack service, from Start to Shutdown.
 type Service struct {
-	rec      *Recorder
-	pack     *host.Pack
-	srv      *Server
-	ln       net.Listener
-	certs    *certificates // nil without TLS
-	metrics  *http.Server  // nil when off
-	audit    *AuditLog     // nil when off
-	guest    *guestRecords
-	serving  bool          // the HTTP server owns ln
-	done     chan struct{} // closed when the HTTP server has stopped
-	served   error         // why it stopped on its own, if it did
-	shutdown sync.Once
-	err      error
+	rec *Recorder
+	// load is the pack's load config, wired to the service (Start); env
+	// and strictEnv what its required env names are checked against.
+	load      host.Config
+	environ   []string
+	strictEnv bool
+	metricsOf atomic.Pointer[Metrics]
+	auditOf   atomic.Pointer[AuditLog]
+	// reloading is held by a reload; packMu guards pack (the pack served)
+	// and retiring (packs replaced, each closed once its last call ends).
+	reloading sync.Mutex
+	packMu    sync.Mutex
+	pack      *host.Pack
+	retiring  map[*host.Pack]struct{}
+	stopping  bool // teardown has begun: no reload serves
+	srv       *Server
+	ln        net.Listener
+	certs     *certificates // nil without TLS
+	metrics   *http.Server  // nil when off
+	audit     *AuditLog     // nil when off
+	guest     *guestRecords
+	serving   bool          // the HTTP server owns ln
+	done      chan struct{} // closed when the HTTP server has stopped
+	served    error         // why it stopped on its own, if it did
+	shutdown  sync.Once
+	err       error
 }
 
 // Start loads the pack and serves it: it writes the boot records
@@ -94,7 +106,7 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if rec == nil {
 		rec = NewRecorder(io.Discard)
 	}
-	s := &Service{rec: rec, done: make(chan struct{})}
+	s := &Service{rec: rec, done: make(chan struct{}), retiring: map[*host.Pack]struct{}{}}
 	if err := s.start(ctx, cfg); err != nil {
 		problems := []string{err.Error()}
 		fields := []Field{{Key: "problems", Value: problems}}
@@ -115,22 +127,13 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	rec, hc := s.rec, cfg.Load
 	// The sandbox reports pool events and dropped output lines from the
 	// first load on; the metrics that count them need the loaded pack.
-	var metrics atomic.Pointer[Metrics]
+	metrics := &s.metricsOf
 	dropped := func(stream string) { metrics.Load().GuestLineDropped(stream) }
 	hc.Sandbox.DroppedLines = dropped
 	hc.Sandbox.PoolEvents = func(ev host.PoolEvent) { metrics.Load().PoolEvent(ev) }
 	hc.Sandbox.CacheRepaired = func(why string, removed int) {
 		rec.Lifecycle("cache-repaired", "warn", "The compilation cache held a corrupt entry: the module compiled anew",
 			Field{Key: "removed", Value: removed}, Field{Key: "error", Value: why})
-	}
-	// Outbound HTTP of pack code: counted, and in the audit log when there
-	// is one (both exist once the pack has loaded; no call runs before).
-	var audit atomic.Pointer[AuditLog]
-	hc.Network.OnRequest = func(ev host.EgressEvent) {
-		metrics.Load().EgressRequest(ev)
-		if a := audit.Load(); a != nil {
-			a.Egress(ev)
-		}
 	}
 	// Pack code output never waits for its reader (the sandbox queues it)
 	// and, by default, never reaches the record stream as it is written.
@@ -154,26 +157,21 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	if cfg.EnvFilterOff {
 		hc.PassEnv = passedEnv(cfg.Environ)
 	}
-	pack, err := host.Load(ctx, hc)
+	s.load, s.environ, s.strictEnv = hc, cfg.Environ, cfg.Server.StrictEnv
+	pack, err := s.loadPack(ctx, nil)
 	if pack != nil {
 		s.pack = pack
 	}
 	if err != nil {
 		return err
 	}
-	// What loading left on the heap (the modules' bytes as read, what
-	// wazero decoded them into, the pass's working copies) goes back to
-	// the system now, rather than as the scavenger gets to it: a 10-module
-	// Go pack's RSS after boot was 417 MB, 283 MB once returned.
-	debug.FreeOSMemory()
 	if dropped := droppedEnv(cfg.Environ, pack.GuestEnvNames()); len(dropped) > 0 {
 		rec.Lifecycle("env-dropped", "info", fmt.Sprintf("Pack code will not see %d environment name(s) of this process", len(dropped)),
 			Field{Key: "filter", Value: map[bool]string{false: "on", true: "off"}[cfg.EnvFilterOff]}, Field{Key: "names", Value: dropped})
 	}
 	missing := pack.MissingEnv(lookupIn(cfg.Environ))
 	if len(missing) > 0 {
-		rec.Lifecycle("missing-env", "warn", "Required env names are not set: "+strings.Join(missing, ", "),
-			Field{Key: "check", Value: map[bool]string{false: "warn", true: "strict"}[cfg.Server.StrictEnv]}, Field{Key: "names", Value: missing})
+		s.missingEnvRecord(missing)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -184,11 +182,11 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	metrics.Store(m)
 	hooks := []Hook{CallRecords(rec)} // the metrics run as a hook of their own (Config.Metrics)
 	if cfg.AuditLog != "" {
-		if s.audit, err = OpenAuditLog(cfg.AuditLog, pack.Index().ArtifactVersion, m, rec); err != nil {
+		if s.audit, err = OpenAuditLog(cfg.AuditLog, m, rec); err != nil {
 			return err
 		}
 		hooks = append(hooks, s.audit)
-		audit.Store(s.audit)
+		s.auditOf.Store(s.audit)
 	}
 	sc := cfg.Server
 	sc.Pack, sc.Records, sc.Hooks, sc.Metrics, sc.MissingEnv = pack, rec, hooks, m, missing
@@ -302,8 +300,18 @@ func (s *Service) teardown() {
 	if s.audit != nil {
 		_ = s.audit.Close(5 * time.Second)
 	}
+	s.packMu.Lock()
+	s.stopping = true
+	packs := []*host.Pack{}
 	if s.pack != nil {
-		_ = s.pack.Close(context.Background())
+		packs = append(packs, s.pack)
+	}
+	for p := range s.retiring { // calls on them past the drain were cut off
+		packs = append(packs, p)
+	}
+	s.packMu.Unlock()
+	for _, p := range packs {
+		_ = p.Close(context.Background())
 	}
 	if s.guest != nil {
 		s.guest.Close(time.Second) // after the pack's close has flushed into it

@@ -319,3 +319,21 @@ func hostilePack(t *testing.T, names ...string) string {
 	}
 	return idx
 }
+
+// scrape answers the service's /metrics (at the listening record's
+// metricsPort).
+func scrape(t *testing.T, s *service) string {
+	t.Helper()
+	rec := record(t, s.stderr.waitFor(t, 5*time.Second, kindIs("listening")))
+	port, ok := rec["metricsPort"].(float64)
+	if !ok {
+		t.Fatalf("no metricsPort on the listening record: %v", rec)
+	}
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", int(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}

@@ -226,13 +226,29 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitError // said in the boot-failed record
 	}
-	// SIGHUP reopens the audit log and the TLS certificate; SIGTERM (or
-	// Ctrl-C) drains and stops.
+	// SIGHUP reopens the audit log and the TLS certificate and reloads the
+	// pack, on a goroutine of its own (the pack served goes on, and a
+	// SIGTERM is not kept waiting: it cancels the load); SIGHUPs that come
+	// during a reload make one more after it. SIGTERM (or Ctrl-C) drains
+	// and stops.
+	reloadCtx, cancelReload := context.WithCancel(ctx)
+	hup := make(chan struct{}, 1)
+	reloaderDone := make(chan struct{})
+	go func() {
+		defer close(reloaderDone)
+		for range hup {
+			svc.Reopen()
+			_ = svc.Reload(reloadCtx) // said in its record
+		}
+	}()
 	for stop := false; !stop; {
 		select {
 		case sig := <-signals:
 			if sig == syscall.SIGHUP {
-				svc.Reopen()
+				select {
+				case hup <- struct{}{}:
+				default: // one is waiting already
+				}
 				continue
 			}
 			stop = true
@@ -240,6 +256,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 			stop = true
 		}
 	}
+	cancelReload()
+	close(hup)
+	<-reloaderDone
 	if svc.Shutdown(ctx) != nil {
 		return exitError
 	}

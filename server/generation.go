@@ -1,0 +1,100 @@
+package server
+
+import (
+	"sync/atomic"
+
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/ojson"
+)
+
+// generation is one loaded pack and what the server answers from it. The
+// server holds one reference to the generation it serves; each call holds
+// one from before its checks until its hooks have run, so that a call
+// finishes on the pack it started on. When the last reference is given up
+// (the server has moved to another generation and the last call on this
+// one has ended) released closes, and its pack may be closed.
+type generation struct {
+	pack       *host.Pack
+	missingEnv []string
+	// info is the /v1/info answer; artifactVersion the pack's, said in
+	// every answer's header (the header's value, shared by every answer:
+	// see contentTypeValue).
+	info            []byte
+	artifactVersion []string
+	refs            atomic.Int64
+	released        chan struct{}
+}
+
+func newGeneration(p *host.Pack, missingEnv []string) *generation {
+	if missingEnv == nil {
+		missingEnv = []string{}
+	}
+	g := &generation{pack: p, missingEnv: missingEnv, info: infoOf(p.Index(), missingEnv),
+		artifactVersion: []string{p.Index().ArtifactVersion}, released: make(chan struct{})}
+	g.refs.Store(1) // the server's
+	return g
+}
+
+// acquire takes a reference, unless the last one is already given up.
+func (g *generation) acquire() bool {
+	for {
+		n := g.refs.Load()
+		if n == 0 {
+			return false
+		}
+		if g.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (g *generation) release() {
+	if g.refs.Add(-1) == 0 {
+		close(g.released)
+	}
+}
+
+// acquire takes a reference to the generation served now. A generation
+// whose last reference is gone is no longer the one served, so the loop
+// ends at the next load.
+func (s *Server) acquire() *generation {
+	for {
+		if g := s.gen.Load(); g.acquire() {
+			return g
+		}
+	}
+}
+
+// Replace serves p from the next call on, with missingEnv its required env
+// names that are not set (Config.MissingEnv). Calls already admitted finish
+// on the pack they started on. The channel closes once none is left: the
+// pack replaced may then be closed, which is the caller's to do (it owns
+// the packs).
+func (s *Server) Replace(p *host.Pack, missingEnv []string) <-chan struct{} {
+	old := s.gen.Swap(newGeneration(p, missingEnv))
+	old.release()
+	return old.released
+}
+
+// Pack is the pack served now.
+func (s *Server) Pack() *host.Pack { return s.gen.Load().pack }
+
+// infoOf is the /v1/info answer of a pack.
+func infoOf(idx host.Index, missingEnv []string) []byte {
+	tools := make([]any, 0, len(idx.Tools))
+	for _, t := range idx.Tools {
+		o := &ojson.Object{Keys: []string{"id"}, Vals: []any{t.ID}}
+		if t.Version != "" {
+			o.Set("version", t.Version)
+		}
+		tools = append(tools, o)
+	}
+	checks := make([]string, 0, len(idx.Guardrails))
+	for _, g := range idx.Guardrails {
+		checks = append(checks, g.InvokeID())
+	}
+	return ojson.Encode(&ojson.Object{
+		Keys: []string{"protocol", "packId", "packVersion", "artifactVersion", "indexHash", "tools", "checks", "missingEnv"},
+		Vals: []any{2.0, idx.PackID, idx.PackVersion, idx.ArtifactVersion, idx.Hash, tools, checks, missingEnv},
+	})
+}
