@@ -43,6 +43,7 @@ require (
 )
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/kindgi/packd/abi/guest v0.0.0
 	golang.org/x/text v0.42.0
 	k8s.io/api v0.37.2

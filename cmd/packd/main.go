@@ -92,6 +92,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return initCmd(args[1:], stdout, stderr)
 	case "build-js":
 		return buildJSCmd(args[1:], stdout, stderr)
+	case "dev":
+		return devCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "packd", versionString())
 		return exitOK
@@ -115,6 +117,7 @@ func usage(w io.Writer) {
   packd init DIR [--lang go|c|ts]                          scaffold a pack that builds and answers
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
+  packd dev [serve flags] DIR                              serve a pack, rebuilding and reloading it as it changes
   packd version
 Run "packd serve -h", "packd invoke -h" or "packd check -h" for every flag.
 `)

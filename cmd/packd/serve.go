@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/server"
 )
@@ -178,19 +179,29 @@ func digits(s string) bool {
 // serveCmd is the process contract: configure, boot, listen, drain on
 // SIGTERM. The service itself is server.Start's.
 func serveCmd(args []string, stdout, stderr io.Writer) int {
+	code, _ := serveWith(args, os.Getenv, stdout, stderr, nil)
+	return code
+}
+
+// serveWith serves as packd serve does, with the environment getenv, and
+// beside, when set, running beside the service (on a goroutine of its
+// own, with a context cancelled as the service stops) until it stops.
+// loadErr is why the service did not start when its pack did not load
+// (said in the boot-failed record too).
+func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writer, beside func(context.Context, *server.Service)) (code int, loadErr *host.LoadError) {
 	// Records go out in batches: one write(2) per record was a system call
 	// per call served (and a wake-up of stderr's reader when it is a pipe).
 	records := lineq.NewBatch(stderr)
 	defer records.Close(recordsFlushWait)
 	rec := server.NewRecorder(records)
-	cfg, problems := readServiceConfig(args, os.Getenv, stderr)
+	cfg, problems := readServiceConfig(args, getenv, stderr)
 	if cfg.help {
 		serveUsage(stdout)
-		return exitOK
+		return exitOK, nil
 	}
 	if len(problems) > 0 {
 		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: problems})
-		return exitError
+		return exitError, nil
 	}
 	// Pack code must never see the token, not even through a bug in the
 	// environment filter: it leaves the process environment before any
@@ -201,7 +212,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	hc, err := cfg.load.config(stdout)
 	if err != nil {
 		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: []string{err.Error()}})
-		return exitError
+		return exitError, nil
 	}
 	if cfg.load.cacheWarning != "" {
 		rec.Lifecycle("cache-unavailable", "warn", cfg.load.cacheWarning)
@@ -224,7 +235,8 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		Version: versionString(), MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Records: rec,
 	})
 	if err != nil {
-		return exitError // said in the boot-failed record
+		errors.As(err, &loadErr)
+		return exitError, loadErr // said in the boot-failed record
 	}
 	// SIGHUP reopens the audit log and the TLS certificate and reloads the
 	// pack, on a goroutine of its own (the pack served goes on, and a
@@ -233,12 +245,18 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	// and stops.
 	reloadCtx, cancelReload := context.WithCancel(ctx)
 	hup := make(chan struct{}, 1)
-	reloaderDone := make(chan struct{})
+	reloaderDone, besideDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(reloaderDone)
 		for range hup {
 			svc.Reopen()
 			_ = svc.Reload(reloadCtx) // said in its record
+		}
+	}()
+	go func() {
+		defer close(besideDone)
+		if beside != nil {
+			beside(reloadCtx, svc)
 		}
 	}()
 	for stop := false; !stop; {
@@ -259,8 +277,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	cancelReload()
 	close(hup)
 	<-reloaderDone
+	<-besideDone
 	if svc.Shutdown(ctx) != nil {
-		return exitError
+		return exitError, nil
 	}
-	return exitOK
+	return exitOK, nil
 }

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDevRebuildsAGoPack: packd dev serves a Go pack packd init wrote;
+// an edit of its source is rebuilt, re-indexed and served without a
+// restart; an edit that does not build is printed with its file and line,
+// and the last good build goes on serving.
+func TestDevRebuildsAGoPack(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatal("go is not on PATH: the test needs it to build the pack")
+	}
+	dir := filepath.Join(t.TempDir(), "devpack")
+	if r := packd(t, "init", dir); r.code != 0 {
+		t.Fatalf("packd init: %d %s", r.code, r.stderr)
+	}
+	s := startDev(t, dir)
+	greet := func() string {
+		t.Helper()
+		r := s.invoke(t, invokeBody("devpack.greet", "", `{"name":"Ada"}`, `{"tenantId":"t","runId":"r"}`))
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return r.body
+	}
+	if got := greet(); got != `{"v":2,"kind":"result","output":{"greeting":"Hello, Ada!"}}` {
+		t.Fatalf("before the edit: %s", got)
+	}
+	edit := func(name, from, to string, match func(string) bool) string {
+		t.Helper()
+		return s.edit(t, filepath.Join(dir, name), from, to, match)
+	}
+
+	edit("main.go", `"Hello, "`, `"Howdy, "`, kindIs("reloaded"))
+	if got := greet(); got != `{"v":2,"kind":"result","output":{"greeting":"Howdy, Ada!"}}` {
+		t.Fatalf("after the edit: %s", got)
+	}
+	// A build that fails: the compiler's file and line, and the last good
+	// pack serves on.
+	all := edit("main.go", `"Howdy, "`, `"Howdy, " +`, has("packd dev: the build failed"))
+	if !strings.Contains(all, "main.go:") {
+		t.Fatalf("the build's error names no file and line:\n%s", all)
+	}
+	if got := greet(); !strings.Contains(got, "Howdy, Ada!") {
+		t.Fatalf("after a build that failed: %s", got)
+	}
+	edit("main.go", `"Howdy, " +`, `"Hi, "`, kindIs("reloaded"))
+	if got := greet(); !strings.Contains(got, "Hi, Ada!") {
+		t.Fatalf("after the fix: %s", got)
+	}
+	n := s.count(kindIs("reloaded")) + s.count(kindIs("reload-failed"))
+	if n != 2 {
+		t.Fatalf("%d reload records, want 2 (a build that failed is not reloaded)", n)
+	}
+}
+
+// startDev runs packd dev on dir and waits for its listening record.
+func startDev(t *testing.T, dir string) *service {
+	t.Helper()
+	s := &service{token: randomToken(), exited: make(chan error, 1)}
+	s.cmd = exec.Command(packdPath, "dev", "--cache-dir", cacheDir, "--metrics-addr", "off", dir)
+	s.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "PORT=0", tokenEnv + "=" + s.token}
+	out, _ := s.cmd.StdoutPipe()
+	errp, _ := s.cmd.StderrPipe()
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.stdout, s.stderr = collect(out), collect(errp)
+	go func() {
+		<-s.stdout.done
+		<-s.stderr.done
+		s.exited <- s.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	})
+	rec := record(t, s.stderr.waitFor(t, 120*time.Second, kindIs("listening")))
+	s.base = fmt.Sprintf("http://127.0.0.1:%d", int(rec["port"].(float64)))
+	return s
+}
+
+// count is how many of the service's stderr lines match.
+func (s *service) count(match func(string) bool) int {
+	n := 0
+	for _, l := range s.stderr.snapshot() {
+		if match(l) {
+			n++
+		}
+	}
+	return n
+}
+
+func has(text string) func(string) bool {
+	return func(l string) bool { return strings.Contains(l, text) }
+}
+
+// edit replaces from with to in the file at path, and waits for one more
+// stderr line that matches; it answers the whole of stderr then.
+func (s *service) edit(t *testing.T, path, from, to string, match func(string) bool) string {
+	t.Helper()
+	n := s.count(match)
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), from) {
+		t.Fatalf("%s lacks %q (%v)", path, from, err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), from, to, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(120 * time.Second); s.count(match) <= n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the edit of %s, no new matching line; have:\n%s", path, strings.Join(s.stderr.snapshot(), "\n"))
+		}
+	}
+	return strings.Join(s.stderr.snapshot(), "\n")
+}
+
+// TestDevReloadsAPackWithoutAMakefile: a pack of modules and an index,
+// with nothing to build, is reloaded when its index changes; an index
+// that does not load is printed with its file, line and column, and the
+// last good pack goes on serving.
+func TestDevReloadsAPackWithoutAMakefile(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(hostileIndex), "counter.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "counter.wasm"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, "index.json")
+	writeHostileIndex(t, idx, "dev-1", "counter=counter.wasm")
+	s := startDev(t, dir)
+	version := func() string {
+		t.Helper()
+		r := s.invoke(t, invokeBody("hostile.counter", "", `{}`, `{"tenantId":"t","runId":"r"}`))
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return r.header.Get("Kindgi-Artifact-Version")
+	}
+	if v := version(); v != "dev-1" {
+		t.Fatalf("serving %q", v)
+	}
+	s.edit(t, idx, `"dev-1"`, `"dev-2"`, kindIs("reloaded"))
+	if v := version(); v != "dev-2" {
+		t.Fatalf("after the index changed, serving %q", v)
+	}
+	all := s.edit(t, idx, `{"v":1,`, `{"v":1,,`, kindIs("reload-failed"))
+	if !strings.Contains(all, idx+":1:8: Cannot read the pack index: it is not valid JSON") {
+		t.Fatalf("the load problem's place is not said:\n%s", all)
+	}
+	if v := version(); v != "dev-2" {
+		t.Fatalf("after an index that does not load, serving %q", v)
+	}
+}
