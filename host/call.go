@@ -75,7 +75,13 @@ func readCorrelation(ctx *ojson.Object) Correlation {
 // Usage is what a call's pack code used.
 type Usage struct {
 	Fuel        int64 // fuel burnt; 0 when no pack code ran
-	MemoryBytes int64 // its instance's linear memory when the call ended
+	MemoryBytes int64 // its instance's linear memory when the call ended: its peak
+	// Instance is what it ran in: "hit" (an idle pooled instance), "miss"
+	// (one made for it, then pooled) or "fresh" (made for it alone); ""
+	// when no pack code ran. ResetSeconds is how long the pooled
+	// instance's reset to its snapshot took after the call.
+	Instance     string
+	ResetSeconds float64
 	// Egress is what its pack code did on the network (zero when its
 	// module cannot send requests).
 	Egress EgressSummary

@@ -340,11 +340,11 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *modul
 	defer cancel()
 	var out *egress.Call
 	if mod.mod.ImportsHTTP() {
-		out = p.egress.ForCall(lim.Network, egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID})
+		out = p.egress.ForCall(lim.Network, egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID, Context: ctx})
 		call.Egress = out
 	}
 	rep, err := mod.mod.Call(ctx, call)
-	o.Usage = Usage{Fuel: rep.FuelUsed, MemoryBytes: rep.MemoryBytes}
+	o.Usage = Usage{Fuel: rep.FuelUsed, MemoryBytes: rep.MemoryBytes, Instance: rep.Instance, ResetSeconds: rep.ResetSeconds}
 	if out != nil {
 		o.Usage.Egress = out.Summary()
 	}

@@ -70,6 +70,10 @@ const (
 // ended, never a body or a header.
 type EgressEvent = egress.Event
 
+// EgressTracer opens a span for each outbound request of a call
+// (NetworkConfig.Tracer).
+type EgressTracer = egress.Tracer
+
 // EgressSummary is what one call did on the network.
 type EgressSummary = egress.Summary
 

@@ -17,9 +17,23 @@ type Reply struct {
 	Status   abi.Status
 	Body     []byte
 	FuelUsed int64
-	// MemoryBytes is the instance's linear memory when the call ended.
+	// MemoryBytes is the instance's linear memory when the call ended
+	// (linear memory only grows: its peak).
 	MemoryBytes int64
+	// Instance is what the call ran in: InstanceHit, InstanceMiss or
+	// InstanceFresh. ResetSeconds is how long resetting its pooled
+	// instance to the snapshot took after it (0: not reset, as a fresh
+	// instance or one discarded is not).
+	Instance     string
+	ResetSeconds float64
 }
+
+// What a call ran in (Reply.Instance).
+const (
+	InstanceHit   = "hit"   // an idle instance of the module's pool
+	InstanceMiss  = "miss"  // an instance made for it, then pooled
+	InstanceFresh = "fresh" // an instance made for it alone, closed after
+)
 
 // Request is one call: the request message the guest reads, the whole
 // environment it sees (KEY=VALUE), and its fuel budget (0: the default).
@@ -71,7 +85,7 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 	}
 	if fuel != nil && rep.FuelUsed > budget {
 		// The budget ran out in those segments: as if a look had seen it.
-		*rep = Reply{FuelUsed: budget}
+		*rep = Reply{FuelUsed: budget, Instance: rep.Instance}
 		if err == nil {
 			err = ErrOutOfFuel
 		}
@@ -86,7 +100,7 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 	// Only the pass's code writes the counter, so this cannot happen; if it
 	// ever did, the guest's answer is not to be trusted.
 	if used := rep.FuelUsed; used < 0 || used > budget {
-		*rep = Reply{FuelUsed: min(max(used, 0), budget)}
+		*rep = Reply{FuelUsed: min(max(used, 0), budget), Instance: rep.Instance}
 		err = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}
 	}
 	return err
@@ -136,6 +150,7 @@ func (m *Module) Call(ctx context.Context, req Request) (Reply, error) {
 }
 
 func (m *Module) run(ctx context.Context, export string, req Request) (rep Reply, err error) {
+	rep.Instance = InstanceFresh
 	s := m.sb
 	budget := s.budgetFor(req)
 	st := s.newState(req, budget)

@@ -81,7 +81,7 @@ func BreakResets() func() {
 func FillPool(m *Module, n int) error {
 	var made []*pooledInstance
 	for i := 0; i < n; i++ {
-		pi, err := m.pool.get(context.Background(), nil, time.Now(), m.sb.cfg.DefaultFuel)
+		pi, _, err := m.pool.get(context.Background(), nil, time.Now(), m.sb.cfg.DefaultFuel)
 		if err != nil {
 			return err
 		}

@@ -181,17 +181,21 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		return Reply{}, classify(ctx, err)
 	}
 	now := time.Unix(0, p.clock.Load())
-	pi, err := p.get(ctx, req.Env, now, budget)
+	pi, hit, err := p.get(ctx, req.Env, now, budget)
 	if err != nil {
 		return Reply{}, err
 	}
+	rep.Instance = InstanceMiss
+	if hit {
+		rep.Instance = InstanceHit
+	}
 	if req.MemoryLimit > 0 && int64(pi.memory.Size()) > req.MemoryLimit {
 		p.put(pi, now)
-		return Reply{}, fmt.Errorf("%w: the module's memory after initialisation is %d bytes, the limit %d", ErrMemoryLimit, pi.memory.Size(), req.MemoryLimit)
+		return rep, fmt.Errorf("%w: the module's memory after initialisation is %d bytes, the limit %d", ErrMemoryLimit, pi.memory.Size(), req.MemoryLimit)
 	}
 	if !pi.mem.attach(req.Account, int64(pi.memory.Size())) {
 		p.put(pi, now)
-		return Reply{}, ErrMemoryShare
+		return rep, ErrMemoryShare
 	}
 	pi.mem.limit = req.MemoryLimit
 	st := &pi.state
@@ -211,13 +215,10 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 			if afterCall != nil {
 				afterCall(pi.inst)
 			}
-			if s.cfg.PoolEvents != nil {
-				start := time.Now()
-				pages, how := p.reset(pi)
-				p.event(PoolEvent{Kind: PoolReset, Reason: how, Seconds: time.Since(start).Seconds(), Pages: pages})
-			} else {
-				p.reset(pi)
-			}
+			start := time.Now()
+			pages, how := p.reset(pi)
+			rep.ResetSeconds = time.Since(start).Seconds()
+			p.event(PoolEvent{Kind: PoolReset, Reason: how, Seconds: rep.ResetSeconds, Pages: pages})
 			if verifyResets {
 				p.verify(pi)
 			}
@@ -235,15 +236,17 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	return rep, err
 }
 
-// get takes an idle instance, or makes one (on a call's fuel budget: fresh).
-func (p *instancePool) get(ctx context.Context, env []string, now time.Time, budget int64) (*pooledInstance, error) {
+// get takes an idle instance (hit), or makes one (on a call's fuel
+// budget: fresh).
+func (p *instancePool) get(ctx context.Context, env []string, now time.Time, budget int64) (pi *pooledInstance, hit bool, err error) {
 	p.expire(now.Add(-snapshotMaxAge))
 	if pi := p.pop(); pi != nil {
 		p.event(PoolEvent{Kind: PoolHit})
-		return pi, nil
+		return pi, true, nil
 	}
 	p.event(PoolEvent{Kind: PoolMiss})
-	return p.fresh(ctx, env, budget)
+	pi, err = p.fresh(ctx, env, budget)
+	return pi, false, err
 }
 
 // serves reports whether the pool can serve a call with this environment:

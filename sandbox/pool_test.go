@@ -707,3 +707,21 @@ func TestASharedBudgetBoundsBothSandboxes(t *testing.T) {
 		t.Fatalf("%d bytes counted with one idle 2 MiB instance left", n)
 	}
 }
+
+// TestReplySaysWhatTheCallRanIn: a call's reply says whether it ran in an
+// idle pooled instance, one made for it and pooled, or a fresh one, and
+// how long the pooled instance's reset took after it.
+func TestReplySaysWhatTheCallRanIn(t *testing.T) {
+	m := compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), hostile("canary"))
+	sandbox.ExpireSnapshot(m) // no warm instance: the first call makes one
+	for i, want := range []string{sandbox.InstanceMiss, sandbox.InstanceHit} {
+		rep, err := canaryCall(t, m, "ok")
+		if err != nil || rep.Instance != want || rep.ResetSeconds <= 0 {
+			t.Fatalf("call %d: instance %q (want %q), reset %v s, %v", i, rep.Instance, want, rep.ResetSeconds, err)
+		}
+	}
+	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte("ok"), Fresh: true})
+	if err != nil || rep.Instance != sandbox.InstanceFresh || rep.ResetSeconds != 0 {
+		t.Fatalf("a fresh call: instance %q, reset %v s, %v", rep.Instance, rep.ResetSeconds, err)
+	}
+}

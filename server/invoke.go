@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kindgi/packd/host"
 )
@@ -37,6 +38,13 @@ func timeoutFrom(h string) time.Duration {
 }
 
 func (s *Server) invoke(c echo.Context) error {
+	// The span of the call (Config.Tracing) ends once the answer is
+	// written; egress spans are its children.
+	if t := s.cfg.Tracing; t != nil {
+		ctx, span := t.startCall(c.Request())
+		c.SetRequest(c.Request().WithContext(ctx))
+		defer func() { endCall(span, c.Response().Status) }()
+	}
 	// The call runs, and its hooks are told, on the pack served when it
 	// came in, whatever Replace does meanwhile.
 	g := s.acquire()
@@ -106,6 +114,17 @@ func (s *Server) invoke(c echo.Context) error {
 	}
 	if out.Code != "" {
 		e.Outcome = string(out.Code)
+	}
+	// With tracing, the records name the call's span (and its trace, one
+	// the call began when the caller sent none).
+	span := trace.SpanFromContext(ctx)
+	if sc := span.SpanContext(); sc.IsValid() {
+		e.TraceID, e.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	}
+	if out.Parsed && span.IsRecording() {
+		defer func() { // once the outcome is final (a refusal's code)
+			describeCall(span, e, e.Target == host.TargetTool && g.pack.HasTool(e.ID) || e.Target == host.TargetCheck && g.pack.HasCheck(e.ID))
+		}()
 	}
 	if out.Parsed {
 		event = &e

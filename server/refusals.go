@@ -55,6 +55,7 @@ func (s *Server) refuse(c echo.Context, r refusal, message string, extra ...any)
 	if c.Request().URL.Path != "/readyz" {
 		s.cfg.Metrics.refused(r.status, r.reason)
 	}
+	refusedSpan(c.Request().Context(), r.reason)
 	if message == "" {
 		message = r.message
 	}

@@ -47,6 +47,9 @@ type Config struct {
 	// Hooks are told of every call after its answer (see Hook). nil means
 	// CallRecords(Records) alone.
 	Hooks []Hook
+	// Tracing, when set, exports a span of every call to /v1/invoke (see
+	// Tracing).
+	Tracing *Tracing
 	// Metrics, when set, counts refusals, in-flight calls, hook panics and
 	// every call (it runs as a hook after those in Hooks unless Hooks
 	// already holds it).

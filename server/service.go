@@ -49,6 +49,9 @@ type ServiceConfig struct {
 	MetricsTenantLabel bool
 	// AuditLog is a file that gets one JSON line per call; "": none.
 	AuditLog string
+	// Traces exports OpenTelemetry spans over OTLP/HTTP, configured by the
+	// OTEL_* variables of the process environment (see Tracing).
+	Traces bool
 	// GuestOutput is "records" (each line of pack code output in a
 	// guest-output record; the default) or "plain" (as written: stdout to
 	// Load.Sandbox.Stdout, stderr into the record stream).
@@ -65,6 +68,10 @@ type ServiceConfig struct {
 	// Records receives the service's records; nil discards them.
 	Records *Recorder
 }
+
+// tracesFlushWait bounds how long Shutdown waits for the last spans to be
+// exported.
+const tracesFlushWait = 3 * time.Second
 
 // Service is a running pack service, from Start to Shutdown.
 type Service struct {
@@ -88,6 +95,7 @@ type Service struct {
 	certs     *certificates // nil without TLS
 	metrics   *http.Server  // nil when off
 	audit     *AuditLog     // nil when off
+	tracing   *Tracing      // nil when off
 	guest     *guestRecords
 	serving   bool          // the HTTP server owns ln
 	done      chan struct{} // closed when the HTTP server has stopped
@@ -157,6 +165,13 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	if cfg.EnvFilterOff {
 		hc.PassEnv = passedEnv(cfg.Environ)
 	}
+	if cfg.Traces {
+		t, err := NewTracing(ctx, cfg.Version, rec)
+		if err != nil {
+			return err
+		}
+		s.tracing, hc.Network.Tracer = t, t
+	}
 	s.load, s.environ, s.strictEnv = hc, cfg.Environ, cfg.Server.StrictEnv
 	pack, err := s.loadPack(ctx, nil)
 	if pack != nil {
@@ -180,6 +195,11 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 		return err
 	}
 	metrics.Store(m)
+	if s.tracing != nil {
+		if err := s.tracing.register(reg); err != nil {
+			return err
+		}
+	}
 	hooks := []Hook{CallRecords(rec)} // the metrics run as a hook of their own (Config.Metrics)
 	if cfg.AuditLog != "" {
 		if s.audit, err = OpenAuditLog(cfg.AuditLog, m, rec); err != nil {
@@ -189,7 +209,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 		s.auditOf.Store(s.audit)
 	}
 	sc := cfg.Server
-	sc.Pack, sc.Records, sc.Hooks, sc.Metrics, sc.MissingEnv = pack, rec, hooks, m, missing
+	sc.Pack, sc.Records, sc.Hooks, sc.Metrics, sc.MissingEnv, sc.Tracing = pack, rec, hooks, m, missing, s.tracing
 	if s.srv, err = New(sc); err != nil {
 		return err
 	}
@@ -206,6 +226,9 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	listening := []Field{{Key: "port", Value: port}, {Key: "packId", Value: pack.Index().PackID},
 		{Key: "artifactVersion", Value: pack.Index().ArtifactVersion}, {Key: "memoryBudgetMiB", Value: float64(cfg.MemoryBudgetMiB)},
 		{Key: "poolSize", Value: float64(hc.Sandbox.PoolSize)}}
+	if s.tracing != nil {
+		listening = append(listening, Field{Key: "traces", Value: "otlp"})
+	}
 	if tlsCfg != nil {
 		s.ln = tls.NewListener(s.ln, tlsCfg)
 		listening = append(listening, Field{Key: "tls", Value: map[bool]string{false: "on", true: "mutual"}[cfg.TLS.ClientCAFile != ""]})
@@ -312,6 +335,11 @@ func (s *Service) teardown() {
 	s.packMu.Unlock()
 	for _, p := range packs {
 		_ = p.Close(context.Background())
+	}
+	if s.tracing != nil { // the last spans; a collector that is down waits no longer
+		ctx, cancel := context.WithTimeout(context.Background(), tracesFlushWait)
+		_ = s.tracing.Close(ctx)
+		cancel()
 	}
 	if s.guest != nil {
 		s.guest.Close(time.Second) // after the pack's close has flushed into it

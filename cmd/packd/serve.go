@@ -43,6 +43,7 @@ type serviceConfig struct {
 	tenantID       string
 	guestOutput    string
 	tenantShare    string
+	traces         bool // OpenTelemetry spans over OTLP/HTTP (tracesFrom)
 	help           bool // -h: print the flags, serve nothing
 }
 
@@ -73,6 +74,9 @@ const serveEnvironment = `environment:
   KINDGI_PACK_TENANT_ID                pin the service to one tenant
   KINDGI_PACK_ENV_CHECK                "strict" (default: not ready while a required env name is missing) or "warn"
   KINDGI_PACK_ENV_FILTER               "on" (default: pack code sees only the index's env names) or "off"
+  OTEL_EXPORTER_OTLP_ENDPOINT          export OpenTelemetry spans over OTLP/HTTP there (off by default; also
+                                       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp; the
+                                       other OTEL_* variables as OpenTelemetry defines them)
 `
 
 // serveUsage prints packd serve's flags and environment.
@@ -157,7 +161,37 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 		problems = append(problems, fmt.Sprintf(`KINDGI_PACK_ENV_FILTER must be "on" or "off", got %q`, v))
 	}
 	c.tenantID = getenv("KINDGI_PACK_TENANT_ID")
+	var tp []string
+	c.traces, tp = tracesFrom(getenv)
+	problems = append(problems, tp...)
 	return c, problems
+}
+
+// tracesFrom decides from the standard OTEL_* variables whether packd
+// exports spans: off unless an OTLP endpoint is named or
+// OTEL_TRACES_EXPORTER is "otlp"; "none" or OTEL_SDK_DISABLED=true turn it
+// off. packd exports OTLP over HTTP only.
+func tracesFrom(getenv func(string) string) (bool, []string) {
+	var problems []string
+	on := getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	switch v := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); v {
+	case "":
+	case "otlp":
+		on = true
+	case "none":
+		on = false
+	default:
+		problems = append(problems, fmt.Sprintf(`OTEL_TRACES_EXPORTER must be "otlp" or "none" (packd exports OTLP over HTTP), got %q`, v))
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := getenv(name); v != "" && v != "http/protobuf" && v != "http/json" {
+			problems = append(problems, fmt.Sprintf(`%s must be "http/protobuf" or "http/json" (packd exports OTLP over HTTP), got %q`, name, v))
+		}
+	}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		on = false
+	}
+	return on, problems
 }
 
 func envOr(getenv func(string) string, name, def string) string {
@@ -230,7 +264,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 		Server: server.Config{Token: cfg.token, MaxConcurrency: cfg.maxConcurrency,
 			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
 		Policy: cfg.policy, Host: cfg.host, Port: cfg.port, TLS: cfg.tls,
-		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog,
+		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
 		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
 		Version: versionString(), MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Records: rec,
 	})

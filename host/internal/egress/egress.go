@@ -111,6 +111,17 @@ type Config struct {
 	// OnRequest, if set, is told about every request a call made or was
 	// refused (for metrics and the audit log); it must not block.
 	OnRequest func(Event)
+	// Tracer, if set, opens a span for every request a call sends.
+	Tracer Tracer
+}
+
+// Tracer opens the span of one request a call sends, a child of the
+// call's span (in parent, CallInfo.Context), and writes the span's trace
+// context into the request's header h (traceparent, over any a guest
+// set). end closes the span with how the request ended. It must not
+// block.
+type Tracer interface {
+	Start(parent context.Context, method, host string, h http.Header) (end func(Event))
 }
 
 // Event is one outbound request of a call. It never holds a body, a
@@ -289,7 +300,11 @@ func special(ip netip.Addr) string {
 }
 
 // CallInfo says whose call a Call serves, for events.
-type CallInfo struct{ Tool, Tenant string }
+type CallInfo struct {
+	Tool, Tenant string
+	// Context is the call's (its values only: a span, for Tracer).
+	Context context.Context
+}
 
 // Call sends one call's requests under one policy. It is used by one
 // goroutine at a time (the guest's).
@@ -305,6 +320,8 @@ type Call struct {
 	// counted but not reported one by one.
 	made    int
 	overCap bool
+	// spanEnd closes the span of the request being sent (Tracer).
+	spanEnd func(Event)
 }
 
 // ForCall is what sends a call's requests under policy.
@@ -350,6 +367,10 @@ func (k *Call) Do(ctx context.Context, r *abi.HTTPRequest, body []byte) (*abi.HT
 	}
 	k.sum.BytesSent += ev.BytesSent
 	k.sum.BytesReceived += ev.BytesReceived
+	if k.spanEnd != nil {
+		k.spanEnd(ev)
+		k.spanEnd = nil
+	}
 	k.report(ev)
 	return ans, resp
 }
@@ -415,6 +436,13 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	}
 	if len(body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	if t := k.c.cfg.Tracer; t != nil {
+		parent := k.info.Context
+		if parent == nil {
+			parent = context.Background()
+		}
+		k.spanEnd = t.Start(parent, method, ev.Host, req.Header)
 	}
 	var remote net.Addr
 	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{

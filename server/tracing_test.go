@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/host"
+)
+
+// collectorFor starts what the exporter sends to, as a collector that is
+// up (it answers every export), refuses (nothing listens) or hangs (it
+// takes the connection and never answers), and answers its endpoint.
+func collectorFor(tb testing.TB, how string) string {
+	tb.Helper()
+	switch how {
+	case "up":
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/x-protobuf")
+		}))
+		tb.Cleanup(srv.Close)
+		return srv.URL
+	case "refuses":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return "http://" + addr
+	case "hangs":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		stop := make(chan struct{})
+		go func() {
+			var conns []net.Conn
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conns = append(conns, c) // read nothing, answer nothing
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+		tb.Cleanup(func() { close(stop); ln.Close() })
+		return "http://" + ln.Addr().String()
+	}
+	tb.Fatalf("no collector %q", how)
+	return ""
+}
+
+// tracedServer serves hostile.counter from a pool, with tracing to the
+// collector named (how; "off": none).
+func tracedServer(tb testing.TB, how string) *Server {
+	tb.Helper()
+	p, _ := host.Load(context.Background(), host.Config{
+		IndexPath: filepath.Join("..", "testdata", "hostile", "index.json"),
+		Sandbox:   host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 4},
+	})
+	if p == nil {
+		tb.Fatal("the test pack did not load")
+	}
+	tb.Cleanup(func() { _ = p.Close(context.Background()) })
+	cfg := Config{Pack: p, Token: "tok", Hooks: []Hook{}}
+	if how != "off" {
+		tb.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collectorFor(tb, how))
+		tb.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+		tr, err := NewTracing(context.Background(), "test", NewRecorder(io.Discard))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = tr.Close(ctx)
+		})
+		cfg.Tracing = tr
+	}
+	s, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func tracedCall(s *Server) int {
+	req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(`{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":{},"ctx":{"tenantId":"t1","runId":"r"}}`))
+	req.Header.Set("kindgi-pack-token", "tok")
+	req.Header.Set("content-type", "application/json")
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	return rec.Code
+}
+
+// TestACollectorThatHangsHoldsNoCall: with the collector taking every
+// export and never answering, more calls than the span queue holds all
+// answer, and closing the tracing gives up when told to.
+func TestACollectorThatHangsHoldsNoCall(t *testing.T) {
+	s := tracedServer(t, "hangs")
+	done := make(chan int, 1)
+	go func() {
+		for i := range 3000 { // the queue holds 2048 spans
+			if code := tracedCall(s); code != 200 {
+				done <- i
+				return
+			}
+		}
+		done <- -1
+	}()
+	select {
+	case i := <-done:
+		if i >= 0 {
+			t.Fatalf("call %d was not answered 200", i)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("calls were held by a collector that hangs")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_ = s.cfg.Tracing.Close(ctx)
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("closing the tracing took %v past its context", d)
+	}
+}
+
+// BenchmarkInvokeTraced: a pooled call through the handler with tracing
+// off, and on with a collector that is up, refuses, or hangs.
+//
+//	go test -run '^$' -bench InvokeTraced -count 3 ./server
+func BenchmarkInvokeTraced(b *testing.B) {
+	for _, how := range []string{"off", "up", "refuses", "hangs"} {
+		b.Run(how, func(b *testing.B) {
+			s := tracedServer(b, how)
+			b.ResetTimer()
+			for range b.N {
+				if code := tracedCall(s); code != 200 {
+					b.Fatalf("%d", code)
+				}
+			}
+		})
+	}
+}
