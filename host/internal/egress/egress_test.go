@@ -272,3 +272,49 @@ func TestRefusedRequestsCountTowardTheCap(t *testing.T) {
 		t.Fatalf("an allowed request past the cap: %s", reason(ans))
 	}
 }
+
+// spans is a Tracer that keeps what it was told.
+type spans struct {
+	mu      sync.Mutex
+	started []string // method host, and the parent's value
+	ended   []Event
+}
+
+type parentKey struct{}
+
+func (s *spans) Start(parent context.Context, method, host string, h http.Header) func(Event) {
+	s.mu.Lock()
+	s.started = append(s.started, fmt.Sprintf("%s %s %v", method, host, parent.Value(parentKey{})))
+	s.mu.Unlock()
+	h.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	h.Del("Tracestate")
+	return func(ev Event) {
+		s.mu.Lock()
+		s.ended = append(s.ended, ev)
+		s.mu.Unlock()
+	}
+}
+
+// TestTracerSpansEveryRequestSent: a request sent opens a span whose
+// parent is the call's context, carries the span's traceparent over the
+// guest's own (and none of its tracestate), and closes it with how it
+// ended; a request refused before it is sent opens none.
+func TestTracerSpansEveryRequestSent(t *testing.T) {
+	tr := &spans{}
+	f := newFixture(t, Config{Tracer: tr})
+	call := context.WithValue(context.Background(), parentKey{}, "the call's span")
+	k := f.client.ForCall(allow, CallInfo{Tool: "t.tool", Context: call})
+	ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/echo"),
+		Headers: map[string][]string{"traceparent": {"00-forged0000000000000000000000000-0000000000000001-01"}, "tracestate": {"guest=1"}}}, "")
+	if got := ans.Headers["X-Seen-Trace"]; ans.Error != nil || len(got) != 1 || got[0] != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
+		t.Fatalf("the server saw traceparent and tracestate %v (%+v)", got, ans.Error)
+	}
+	if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("elsewhere.test", "/echo")}, ""); reason(ans) != abi.EgressHostNotAllowed {
+		t.Fatalf("a host off the allowlist: %s", reason(ans))
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.started) != 1 || tr.started[0] != "GET api.test the call's span" || len(tr.ended) != 1 || tr.ended[0].Status != 200 || tr.ended[0].BytesReceived == 0 {
+		t.Fatalf("spans started %q, ended %+v", tr.started, tr.ended)
+	}
+}

@@ -25,6 +25,7 @@ func Server(t testing.TB) (*httptest.Server, string) {
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Seen", r.Header.Get("Authorization"))
+		w.Header().Set("X-Seen-Trace", r.Header.Get("Traceparent")+" "+r.Header.Get("Tracestate"))
 		fmt.Fprintf(w, "%s %s", r.Method, b)
 	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
