@@ -83,7 +83,7 @@ func devCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	flags = append([]string{"--host", "127.0.0.1"}, flags...)
 	for {
-		if d.build() {
+		if d.build(context.Background()) {
 			code, loadErr := serveWith(flags, getenv, stdout, stderr, d.watch)
 			if loadErr == nil {
 				return code
@@ -228,8 +228,8 @@ func (d *devPack) fingerprint(withIndex bool) [32]byte {
 }
 
 // build runs the pack's make, its output going to the user as it comes,
-// and says whether it succeeded.
-func (d *devPack) build() bool {
+// and says whether it succeeded; ctx done stops it.
+func (d *devPack) build(ctx context.Context) bool {
 	defer func() { d.base = d.fingerprint(true) }()
 	if !d.makefile {
 		return true
@@ -237,7 +237,7 @@ func (d *devPack) build() bool {
 	before := d.fingerprint(false)
 	began := time.Now()
 	fmt.Fprintf(d.out, "packd dev: make (in %s)\n", d.dir)
-	cmd := exec.Command("make", "--no-print-directory", "PACKD="+d.self)
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "PACKD="+d.self)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = d.dir, d.out, d.out
 	err := cmd.Run()
 	// make writes the index and what .gitignore names; anything else that
@@ -298,7 +298,7 @@ func (d *devPack) wait(ctx context.Context) bool {
 // is done (serveWith's beside).
 func (d *devPack) watch(ctx context.Context, svc *server.Service) {
 	for d.wait(ctx) {
-		if !d.build() {
+		if !d.build(ctx) {
 			continue
 		}
 		if err := svc.Reload(ctx); err != nil {
