@@ -68,21 +68,7 @@ func startDev(t *testing.T, dir string) *service {
 	s := &service{token: randomToken(), exited: make(chan error, 1)}
 	s.cmd = exec.Command(packdPath, "dev", "--cache-dir", cacheDir, "--metrics-addr", "off", dir)
 	s.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "PORT=0", tokenEnv + "=" + s.token}
-	out, _ := s.cmd.StdoutPipe()
-	errp, _ := s.cmd.StderrPipe()
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.stdout, s.stderr = collect(out), collect(errp)
-	go func() {
-		<-s.stdout.done
-		<-s.stderr.done
-		s.exited <- s.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	})
+	s.begin(t)
 	rec := record(t, s.stderr.waitFor(t, 120*time.Second, kindIs("listening")))
 	s.base = fmt.Sprintf("http://127.0.0.1:%d", int(rec["port"].(float64)))
 	return s

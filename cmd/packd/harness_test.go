@@ -200,6 +200,13 @@ func launch(t *testing.T, index string, env map[string]string, args ...string) *
 	for k, v := range base {
 		s.cmd.Env = append(s.cmd.Env, k+"="+v)
 	}
+	s.begin(t)
+	return s
+}
+
+// begin starts s.cmd, reading its output, and kills it when the test ends.
+func (s *service) begin(t *testing.T) {
+	t.Helper()
 	out, _ := s.cmd.StdoutPipe()
 	errp, _ := s.cmd.StderrPipe()
 	if err := s.cmd.Start(); err != nil {
@@ -220,7 +227,6 @@ func launch(t *testing.T, index string, env map[string]string, args ...string) *
 		case <-time.After(10 * time.Second):
 		}
 	})
-	return s
 }
 
 // wait returns the exit code once the process ends.
