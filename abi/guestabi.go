@@ -59,6 +59,7 @@ const (
 	EgressResponseTooLarge  = wire.EgressResponseTooLarge
 	EgressFailed            = wire.EgressFailed
 	EgressRedirect          = wire.EgressRedirect
+	EgressReadOnly          = wire.EgressReadOnly
 
 	Wildcard        = wire.Wildcard
 	KindInvoke      = wire.KindInvoke

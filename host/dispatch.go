@@ -174,7 +174,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		e.Issues = issues
 		return o.fail(e)
 	}
-	body, gerr := p.run(ctx, o, t, grant, entry.mod, entry.spec.Limits, abi.EncodeInvoke(id, entry.spec.Version, input, callCtx))
+	body, gerr := p.run(ctx, o, t, grant, entry.mod, entry.spec.Limits, abi.EncodeInvoke(id, entry.spec.Version, input, callCtx), callCtx)
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -269,7 +269,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, grant, c.mod, c.spec.Limits, abi.EncodeCheckInvoke(id, config, trace))
+	body, gerr := p.run(ctx, o, t, grant, c.mod, c.spec.Limits, abi.EncodeCheckInvoke(id, config, trace), nil)
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -319,7 +319,9 @@ func excerpt(b []byte) string {
 // run hands a call's request message to the module under the target's
 // limits and the call's deadline (ctx's), and returns what the guest
 // answered with StatusOK, or the error message for everything else.
-func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *module, lim Limits, body []byte) ([]byte, *abi.Error) {
+// callCtx is a tool call's ctx (nil for a check): its outbound requests
+// take their idempotency keys from it.
+func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *module, lim Limits, body []byte, callCtx *ojson.Object) ([]byte, *abi.Error) {
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
@@ -340,7 +342,11 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *modul
 	defer cancel()
 	var out *egress.Call
 	if mod.mod.ImportsHTTP() {
-		out = p.egress.ForCall(lim.Network, egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID, Context: ctx})
+		info := egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID, Context: ctx}
+		if callCtx != nil {
+			info.IdempotencyKey, _ = stringField(callCtx, "idempotencyKey")
+		}
+		out = p.egress.ForCall(lim.Network, info)
 		call.Egress = out
 	}
 	rep, err := mod.mod.Call(ctx, call)

@@ -177,6 +177,12 @@ func TestNetworkLoadProblems(t *testing.T) {
 		{"unrestricted without the operator's leave", `{"id":"net.fetch",` + schema + `,"network":{"kind":"unrestricted"}}`, "net.fetch: network is unrestricted, which this service does not allow (--network-unrestricted)"},
 		{"a module that imports http_request for tools without network", `{"id":"net.fetch",` + schema + `}`, "gonet.wasm: the module imports kindgi.http_request, but none of its tools or checks may use the network (network in the index)"},
 		{"an allowlist with a URL", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["https://api.test/"]}}`, `tools[0] (net.fetch) network.hosts[0] "https://api.test/" is not a host name`},
+		{"idempotency for a host off the allowlist", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["api.test"],"idempotency":{"other.test":false}}}`,
+			`tools[0] (net.fetch) network.idempotency["other.test"]: the host is not one this network lets the tool reach`},
+		{"idempotency true", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["api.test"],"idempotency":{"api.test":true}}}`,
+			`tools[0] (net.fetch) network.idempotency["api.test"] must be false or {"header": name}: a key is sent by default`},
+		{"an idempotency header packd may not write", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["*.svc.test"],"idempotency":{"*.svc.test":{"header":"Content-Length"}}}}`,
+			`tools[0] (net.fetch) network.idempotency["*.svc.test"] header "Content-Length" is not a header name packd may write`},
 	}
 	for _, c := range cases {
 		path := writePack(t, indexJSON(c.tools, ""), map[string][]byte{"gonet.wasm": wasm})

@@ -275,6 +275,9 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 	t.Limits = p.readLimits(o, where)
 	p.str(o, "sandbox", where, false)
 	p.boolean(o, "mutating", where)
+	if m, _ := o.Get("mutating"); m == false {
+		t.Limits.Network.ReadOnly = true
+	}
 	if len(p.list) > n {
 		return nil
 	}

@@ -171,7 +171,64 @@ func (p *problemList) network(o *ojson.Object, where string) egress.Policy {
 			pol.Hosts = append(pol.Hosts, strings.ToLower(strings.TrimSuffix(s, ".")))
 		}
 	}
+	pol.Idempotency = p.idempotency(no, pol, where)
 	return pol
+}
+
+// idempotency reads network.idempotency: by host (a name or pattern the
+// policy lets the tool reach), false for no key or {"header": name} for
+// the header that carries it.
+func (p *problemList) idempotency(no *ojson.Object, pol egress.Policy, where string) map[string]string {
+	v, ok := no.Get("idempotency")
+	if !ok {
+		return nil
+	}
+	o, isObj := v.(*ojson.Object)
+	if !isObj {
+		p.add(`%s network.idempotency must be an object of hosts, each false or {"header": name}`, where)
+		return nil
+	}
+	out := map[string]string{}
+	for i, host := range o.Keys {
+		at := fmt.Sprintf("%s network.idempotency[%q]", where, host)
+		if !p.reachable(pol, host, at) {
+			continue
+		}
+		switch e := o.Vals[i].(type) {
+		case bool:
+			if e {
+				p.add(`%s must be false or {"header": name}: a key is sent by default`, at)
+			}
+			out[strings.ToLower(host)] = ""
+		case *ojson.Object:
+			p.keys(e, at, keySet("header"), "header")
+			name, _ := e.Get("header")
+			if h, _ := name.(string); egress.ValidHeaderName(h) {
+				out[strings.ToLower(host)] = h
+			} else {
+				p.add("%s header %s is not a header name packd may write", at, ojson.Encode(name))
+			}
+		default:
+			p.add(`%s must be false or {"header": name}`, at)
+		}
+	}
+	return out
+}
+
+// reachable says whether a host named in a network object's per-host
+// settings is one the policy lets the tool reach (an allowlist's entry,
+// or a name it allows), and adds the problem when not.
+func (p *problemList) reachable(pol egress.Policy, host, at string) bool {
+	if err := egress.ValidateHost(host); err != nil {
+		p.add("%s: %s", at, err)
+		return false
+	}
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if pol.Kind == egress.KindUnrestricted || slices.Contains(pol.Hosts, h) || !strings.HasPrefix(h, "*") && pol.Allows(h) {
+		return true
+	}
+	p.add("%s: the host is not one this network lets the tool reach", at)
+	return false
 }
 
 // target is a tool or a check, as the load checks of limits see it.

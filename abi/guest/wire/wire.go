@@ -193,4 +193,5 @@ const (
 	EgressResponseTooLarge  = "response-too-large"    // the response body is over its cap
 	EgressFailed            = "failed"                // the connection or the exchange failed
 	EgressRedirect          = "redirect-not-followed" // too many redirects
+	EgressReadOnly          = "read-only"             // a method that writes, from a tool that says mutating: false
 )

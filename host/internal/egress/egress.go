@@ -35,7 +35,17 @@ const (
 type Policy struct {
 	Kind  string
 	Hosts []string // KindAllowlist: exact names, IP literals or "*." suffix globs, lower case
+	// ReadOnly (a tool whose index entry says mutating: false) sends only
+	// safe methods: GET, HEAD and OPTIONS.
+	ReadOnly bool
+	// Idempotency renames, by host pattern (as Hosts), the header a write
+	// carries its idempotency key in; "" sends none to those hosts.
+	Idempotency map[string]string
 }
+
+// Safe reports whether a method only reads (RFC 9110, 9.2.1): GET, HEAD
+// and OPTIONS, of those packd sends.
+func Safe(method string) bool { return method == "GET" || method == "HEAD" || method == "OPTIONS" }
 
 // Allows reports whether the policy lets a request go to host (a URL's
 // host name, without port).
@@ -44,18 +54,40 @@ func (p Policy) Allows(host string) bool {
 	case KindUnrestricted:
 		return true
 	case KindAllowlist:
-		host = strings.TrimSuffix(strings.ToLower(host), ".")
 		for _, h := range p.Hosts {
-			if suffix, glob := strings.CutPrefix(h, "*"); glob {
-				if strings.HasSuffix(host, suffix) && len(host) > len(suffix) {
-					return true
-				}
-			} else if host == h {
+			if matches(h, host) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// byHost is the value m holds for host: under its exact name, else under
+// the longest "*." pattern that matches it.
+func byHost[V any](m map[string]V, host string) (V, bool) {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if v, ok := m[host]; ok {
+		return v, true
+	}
+	var best V
+	found, longest := false, 0
+	for pattern, v := range m {
+		if strings.HasPrefix(pattern, "*") && len(pattern) > longest && matches(pattern, host) {
+			best, found, longest = v, true, len(pattern)
+		}
+	}
+	return best, found
+}
+
+// matches reports whether a host (a URL's host name) is pattern: an exact
+// name or IP literal, or a "*." glob of the names under a suffix.
+func matches(pattern, host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if suffix, glob := strings.CutPrefix(pattern, "*"); glob {
+		return strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+	}
+	return host == pattern
 }
 
 // ValidateHost says what is wrong with an allowlist entry, if anything: a DNS
@@ -195,6 +227,9 @@ func (c *Client) Unrestricted() bool { return c.cfg.Unrestricted }
 // CallInfo says whose call a Call serves, for events.
 type CallInfo struct {
 	Tool, Tenant string
+	// IdempotencyKey is the call's ctx.idempotencyKey ("": none, and its
+	// writes carry no key).
+	IdempotencyKey string
 	// Context is the call's (its values only: a span, for Tracer).
 	Context context.Context
 }
@@ -305,6 +340,9 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	if !k.policy.Allows(ev.Host) {
 		return refused(abi.EgressHostNotAllowed, "%s is not on this tool's allowlist", ev.Host), nil
 	}
+	if k.policy.ReadOnly && !Safe(method) {
+		return refused(abi.EgressReadOnly, "%s: the tool is read-only (mutating: false in the index) and sends only GET, HEAD and OPTIONS", method), nil
+	}
 	if int64(len(body)) > k.c.cfg.MaxRequestBytes {
 		return refused(abi.EgressTooLarge, "the request body of %d bytes is over the cap of %d", len(body), k.c.cfg.MaxRequestBytes), nil
 	}
@@ -330,6 +368,7 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	if len(body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
+	k.addIdempotencyKey(method, ev.Host, req.Header)
 	if t := k.c.cfg.Tracer; t != nil {
 		parent := k.info.Context
 		if parent == nil {
@@ -397,6 +436,13 @@ func (k *Call) redirect(req *http.Request, via []*http.Request) error {
 }
 
 // validName reports whether a header name is an HTTP token.
+// ValidHeaderName says whether packd may write a header of this name on
+// a request: a token (RFC 9110), not one of the headers packd's transport
+// writes itself.
+func ValidHeaderName(name string) bool {
+	return name != "" && validName(name) && !hopHeaders[http.CanonicalHeaderKey(name)]
+}
+
 func validName(name string) bool {
 	if name == "" {
 		return false

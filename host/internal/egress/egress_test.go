@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -316,5 +317,68 @@ func TestTracerSpansEveryRequestSent(t *testing.T) {
 	defer tr.mu.Unlock()
 	if len(tr.started) != 1 || tr.started[0] != "GET api.test the call's span" || len(tr.ended) != 1 || tr.ended[0].Status != 200 || tr.ended[0].BytesReceived == 0 {
 		t.Fatalf("spans started %q, ended %+v", tr.started, tr.ended)
+	}
+}
+
+// TestReadOnlySendsOnlySafeMethods: a read-only policy (mutating: false)
+// sends GET, HEAD and OPTIONS; any other method is refused read-only
+// before anything is sent, and counted.
+func TestReadOnlySendsOnlySafeMethods(t *testing.T) {
+	f := newFixture(t, Config{})
+	ro := allow
+	ro.ReadOnly = true
+	k := f.client.ForCall(ro, CallInfo{})
+	for _, m := range []string{"GET", "HEAD", "OPTIONS"} {
+		if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{Method: m, URL: f.url("api.test", "/echo")}, ""); ans.Error != nil {
+			t.Errorf("%s from a read-only tool: %s", m, reason(ans))
+		}
+	}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		if ans, _ := do(t, k, context.Background(), abi.HTTPRequest{Method: m, URL: f.url("api.test", "/echo")}, "x"); reason(ans) != abi.EgressReadOnly {
+			t.Errorf("%s from a read-only tool: %s", m, reason(ans))
+		}
+	}
+	if s := k.Summary(); s.Requests != 3 || s.Refused != 4 || s.BytesSent != 0 {
+		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestWritesCarryIdempotencyKeys: a write (not GET, HEAD or OPTIONS) of a
+// call with an idempotency key carries a key derived from it and the
+// request's ordinal: the same for the same call run again, different for
+// every other request and call; none on reads, none without a call key,
+// the guest's own kept, renamed or off by host.
+func TestWritesCarryIdempotencyKeys(t *testing.T) {
+	f := newFixture(t, Config{})
+	pol := allow
+	pol.Idempotency = map[string]string{"a.svc.test": "X-Request-Key", "internal.test": ""}
+	seen := func(k *Call, method, host string, headers map[string][]string) string {
+		t.Helper()
+		r := abi.HTTPRequest{Method: method, URL: f.url(host, "/headers"), Headers: headers}
+		ans, body := do(t, k, context.Background(), r, "x")
+		if ans.Error != nil {
+			t.Fatalf("%s %s: %s", method, host, reason(ans))
+		}
+		return body
+	}
+	run := func() []string {
+		k := f.client.ForCall(pol, CallInfo{IdempotencyKey: "5f0c2a5e-0000-5000-8000-000000000001"})
+		return []string{seen(k, "POST", "api.test", nil), seen(k, "GET", "api.test", nil), seen(k, "PUT", "api.test", nil),
+			seen(k, "DELETE", "a.svc.test", nil), seen(k, "PATCH", "api.test", map[string][]string{"idempotency-key": {"guest-own"}})}
+	}
+	first, again := run(), run()
+	if !slices.Equal(first, again) {
+		t.Fatalf("the same call run twice sent other keys:\n%q\n%q", first, again)
+	}
+	post, put := IdempotencyKey("5f0c2a5e-0000-5000-8000-000000000001", 1), IdempotencyKey("5f0c2a5e-0000-5000-8000-000000000001", 3)
+	want := []string{"Idempotency-Key=" + post, "", "Idempotency-Key=" + put, "X-Request-Key=" + IdempotencyKey("5f0c2a5e-0000-5000-8000-000000000001", 4), "Idempotency-Key=guest-own"}
+	if !slices.Equal(first, want) || post == put {
+		t.Fatalf("keys sent:\n%q\nwant\n%q", first, want)
+	}
+	if got := IdempotencyKey("k", 1); got[14] != '5' || !strings.ContainsAny(got[19:20], "89ab") || len(got) != 36 {
+		t.Errorf("%s is not a version 5 UUID", got)
+	}
+	if got := seen(f.client.ForCall(pol, CallInfo{}), "POST", "api.test", nil); got != "" {
+		t.Errorf("a call without an idempotency key sent %q", got)
 	}
 }

@@ -17,6 +17,8 @@ import (
 // returns it with its port:
 //
 //	/echo      answers "METHOD BODY", and the request's Authorization in X-Seen
+//	/headers   answers Name=value of the Authorization, Idempotency-Key,
+//	           X-Api-Key and X-Request-Key headers it got, comma-separated
 //	/redirect  redirects to its query's "to"
 //	/slow      answers after 20 s, or when the client leaves
 //	/huge      answers 10 MiB
@@ -27,6 +29,15 @@ func Server(t testing.TB) (*httptest.Server, string) {
 		w.Header().Set("X-Seen", r.Header.Get("Authorization"))
 		w.Header().Set("X-Seen-Trace", r.Header.Get("Traceparent")+" "+r.Header.Get("Tracestate"))
 		fmt.Fprintf(w, "%s %s", r.Method, b)
+	})
+	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
+		var seen []string
+		for _, name := range []string{"Authorization", "Idempotency-Key", "X-Api-Key", "X-Request-Key"} {
+			if v := r.Header.Get(name); v != "" {
+				seen = append(seen, name+"="+v)
+			}
+		}
+		io.WriteString(w, strings.Join(seen, ","))
 	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
