@@ -60,6 +60,7 @@ const (
 	EgressFailed            = wire.EgressFailed
 	EgressRedirect          = wire.EgressRedirect
 	EgressReadOnly          = wire.EgressReadOnly
+	EgressCredentialMissing = wire.EgressCredentialMissing
 
 	Wildcard        = wire.Wildcard
 	KindInvoke      = wire.KindInvoke

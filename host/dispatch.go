@@ -174,7 +174,10 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		e.Issues = issues
 		return o.fail(e)
 	}
-	body, gerr := p.run(ctx, o, t, grant, entry.mod, entry.spec.Limits, abi.EncodeInvoke(id, entry.spec.Version, input, callCtx), callCtx)
+	// The secrets the index binds as credentials are packd's to send:
+	// the guest's ctx lacks them.
+	guestCtx := withoutBoundSecrets(callCtx, p.boundSecrets)
+	body, gerr := p.run(ctx, o, t, grant, entry.mod, entry.spec.Limits, abi.EncodeInvoke(id, entry.spec.Version, input, guestCtx), callCtx)
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -342,7 +345,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *modul
 	defer cancel()
 	var out *egress.Call
 	if mod.mod.ImportsHTTP() {
-		info := egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID, Context: ctx}
+		info := egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID, Context: ctx, Secret: p.credential(callCtx)}
 		if callCtx != nil {
 			info.IdempotencyKey, _ = stringField(callCtx, "idempotencyKey")
 		}

@@ -183,6 +183,14 @@ func TestNetworkLoadProblems(t *testing.T) {
 			`tools[0] (net.fetch) network.idempotency["api.test"] must be false or {"header": name}: a key is sent by default`},
 		{"an idempotency header packd may not write", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["*.svc.test"],"idempotency":{"*.svc.test":{"header":"Content-Length"}}}}`,
 			`tools[0] (net.fetch) network.idempotency["*.svc.test"] header "Content-Length" is not a header name packd may write`},
+		{"a credential of both a secret and a variable", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["api.test"],"credentials":{"api.test":{"secret":"a","env":"B"}}}}`,
+			`tools[0] (net.fetch) network.credentials["api.test"] names "secret" or "env": exactly one`},
+		{"a credential for a host off the allowlist", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["api.test"],"credentials":{"evil.test":{"secret":"a"}}}}`,
+			`tools[0] (net.fetch) network.credentials["evil.test"]: the host is not one this network lets the tool reach`},
+		{"a credential in a header packd writes", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["api.test"],"credentials":{"api.test":{"secret":"a","header":"Host"}}}}`,
+			`tools[0] (net.fetch) network.credentials["api.test"] header "Host" is not a header name packd may write`},
+		{"a credential of a variable the index does not declare", `{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["api.test"],"credentials":{"api.test":{"env":"UNDECLARED"}}}}`,
+			`network.credentials binds the environment variable UNDECLARED, which the index's env does not declare (env.required or env.optional)`},
 	}
 	for _, c := range cases {
 		path := writePack(t, indexJSON(c.tools, ""), map[string][]byte{"gonet.wasm": wasm})

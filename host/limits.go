@@ -172,7 +172,63 @@ func (p *problemList) network(o *ojson.Object, where string) egress.Policy {
 		}
 	}
 	pol.Idempotency = p.idempotency(no, pol, where)
+	pol.Credentials = p.credentials(no, pol, where)
 	return pol
+}
+
+// credentials reads network.credentials: by host the tool may reach,
+// {"secret": name} (a key of the call's ctx.secrets) or {"env": name} (a
+// process variable the index declares), with "header" (default
+// Authorization) and "scheme" (e.g. "Bearer").
+func (p *problemList) credentials(no *ojson.Object, pol egress.Policy, where string) map[string]egress.Credential {
+	v, ok := no.Get("credentials")
+	if !ok {
+		return nil
+	}
+	o, isObj := v.(*ojson.Object)
+	if !isObj {
+		p.add(`%s network.credentials must be an object of hosts, each {"secret": name} or {"env": name}`, where)
+		return nil
+	}
+	out := map[string]egress.Credential{}
+	for i, host := range o.Keys {
+		at := fmt.Sprintf("%s network.credentials[%q]", where, host)
+		if !p.reachable(pol, host, at) {
+			continue
+		}
+		e, isObj := o.Vals[i].(*ojson.Object)
+		if !isObj {
+			p.add(`%s must be {"secret": name} or {"env": name}, with "header" and "scheme" if need be`, at)
+			continue
+		}
+		p.keys(e, at, keySet("secret", "env", "header", "scheme"))
+		str := func(key string) string {
+			x, _ := e.Get(key)
+			s, isStr := x.(string)
+			if _, present := e.Get(key); present && (!isStr || s == "") {
+				p.add("%s %s must be a non-empty string", at, key)
+			}
+			return s
+		}
+		c := egress.Credential{Secret: str("secret"), Env: str("env"), Header: str("header"), Scheme: str("scheme")}
+		if (c.Secret == "") == (c.Env == "") {
+			p.add(`%s names "secret" or "env": exactly one`, at)
+		}
+		if c.Env != "" && !envName.MatchString(c.Env) {
+			p.add("%s env %q is not an environment name", at, c.Env)
+		}
+		if c.Header == "" {
+			c.Header = "Authorization"
+		}
+		if !egress.ValidHeaderName(c.Header) {
+			p.add("%s header %q is not a header name packd may write", at, c.Header)
+		}
+		if c.Scheme != "" && !egress.ValidToken(c.Scheme) {
+			p.add("%s scheme %q is not a scheme (a token such as Bearer)", at, c.Scheme)
+		}
+		out[strings.ToLower(host)] = c
+	}
+	return out
 }
 
 // idempotency reads network.idempotency: by host (a name or pattern the
@@ -231,6 +287,20 @@ func (p *problemList) reachable(pol egress.Policy, host, at string) bool {
 	return false
 }
 
+// credentialEnv names the process variables the index binds as
+// credentials.
+func (idx *Index) credentialEnv() []string {
+	var names []string
+	for _, t := range idx.targets() {
+		for _, c := range t.limits.Network.Credentials {
+			if c.Env != "" && !slices.Contains(names, c.Env) {
+				names = append(names, c.Env)
+			}
+		}
+	}
+	return names
+}
+
 // target is a tool or a check, as the load checks of limits see it.
 type target struct {
 	id, modulePath string
@@ -267,6 +337,11 @@ func (p *Pack) limitProblems(modules map[string]*module) []string {
 			problems = append(problems, fmt.Sprintf("%s: limits.memMB %d is over the service's memory limit of %d MiB (--memory-limit-mib)", t.id, limit>>20, p.sb.MemoryLimitBytes()>>20))
 		case m != nil && m.mod != nil && m.mod.MinMemoryBytes() > limit:
 			problems = append(problems, fmt.Sprintf("%s: limits.memMB %d is under the %d KiB of memory module %s starts with", t.id, limit>>20, m.mod.MinMemoryBytes()>>10, m.path))
+		}
+	}
+	for _, name := range p.index.credentialEnv() {
+		if !slices.Contains(p.index.EnvRequired, name) && !slices.Contains(p.index.EnvOptional, name) {
+			problems = append(problems, fmt.Sprintf("network.credentials binds the environment variable %s, which the index's env does not declare (env.required or env.optional)", name))
 		}
 	}
 	mayReach := map[string]bool{}

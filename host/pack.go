@@ -102,16 +102,20 @@ func (e *LoadError) Error() string {
 type Pack struct {
 	index *Index
 
-	sb       *sandbox.Sandbox
-	gate     Gate
-	output   func(GuestLine)
-	egress   *egress.Client
-	env      []string
-	tools    map[string][]*tool // by id, in index order
-	checks   map[string]*check
-	stats    []ModuleStat
-	modules  map[string]*module // by path
-	closeOne sync.Once
+	sb     *sandbox.Sandbox
+	gate   Gate
+	output func(GuestLine)
+	egress *egress.Client
+	env    []string
+	lookup func(string) (string, bool) // the process environment, for credentials bound to a variable
+	// boundSecrets are the ctx.secrets the index binds as credentials:
+	// no call's pack code gets them.
+	boundSecrets []string
+	tools        map[string][]*tool // by id, in index order
+	checks       map[string]*check
+	stats        []ModuleStat
+	modules      map[string]*module // by path
+	closeOne     sync.Once
 }
 
 type module struct {
@@ -174,6 +178,10 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	if cfg.PassEnv != nil {
 		p.env = slices.Sorted(slices.Values(cfg.PassEnv))
 	}
+	// A process variable the index binds as a credential is packd's to
+	// send: pack code never sees it.
+	p.lookup, p.env = lookup, withoutNames(p.env, idx.credentialEnv())
+	p.boundSecrets = idx.boundSecrets()
 
 	modules, stats, modProblems := loadModules(ctx, sb, root, idx, p.env)
 	p.stats, p.modules = stats, modules
@@ -207,6 +215,17 @@ func declaredEnv(idx *Index, lookup func(string) (string, bool)) []string {
 	}
 	sort.Strings(env)
 	return env
+}
+
+// withoutNames is env (KEY=VALUE) without the names listed.
+func withoutNames(env, names []string) []string {
+	if len(names) == 0 {
+		return env
+	}
+	return slices.DeleteFunc(env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, name)
+	})
 }
 
 // GuestEnvNames are the environment names pack code sees, sorted.

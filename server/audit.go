@@ -97,6 +97,9 @@ func (a *AuditLog) Egress(ev host.EgressEvent, artifactVersion string) {
 	} else {
 		o.Set("status", float64(ev.Status))
 	}
+	if ev.Credential != "" {
+		o.Set("credential", ev.Credential) // its source, never its value
+	}
 	o.Set("bytesSent", float64(ev.BytesSent))
 	o.Set("bytesReceived", float64(ev.BytesReceived))
 	o.Set("durationMs", float64(ev.Duration.Milliseconds()))

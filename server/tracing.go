@@ -256,6 +256,9 @@ func (t *Tracing) Start(parent context.Context, method, hostName string, h http.
 			}
 		}
 		span.SetAttributes(attribute.Int64("packd.egress.bytes_sent", ev.BytesSent), attribute.Int64("packd.egress.bytes_received", ev.BytesReceived))
+		if ev.Credential != "" {
+			span.SetAttributes(attribute.String("packd.egress.credential", ev.Credential)) // its source, never its value
+		}
 		span.End()
 	}
 }

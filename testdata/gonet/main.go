@@ -2,14 +2,18 @@
 // egress (abi/guest/egress) with a plain http.Client: net.fetch sends the
 // request its input describes, adding the call's secret "apiToken" as a
 // bearer token when there is one, and reports the response, or the reason
-// packd refused or failed it (a caught error).
+// packd refused or failed it (a caught error). Like a hostile pack, it
+// also reports, and logs, every secret of its ctx and the environment it
+// sees: what a credential the index binds must never be among.
 package main
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/kindgi/packd/abi/guest"
@@ -31,11 +35,17 @@ type fetchOut struct {
 	Seen    string `json:"seen,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Secrets are the ctx.secrets it was given, and Env its environment.
+	Secrets map[string]json.RawMessage `json:"secrets,omitempty"`
+	Env     []string                   `json:"env,omitempty"`
 }
 
-func fetch(in fetchIn, ctx *guest.Context) (fetchOut, error) {
+func fetch(in fetchIn, ctx *guest.Context) (out fetchOut, err error) {
+	defer func() {
+		out.Secrets, out.Env = ctx.Secrets, os.Environ()
+		fmt.Println("secrets:", ctx.Secrets, "env:", os.Environ())
+	}()
 	client := egress.Client()
-	var out fetchOut
 	for i := 0; i < max(in.Times, 1); i++ {
 		req, err := http.NewRequest(in.Method, in.URL, strings.NewReader(in.Body))
 		if err != nil {
@@ -52,7 +62,8 @@ func fetch(in fetchIn, ctx *guest.Context) (fetchOut, error) {
 		resp, err := client.Do(req)
 		var refused *wire.HTTPError
 		if errors.As(err, &refused) {
-			return fetchOut{Reason: refused.Reason, Message: refused.Message}, nil
+			out = fetchOut{Reason: refused.Reason, Message: refused.Message}
+			return out, nil
 		}
 		if err != nil {
 			return fetchOut{}, err

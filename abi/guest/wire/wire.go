@@ -194,4 +194,5 @@ const (
 	EgressFailed            = "failed"                // the connection or the exchange failed
 	EgressRedirect          = "redirect-not-followed" // too many redirects
 	EgressReadOnly          = "read-only"             // a method that writes, from a tool that says mutating: false
+	EgressCredentialMissing = "credential-missing"    // the credential the index binds to the host is not set for the call
 )

@@ -41,6 +41,9 @@ type Policy struct {
 	// Idempotency renames, by host pattern (as Hosts), the header a write
 	// carries its idempotency key in; "" sends none to those hosts.
 	Idempotency map[string]string
+	// Credentials, by host pattern (as Hosts), is what packd writes into
+	// every request to those hosts itself (credentials.go).
+	Credentials map[string]Credential
 }
 
 // Safe reports whether a method only reads (RFC 9110, 9.2.1): GET, HEAD
@@ -167,6 +170,9 @@ type Event struct {
 	Reason                   string // why there was none (abi.Egress*), "" with a status
 	BytesSent, BytesReceived int64
 	Duration                 time.Duration
+	// Credential names the credential packd attached ("secret NAME" or
+	// "env NAME"); never its value.
+	Credential string
 }
 
 // Summary is what a call did on the network, for its record.
@@ -230,6 +236,9 @@ type CallInfo struct {
 	// IdempotencyKey is the call's ctx.idempotencyKey ("": none, and its
 	// writes carry no key).
 	IdempotencyKey string
+	// Secret gives the value of a credential of the policy for this call
+	// (false: it has none).
+	Secret func(Credential) (string, bool)
 	// Context is the call's (its values only: a span, for Tracer).
 	Context context.Context
 }
@@ -250,6 +259,14 @@ type Call struct {
 	overCap bool
 	// spanEnd closes the span of the request being sent (Tracer).
 	spanEnd func(Event)
+	// attached is the credential header of the request being sent, and
+	// the values of every credential this call attached, which no answer
+	// hands the guest (credentials.go).
+	attached string
+	values   []string
+	// credential names the credential attached to any hop of the request
+	// being sent, for its event.
+	credential string
 }
 
 // ForCall is what sends a call's requests under policy.
@@ -285,8 +302,9 @@ func (k *Call) Do(ctx context.Context, r *abi.HTTPRequest, body []byte) (*abi.HT
 	k.made++
 	start := time.Now()
 	ev := Event{Tool: k.info.Tool, Tenant: k.info.Tenant}
+	k.credential = ""
 	ans, resp := k.do(ctx, r, body, &ev)
-	ev.Duration = time.Since(start)
+	ev.Duration, ev.Credential = time.Since(start), k.credential
 	if ans.Error != nil {
 		ev.Reason = ans.Error.Reason
 		k.sum.Refused++
@@ -368,6 +386,9 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	if len(body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
+	if ans := k.attachCredential(ev.Host, req.Header); ans != nil {
+		return ans, nil
+	}
 	k.addIdempotencyKey(method, ev.Host, req.Header)
 	if t := k.c.cfg.Tracer; t != nil {
 		parent := k.info.Context
@@ -404,7 +425,7 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	case err != nil:
 		return k.failure(err)
 	}
-	return &abi.HTTPAnswer{Status: res.StatusCode, Headers: res.Header}, data
+	return &abi.HTTPAnswer{Status: res.StatusCode, Headers: k.scrub(res.Header)}, k.scrubBody(data)
 }
 
 // failure turns a failed exchange into its answer.
@@ -430,12 +451,14 @@ func (k *Call) redirect(req *http.Request, via []*http.Request) error {
 	case k.made >= k.c.cfg.MaxRequests:
 		return &refusal{abi.EgressRequestLimit, fmt.Sprintf("a call may make %d requests (redirects count)", k.c.cfg.MaxRequests)}
 	}
+	if err := k.rebind(host, req.Header); err != nil {
+		return err
+	}
 	k.made++
 	k.sum.Requests++
 	return nil
 }
 
-// validName reports whether a header name is an HTTP token.
 // ValidHeaderName says whether packd may write a header of this name on
 // a request: a token (RFC 9110), not one of the headers packd's transport
 // writes itself.
@@ -443,6 +466,11 @@ func ValidHeaderName(name string) bool {
 	return name != "" && validName(name) && !hopHeaders[http.CanonicalHeaderKey(name)]
 }
 
+// ValidToken says whether s is an HTTP token (RFC 9110), as a header's
+// name or an authorization scheme is.
+func ValidToken(s string) bool { return validName(s) }
+
+// validName reports whether a header name is an HTTP token.
 func validName(name string) bool {
 	if name == "" {
 		return false

@@ -382,3 +382,54 @@ func TestWritesCarryIdempotencyKeys(t *testing.T) {
 		t.Errorf("a call without an idempotency key sent %q", got)
 	}
 }
+
+// TestCredentialsGoOnlyWhereBound: a bound credential is written into the
+// requests to its host only (a redirect elsewhere drops it, one back to
+// its host gets it again), is scrubbed from what the guest reads back, is
+// refused as a guest header of its name, and a call without its secret is
+// refused rather than sent without it.
+func TestCredentialsGoOnlyWhereBound(t *testing.T) {
+	f := newFixture(t, Config{})
+	pol := allow
+	pol.Credentials = map[string]Credential{"a.svc.test": {Secret: "tok", Header: "Authorization", Scheme: "Bearer"}}
+	secrets := func(c Credential) (string, bool) {
+		return map[string]string{"tok": "T0KEN-1234"}[c.Secret], c.Secret == "tok"
+	}
+	k := f.client.ForCall(pol, CallInfo{Secret: secrets})
+	headers := func(url string) string {
+		t.Helper()
+		ans, body := do(t, k, context.Background(), abi.HTTPRequest{URL: url}, "")
+		if ans.Error != nil {
+			t.Fatalf("%s: %s %s", url, reason(ans), ans.Error.Message)
+		}
+		return body
+	}
+	if got := headers(f.url("a.svc.test", "/headers")); got != "Authorization=[credential redacted by packd]" {
+		t.Errorf("the bound host's echo of its headers reached the guest as %q", got)
+	}
+	if got := headers(f.url("a.svc.test", "/redirect?to=") + f.url("api.test", "/headers")); got != "" {
+		t.Errorf("a redirect to an unbound host carried %q", got)
+	}
+	if got := headers(f.url("api.test", "/redirect?to=") + f.url("a.svc.test", "/headers")); got != "Authorization=[credential redacted by packd]" {
+		t.Errorf("a redirect to the bound host carried %q", got)
+	}
+	ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("a.svc.test", "/headers"), Headers: map[string][]string{"authorization": {"Bearer mine"}}}, "")
+	if reason(ans) != abi.EgressBadRequest {
+		t.Errorf("a guest's own Authorization to the bound host: %s", reason(ans))
+	}
+	ans, _ = do(t, f.client.ForCall(pol, CallInfo{}), context.Background(), abi.HTTPRequest{URL: f.url("a.svc.test", "/headers")}, "")
+	if reason(ans) != abi.EgressCredentialMissing {
+		t.Errorf("a call without the secret: %s", reason(ans))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var creds []string
+	for _, ev := range f.events {
+		creds = append(creds, ev.Credential)
+	}
+	// each request with the credential on one of its hops says so; the
+	// refused ones, sent nowhere, do not
+	if want := []string{"secret tok", "secret tok", "secret tok", "", ""}; !slices.Equal(creds, want) {
+		t.Errorf("events say credentials %q, want %q", creds, want)
+	}
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// upstream is a loopback API on addr, which notes in seen the host, path,
+// Authorization and X-Api-Key of every request: /headers answers the
+// Authorization and Idempotency-Key headers it got, /reflect echoes its request's
+// Authorization in its body and a header (as a hostile or careless API
+// may), /redirect redirects to ?to=.
+func upstream(t *testing.T, addr string, seen *[]string, mu *sync.Mutex) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		*seen = append(*seen, r.Host+r.URL.Path+" auth="+r.Header.Get("Authorization")+" key="+r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/headers":
+			io.WriteString(w, "auth="+r.Header.Get("Authorization")+" key="+r.Header.Get("Idempotency-Key"))
+		case "/reflect":
+			w.Header().Set("X-Seen", r.Header.Get("Authorization"))
+			io.WriteString(w, "you sent "+r.Header.Get("Authorization"))
+		case "/redirect":
+			http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+		}
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestBoundCredentialsNeverReachThePack: a secret the index binds to a
+// host reaches that host in the header packd writes, and nowhere else:
+// the pack's ctx.secrets and environment lack it, so it has nothing to
+// log, echo or send to another allowlisted host; a redirect to another
+// host arrives without it; an API that reflects it hands the pack a
+// redacted copy; a pack's own header of that name is refused. The same
+// call twice sends the same Idempotency-Key; a mutating: false tool's
+// POST is refused and its GET goes through. No record, audit line,
+// metric or span holds the secret.
+func TestBoundCredentialsNeverReachThePack(t *testing.T) {
+	const secret, envSecret = "s3cret-VALUE-4f1d", "env-s3cret-9a2b"
+	var mu sync.Mutex
+	var seen []string
+	a, b := upstream(t, "127.0.0.1:0", &seen, &mu), upstream(t, "127.0.0.2:0", &seen, &mu)
+	col := newCollector(t)
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", "gonet", "gonet.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	schema := `"input":{"type":"object"},"output":{"type":"object"},"modulePath":"gonet.wasm"`
+	index := `{"v":1,"packId":"creds","packVersion":"1.0.0","artifactVersion":"creds-1","publishedAt":"2026-12-02T00:00:00.000Z","agents":[],"flows":[],"guardrails":[],` +
+		`"env":{"required":["PAY_TOKEN"],"optional":[]},"tools":[` +
+		`{"id":"net.fetch",` + schema + `,"network":{"kind":"allowlist","hosts":["127.0.0.1","127.0.0.2"],` +
+		`"credentials":{"127.0.0.1":{"secret":"apiToken","scheme":"Bearer"},"127.0.0.2":{"env":"PAY_TOKEN","header":"X-Api-Key"}}}},` +
+		`{"id":"net.offline",` + schema + `,"mutating":false,"network":{"kind":"allowlist","hosts":["127.0.0.1"]}}]}`
+	for name, data := range map[string][]byte{"index.json": []byte(index), "gonet.wasm": wasm} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	audit := filepath.Join(dir, "audit.jsonl")
+	s := start(t, filepath.Join(dir, "index.json"), map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8", "PAY_TOKEN": envSecret,
+		"OTEL_EXPORTER_OTLP_ENDPOINT": col.URL, "OTEL_BSP_SCHEDULE_DELAY": "50"}, "--audit-log", audit)
+	type out struct {
+		Status  int                        `json:"status"`
+		Body    string                     `json:"body"`
+		Seen    string                     `json:"seen"`
+		Reason  string                     `json:"reason"`
+		Message string                     `json:"message"`
+		Secrets map[string]json.RawMessage `json:"secrets"`
+		Env     []string                   `json:"env"`
+	}
+	call := func(tool, input, key string) out {
+		t.Helper()
+		ctx := `{"tenantId":"t1","runId":"r","idempotencyKey":"` + key + `","secrets":{"apiToken":"` + secret + `","other":"not-bound"}}`
+		r := s.invoke(t, invokeBody(tool, "", input, ctx))
+		var m struct {
+			Output out `json:"output"`
+		}
+		if r.status != 200 || json.Unmarshal([]byte(r.body), &m) != nil {
+			t.Fatalf("%s %s: %d %s", tool, input, r.status, r.body)
+		}
+		if strings.Contains(r.body, secret) || strings.Contains(r.body, envSecret) {
+			t.Fatalf("the pack held a bound credential: %s", r.body)
+		}
+		return m.Output
+	}
+
+	// The bound host gets it; the pack sees neither secret.
+	o := call("net.fetch", `{"url":"`+a+`/headers"}`, "k-1")
+	mu.Lock()
+	got := strings.Join(seen, "\n")
+	mu.Unlock()
+	hostA, hostB := strings.TrimPrefix(a, "http://"), strings.TrimPrefix(b, "http://")
+	if got != hostA+"/headers auth=Bearer "+secret+" key=" {
+		t.Errorf("the bound host did not get the credential: %s", got)
+	}
+	if o.Body != "auth=[credential redacted by packd] key=" {
+		t.Errorf("the bound host's echo of it reached the pack as %q", o.Body)
+	}
+	if len(o.Secrets) != 1 || string(o.Secrets["other"]) != `"not-bound"` || len(o.Env) != 0 {
+		t.Errorf("the pack's ctx.secrets %v and environment %v", o.Secrets, o.Env)
+	}
+	// The other host gets its own credential (a process variable), never
+	// the first; so does a redirect from the first to it.
+	call("net.fetch", `{"url":"`+b+`/headers"}`, "k-1")
+	call("net.fetch", `{"url":"`+a+`/redirect?to=`+b+`/headers"}`, "k-1")
+	mu.Lock()
+	got = strings.Join(seen[1:], "\n")
+	mu.Unlock()
+	if want := hostB + "/headers auth= key=" + envSecret + "\n" + hostA + "/redirect auth=Bearer " + secret + " key=\n" + hostB + "/headers auth= key=" + envSecret; got != want {
+		t.Errorf("requests seen:\n%s\nwant\n%s", got, want)
+	}
+	// An API that reflects the credential hands the pack a redacted copy.
+	if o := call("net.fetch", `{"url":"`+a+`/reflect"}`, "k-1"); o.Body != "you sent [credential redacted by packd]" || o.Seen != "[credential redacted by packd]" {
+		t.Errorf("the reflected credential reached the pack: %q, %q", o.Body, o.Seen)
+	}
+	// The pack's own header of the bound name is refused.
+	if o := call("net.fetch", `{"url":"`+a+`/headers","headers":{"Authorization":"Bearer mine"}}`, "k-1"); o.Reason != "bad-request" || !strings.Contains(o.Message, "packd's to write") {
+		t.Errorf("a pack's own Authorization to the bound host: %+v", o)
+	}
+	// The same call twice sends the same key for each POST; another call another.
+	k1 := call("net.fetch", `{"url":"`+a+`/headers","method":"POST","body":"x","times":2}`, "5f0c2a5e-0000-5000-8000-000000000001").Body
+	k1again := call("net.fetch", `{"url":"`+a+`/headers","method":"POST","body":"x","times":2}`, "5f0c2a5e-0000-5000-8000-000000000001").Body
+	k2 := call("net.fetch", `{"url":"`+a+`/headers","method":"POST","body":"x","times":2}`, "5f0c2a5e-0000-5000-8000-000000000002").Body
+	if !strings.Contains(k1, " key=") || len(k1) < len(" key=")+36 || k1 != k1again || k1 == k2 {
+		t.Errorf("Idempotency-Keys of the same call twice %q and %q, of another %q", k1, k1again, k2)
+	}
+	// mutating: false: a POST is refused, a GET goes through.
+	if o := call("net.offline", `{"url":"`+a+`/headers","method":"POST","body":"x"}`, "k-1"); o.Reason != "read-only" {
+		t.Errorf("a read-only tool's POST: %+v", o)
+	}
+	if o := call("net.offline", `{"url":"`+a+`/headers"}`, "k-1"); o.Status != 200 {
+		t.Errorf("a read-only tool's GET: %+v", o)
+	}
+
+	// Nothing packd writes holds either secret.
+	col.waitSpans(t, 10)
+	time.Sleep(200 * time.Millisecond)
+	auditLines := ""
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(audit)
+		if auditLines = string(b); strings.Count(auditLines, `"event":"egress"`) >= 12 {
+			break
+		}
+	}
+	if !strings.Contains(auditLines, `"credential":"secret apiToken"`) || !strings.Contains(auditLines, `"credential":"env PAY_TOKEN"`) {
+		t.Errorf("the audit log does not say which credentials were attached:\n%s", auditLines)
+	}
+	col.mu.Lock()
+	var spans strings.Builder
+	credentialSpans := 0
+	for _, sp := range col.spans {
+		spans.WriteString(sp.String())
+		if attrs(sp)["packd.egress.credential"] == "secret apiToken" {
+			credentialSpans++
+		}
+	}
+	col.mu.Unlock()
+	if credentialSpans == 0 {
+		t.Error("no span says a credential was attached")
+	}
+	for what, text := range map[string]string{"records": strings.Join(s.stderr.snapshot(), "\n") + strings.Join(s.stdout.snapshot(), "\n"),
+		"the audit log": auditLines, "the metrics": scrape(t, s), "the spans": spans.String()} {
+		if strings.Contains(text, secret) || strings.Contains(text, envSecret) {
+			t.Errorf("%s hold a bound credential", what)
+		}
+	}
+}
