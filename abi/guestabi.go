@@ -50,17 +50,18 @@ const (
 	LogWarn  = wire.LogWarn
 	LogError = wire.LogError
 
-	EgressNotAllowed        = wire.EgressNotAllowed
-	EgressHostNotAllowed    = wire.EgressHostNotAllowed
-	EgressAddressNotAllowed = wire.EgressAddressNotAllowed
-	EgressBadRequest        = wire.EgressBadRequest
-	EgressRequestLimit      = wire.EgressRequestLimit
-	EgressTooLarge          = wire.EgressTooLarge
-	EgressResponseTooLarge  = wire.EgressResponseTooLarge
-	EgressFailed            = wire.EgressFailed
-	EgressRedirect          = wire.EgressRedirect
-	EgressReadOnly          = wire.EgressReadOnly
-	EgressCredentialMissing = wire.EgressCredentialMissing
+	EgressNotAllowed           = wire.EgressNotAllowed
+	EgressHostNotAllowed       = wire.EgressHostNotAllowed
+	EgressAddressNotAllowed    = wire.EgressAddressNotAllowed
+	EgressBadRequest           = wire.EgressBadRequest
+	EgressRequestLimit         = wire.EgressRequestLimit
+	EgressTooLarge             = wire.EgressTooLarge
+	EgressResponseTooLarge     = wire.EgressResponseTooLarge
+	EgressFailed               = wire.EgressFailed
+	EgressRedirect             = wire.EgressRedirect
+	EgressReadOnly             = wire.EgressReadOnly
+	EgressCredentialMissing    = wire.EgressCredentialMissing
+	EgressCredentialNeedsHTTPS = wire.EgressCredentialNeedsHTTPS
 
 	Wildcard        = wire.Wildcard
 	KindInvoke      = wire.KindInvoke

@@ -184,15 +184,16 @@ func (e *HTTPError) Error() string { return e.Reason + ": " + e.Message }
 
 // Reasons an outbound request got no response (HTTPError.Reason).
 const (
-	EgressNotAllowed        = "network-not-allowed"   // the tool's index entry allows no network
-	EgressHostNotAllowed    = "host-not-allowed"      // the host is not on the tool's allowlist
-	EgressAddressNotAllowed = "address-not-allowed"   // the host resolves to a loopback, private or other special address
-	EgressBadRequest        = "bad-request"           // not a request packd can send (URL, scheme, method, header)
-	EgressRequestLimit      = "request-limit"         // the call has made as many requests as it may
-	EgressTooLarge          = "request-too-large"     // the request body is over its cap
-	EgressResponseTooLarge  = "response-too-large"    // the response body is over its cap
-	EgressFailed            = "failed"                // the connection or the exchange failed
-	EgressRedirect          = "redirect-not-followed" // too many redirects
-	EgressReadOnly          = "read-only"             // a method that writes, from a tool that says mutating: false
-	EgressCredentialMissing = "credential-missing"    // the credential the index binds to the host is not set for the call
+	EgressNotAllowed           = "network-not-allowed"    // the tool's index entry allows no network
+	EgressHostNotAllowed       = "host-not-allowed"       // the host is not on the tool's allowlist
+	EgressAddressNotAllowed    = "address-not-allowed"    // the host resolves to a loopback, private or other special address
+	EgressBadRequest           = "bad-request"            // not a request packd can send (URL, scheme, method, header)
+	EgressRequestLimit         = "request-limit"          // the call has made as many requests as it may
+	EgressTooLarge             = "request-too-large"      // the request body is over its cap
+	EgressResponseTooLarge     = "response-too-large"     // the response body is over its cap
+	EgressFailed               = "failed"                 // the connection or the exchange failed
+	EgressRedirect             = "redirect-not-followed"  // too many redirects
+	EgressReadOnly             = "read-only"              // a method that writes, from a tool that says mutating: false
+	EgressCredentialMissing    = "credential-missing"     // the credential the index binds to the host is not set for the call
+	EgressCredentialNeedsHTTPS = "credential-needs-https" // a bound credential over plain http to an address the operator does not allow
 )

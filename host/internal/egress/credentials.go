@@ -5,12 +5,14 @@ package egress
 // and packd writes it into those requests itself, after the allowlist
 // check and before the dial's address check lets any byte leave. The host
 // withholds the secret from the guest; here it is attached, kept off
-// every other host (redirects included), and scrubbed from what the
-// guest reads back.
+// every other host (redirects included), off plain http (but to an
+// address the operator allows), and scrubbed from what the guest reads
+// back.
 
 import (
 	"bytes"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -38,11 +40,14 @@ func (c Credential) Name() string {
 // the same name is refused (the credential is packd's to write), and so
 // is a request whose call lacks the secret: it is not sent unauthenticated
 // in the guest's stead. It answers the refusal, or nil.
-func (k *Call) attachCredential(host string, h http.Header) *abi.HTTPAnswer {
+func (k *Call) attachCredential(scheme, host string, h http.Header) *abi.HTTPAnswer {
 	k.attached = ""
 	c, ok := byHost(k.policy.Credentials, host)
 	if !ok {
 		return nil
+	}
+	if scheme != "https" && !k.c.operatorAllows(host) {
+		return refused(abi.EgressCredentialNeedsHTTPS, "the credential the index binds to %s (%s) goes over https only (plain http only to an address --network-allow names)", host, c.Name())
 	}
 	if _, set := h[http.CanonicalHeaderKey(c.Header)]; set {
 		return refused(abi.EgressBadRequest, "header %q is packd's to write for %s: the index binds a credential to it (%s)", c.Header, host, c.Name())
@@ -72,15 +77,31 @@ func (k *Call) attachCredential(host string, h http.Header) *abi.HTTPAnswer {
 // removed (a redirect to another host never carries it), and the new
 // host's own is attached, unless the guest's headers, copied onto the
 // redirect, already hold a header of its name.
-func (k *Call) rebind(host string, h http.Header) error {
+func (k *Call) rebind(scheme, host string, h http.Header) error {
 	if k.attached != "" {
 		h.Del(k.attached)
 		k.attached = ""
 	}
-	if ans := k.attachCredential(host, h); ans != nil {
+	if ans := k.attachCredential(scheme, host, h); ans != nil {
 		return &refusal{ans.Error.Reason, "a redirect to " + host + ": " + ans.Error.Message}
 	}
 	return nil
+}
+
+// operatorAllows says whether host is an IP address in a range the
+// operator lets calls reach (--network-allow): a service of the
+// operator's own, where a credential may go over plain http.
+func (c *Client) operatorAllows(host string) bool {
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	if err != nil {
+		return false
+	}
+	for _, p := range c.cfg.AllowAddresses {
+		if p.Contains(ip.Unmap()) {
+			return true
+		}
+	}
+	return false
 }
 
 // scrub removes the call's credential values from a response's headers

@@ -386,7 +386,7 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	if len(body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
-	if ans := k.attachCredential(ev.Host, req.Header); ans != nil {
+	if ans := k.attachCredential(u.Scheme, ev.Host, req.Header); ans != nil {
 		return ans, nil
 	}
 	k.addIdempotencyKey(method, ev.Host, req.Header)
@@ -451,7 +451,7 @@ func (k *Call) redirect(req *http.Request, via []*http.Request) error {
 	case k.made >= k.c.cfg.MaxRequests:
 		return &refusal{abi.EgressRequestLimit, fmt.Sprintf("a call may make %d requests (redirects count)", k.c.cfg.MaxRequests)}
 	}
-	if err := k.rebind(host, req.Header); err != nil {
+	if err := k.rebind(req.URL.Scheme, host, req.Header); err != nil {
 		return err
 	}
 	k.made++

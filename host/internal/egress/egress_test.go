@@ -385,13 +385,16 @@ func TestWritesCarryIdempotencyKeys(t *testing.T) {
 
 // TestCredentialsGoOnlyWhereBound: a bound credential is written into the
 // requests to its host only (a redirect elsewhere drops it, one back to
-// its host gets it again), is scrubbed from what the guest reads back, is
+// its host gets it again), goes over plain http only to an address the
+// operator allows, is scrubbed from what the guest reads back, is
 // refused as a guest header of its name, and a call without its secret is
 // refused rather than sent without it.
 func TestCredentialsGoOnlyWhereBound(t *testing.T) {
 	f := newFixture(t, Config{})
 	pol := allow
-	pol.Credentials = map[string]Credential{"a.svc.test": {Secret: "tok", Header: "Authorization", Scheme: "Bearer"}}
+	pol.Hosts = append(slices.Clone(pol.Hosts), "127.0.0.1")
+	pol.Credentials = map[string]Credential{"127.0.0.1": {Secret: "tok", Header: "Authorization", Scheme: "Bearer"},
+		"a.svc.test": {Secret: "tok", Header: "Authorization", Scheme: "Bearer"}}
 	secrets := func(c Credential) (string, bool) {
 		return map[string]string{"tok": "T0KEN-1234"}[c.Secret], c.Secret == "tok"
 	}
@@ -404,22 +407,27 @@ func TestCredentialsGoOnlyWhereBound(t *testing.T) {
 		}
 		return body
 	}
-	if got := headers(f.url("a.svc.test", "/headers")); got != "Authorization=[credential redacted by packd]" {
+	if got := headers(f.url("127.0.0.1", "/headers")); got != "Authorization=[credential redacted by packd]" {
 		t.Errorf("the bound host's echo of its headers reached the guest as %q", got)
 	}
-	if got := headers(f.url("a.svc.test", "/redirect?to=") + f.url("api.test", "/headers")); got != "" {
+	if got := headers(f.url("127.0.0.1", "/redirect?to=") + f.url("api.test", "/headers")); got != "" {
 		t.Errorf("a redirect to an unbound host carried %q", got)
 	}
-	if got := headers(f.url("api.test", "/redirect?to=") + f.url("a.svc.test", "/headers")); got != "Authorization=[credential redacted by packd]" {
+	if got := headers(f.url("api.test", "/redirect?to=") + f.url("127.0.0.1", "/headers")); got != "Authorization=[credential redacted by packd]" {
 		t.Errorf("a redirect to the bound host carried %q", got)
 	}
-	ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("a.svc.test", "/headers"), Headers: map[string][]string{"authorization": {"Bearer mine"}}}, "")
+	ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("127.0.0.1", "/headers"), Headers: map[string][]string{"authorization": {"Bearer mine"}}}, "")
 	if reason(ans) != abi.EgressBadRequest {
 		t.Errorf("a guest's own Authorization to the bound host: %s", reason(ans))
 	}
-	ans, _ = do(t, f.client.ForCall(pol, CallInfo{}), context.Background(), abi.HTTPRequest{URL: f.url("a.svc.test", "/headers")}, "")
+	ans, _ = do(t, f.client.ForCall(pol, CallInfo{}), context.Background(), abi.HTTPRequest{URL: f.url("127.0.0.1", "/headers")}, "")
 	if reason(ans) != abi.EgressCredentialMissing {
 		t.Errorf("a call without the secret: %s", reason(ans))
+	}
+	// A name (not an address the operator allows) gets it over https only.
+	ans, _ = do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("a.svc.test", "/headers")}, "")
+	if reason(ans) != abi.EgressCredentialNeedsHTTPS {
+		t.Errorf("a credential over plain http to a name: %s", reason(ans))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -429,7 +437,7 @@ func TestCredentialsGoOnlyWhereBound(t *testing.T) {
 	}
 	// each request with the credential on one of its hops says so; the
 	// refused ones, sent nowhere, do not
-	if want := []string{"secret tok", "secret tok", "secret tok", "", ""}; !slices.Equal(creds, want) {
+	if want := []string{"secret tok", "secret tok", "secret tok", "", "", ""}; !slices.Equal(creds, want) {
 		t.Errorf("events say credentials %q, want %q", creds, want)
 	}
 }
