@@ -44,11 +44,27 @@ export interface ToolContext {
   readonly log?: CallLogger;
 }
 
+/**
+ * A credential packd writes into every request to its host itself: the
+ * call's `ctx.secrets[secret]`, or the process variable `env` the index
+ * declares, in `header` (default Authorization) after `scheme` and a space.
+ * Pack code never holds it (docs/index-format.md, "network").
+ */
+export type Credential =
+  | { readonly secret: string; readonly header?: string; readonly scheme?: string }
+  | { readonly env: string; readonly header?: string; readonly scheme?: string };
+
+/** Per host: bound credentials, and the header of writes' idempotency keys (false: none). */
+export interface NetworkHostSettings {
+  readonly credentials?: Readonly<Record<string, Credential>>;
+  readonly idempotency?: Readonly<Record<string, false | { readonly header: string }>>;
+}
+
 /** A tool's network policy, as in the index. */
 export type NetworkPolicy =
   | { readonly kind: "none" }
-  | { readonly kind: "allowlist"; readonly hosts: readonly string[] }
-  | { readonly kind: "unrestricted" };
+  | ({ readonly kind: "allowlist"; readonly hosts: readonly string[] } & NetworkHostSettings)
+  | ({ readonly kind: "unrestricted" } & NetworkHostSettings);
 
 /** A tool's limits, as in the index. */
 export interface Limits {
