@@ -186,3 +186,45 @@ func TestBoundCredentialsNeverReachThePack(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundCredentialsInEveryLanguage: the same binding serves a pack in
+// Go (abi/guest/egress), C (kindgi_http) and TypeScript (fetch), each of
+// which would send ctx.secrets.apiToken itself if it had it: the API gets
+// packd's header, and the pack's answer holds no secret.
+func TestBoundCredentialsInEveryLanguage(t *testing.T) {
+	const secret = "tok-every-language-77"
+	var mu sync.Mutex
+	var seen []string
+	a := upstream(t, "127.0.0.1:0", &seen, &mu)
+	for _, module := range []string{"gonet/gonet.wasm", "cnet/cnet.wasm", "jsnet/net.wasm"} {
+		t.Run(filepath.Dir(module), func(t *testing.T) {
+			wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", module))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			index := `{"v":1,"packId":"creds","packVersion":"1.0.0","artifactVersion":"creds-1","publishedAt":"2026-12-02T00:00:00.000Z","agents":[],"flows":[],"guardrails":[],` +
+				`"tools":[{"id":"net.fetch","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"net.wasm",` +
+				`"network":{"kind":"allowlist","hosts":["127.0.0.1"],"credentials":{"127.0.0.1":{"secret":"apiToken","scheme":"Bearer"}}}}]}`
+			for name, data := range map[string][]byte{"index.json": []byte(index), "net.wasm": wasm} {
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := start(t, filepath.Join(dir, "index.json"), map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			r := s.invoke(t, invokeBody("net.fetch", "", `{"url":"`+a+`/headers"}`, `{"tenantId":"t1","runId":"r","secrets":{"apiToken":"`+secret+`"}}`))
+			mu.Lock()
+			got := strings.Join(seen, "\n")
+			mu.Unlock()
+			if r.status != 200 || strings.Contains(r.body, secret) || !strings.Contains(r.body, `[credential redacted by packd]`) {
+				t.Errorf("the pack's answer: %d %s", r.status, r.body)
+			}
+			if got != strings.TrimPrefix(a, "http://")+"/headers auth=Bearer "+secret+" key=" {
+				t.Errorf("the API saw %q", got)
+			}
+		})
+	}
+}
