@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,7 @@ import (
 )
 
 // upstream is a loopback API on addr, which notes in seen the host, path,
-// Authorization and X-Api-Key of every request: /headers answers the
+// Authorization, X-Api-Key and Idempotency-Key of every request: /headers answers the
 // Authorization and Idempotency-Key headers it got, /reflect echoes its request's
 // Authorization in its body and a header (as a hostile or careless API
 // may), /redirect redirects to ?to=.
@@ -27,7 +28,11 @@ func upstream(t *testing.T, addr string, seen *[]string, mu *sync.Mutex) string 
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		*seen = append(*seen, r.Host+r.URL.Path+" auth="+r.Header.Get("Authorization")+" key="+r.Header.Get("X-Api-Key"))
+		line := r.Host + r.URL.Path + " auth=" + r.Header.Get("Authorization") + " key=" + r.Header.Get("X-Api-Key")
+		if k := r.Header.Get("Idempotency-Key"); k != "" {
+			line += " idem=" + k
+		}
+		*seen = append(*seen, line)
 		mu.Unlock()
 		switch r.URL.Path {
 		case "/headers":
@@ -138,11 +143,25 @@ func TestBoundCredentialsNeverReachThePack(t *testing.T) {
 	if o := call("net.fetch", `{"url":"`+a+`/headers","headers":{"Authorization":"Bearer mine"}}`, "k-1"); o.Reason != "bad-request" || !strings.Contains(o.Message, "packd's to write") {
 		t.Errorf("a pack's own Authorization to the bound host: %+v", o)
 	}
-	// The same call twice sends the same key for each POST; another call another.
-	k1 := call("net.fetch", `{"url":"`+a+`/headers","method":"POST","body":"x","times":2}`, "5f0c2a5e-0000-5000-8000-000000000001").Body
-	k1again := call("net.fetch", `{"url":"`+a+`/headers","method":"POST","body":"x","times":2}`, "5f0c2a5e-0000-5000-8000-000000000001").Body
-	k2 := call("net.fetch", `{"url":"`+a+`/headers","method":"POST","body":"x","times":2}`, "5f0c2a5e-0000-5000-8000-000000000002").Body
-	if !strings.Contains(k1, " key=") || len(k1) < len(" key=")+36 || k1 != k1again || k1 == k2 {
+	// The same call twice sends the same key for each of its POSTs;
+	// another call, other keys.
+	posts := func(key string) []string {
+		t.Helper()
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		call("net.fetch", `{"url":"`+a+`/headers","method":"POST","body":"x","times":2}`, key)
+		mu.Lock()
+		defer mu.Unlock()
+		var keys []string
+		for _, l := range seen[n:] {
+			_, k, _ := strings.Cut(l, " idem=")
+			keys = append(keys, k)
+		}
+		return keys
+	}
+	k1, k1again, k2 := posts("5f0c2a5e-0000-5000-8000-000000000001"), posts("5f0c2a5e-0000-5000-8000-000000000001"), posts("5f0c2a5e-0000-5000-8000-000000000002")
+	if len(k1) != 2 || len(k1[0]) != 36 || len(k1[1]) != 36 || k1[0] == k1[1] || !slices.Equal(k1, k1again) || k1[0] == k2[0] || k1[1] == k2[1] {
 		t.Errorf("Idempotency-Keys of the same call twice %q and %q, of another %q", k1, k1again, k2)
 	}
 	// mutating: false: a POST is refused, a GET goes through.
