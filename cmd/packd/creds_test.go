@@ -198,8 +198,12 @@ func TestBoundCredentialsNeverReachThePack(t *testing.T) {
 	if credentialSpans == 0 {
 		t.Error("no span says a credential was attached")
 	}
+	metrics := scrape(t, s)
+	if !strings.Contains(metrics, `packd_egress_refusals_total{reason="read-only"} 1`) {
+		t.Error("the read-only refusal is not counted")
+	}
 	for what, text := range map[string]string{"records": strings.Join(s.stderr.snapshot(), "\n") + strings.Join(s.stdout.snapshot(), "\n"),
-		"the audit log": auditLines, "the metrics": scrape(t, s), "the spans": spans.String()} {
+		"the audit log": auditLines, "the metrics": metrics, "the spans": spans.String()} {
 		if strings.Contains(text, secret) || strings.Contains(text, envSecret) {
 			t.Errorf("%s hold a bound credential", what)
 		}
