@@ -19,7 +19,7 @@ func TestDevRebuildsAGoPack(t *testing.T) {
 		t.Fatal("go is not on PATH: the test needs it to build the pack")
 	}
 	dir := filepath.Join(t.TempDir(), "devpack")
-	if r := packd(t, "init", dir); r.code != 0 {
+	if r := packdProc(t, "init", dir); r.code != 0 {
 		t.Fatalf("packd init: %d %s", r.code, r.stderr)
 	}
 	s := startDev(t, dir)

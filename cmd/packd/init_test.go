@@ -17,7 +17,7 @@ func TestInitScaffoldsAPackThatAnswers(t *testing.T) {
 		t.Fatal("go is not on PATH: the test needs it to build the pack")
 	}
 	dir := filepath.Join(t.TempDir(), "Acme Notes")
-	r := packd(t, "init", dir)
+	r := packdProc(t, "init", dir)
 	if r.code != 0 {
 		t.Fatalf("packd init: %d %s", r.code, r.stderr)
 	}
@@ -31,14 +31,14 @@ func TestInitScaffoldsAPackThatAnswers(t *testing.T) {
 	if !strings.Contains(string(before), `"packId": "acme-notes"`) || !strings.Contains(string(before), `"id": "acme-notes.greet"`) {
 		t.Fatalf("index:\n%s", before)
 	}
-	if r := packd(t, "check", "--index", index); r.code != 0 {
+	if r := packdProc(t, "check", "--index", index); r.code != 0 {
 		t.Fatalf("packd check: %s %s", r.stdout, r.stderr)
 	}
-	r = packd(t, "invoke", "--index", index, "--tool", "acme-notes.greet", "--input", `{"name":"Ada"}`)
+	r = packdProc(t, "invoke", "--index", index, "--tool", "acme-notes.greet", "--input", `{"name":"Ada"}`)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"greeting":"Hello, Ada!"}}` {
 		t.Fatalf("packd invoke: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	if r := packd(t, "invoke", "--index", index, "--tool", "acme-notes.greet", "--input", `{"name":5}`); r.code != 1 || !strings.Contains(r.stdout, "input-validation-failed") {
+	if r := packdProc(t, "invoke", "--index", index, "--tool", "acme-notes.greet", "--input", `{"name":5}`); r.code != 1 || !strings.Contains(r.stdout, "input-validation-failed") {
 		t.Fatalf("input of the wrong type: %d %s", r.code, r.stdout)
 	}
 	test := exec.Command("go", "test", "./...")
@@ -46,7 +46,7 @@ func TestInitScaffoldsAPackThatAnswers(t *testing.T) {
 	if out, err := test.CombinedOutput(); err != nil {
 		t.Fatalf("go test in the new pack: %v\n%s", err, out)
 	}
-	if r := packd(t, "index", "--index", index); r.code != 0 {
+	if r := packdProc(t, "index", "--index", index); r.code != 0 {
 		t.Fatalf("packd index: %s", r.stderr)
 	}
 	if after, _ := os.ReadFile(index); string(after) != string(before) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -41,6 +42,27 @@ func packd(t *testing.T, args ...string) runResult {
 		args = append([]string{args[0], "--cache-dir", cacheDir}, args[1:]...)
 	}
 	code := run(args, strings.NewReader(""), &out, &errb)
+	return runResult{code, out.String(), errb.String()}
+}
+
+// packdProc runs the packd binary as packd does in-process: for the
+// commands that load a whole Go pack, the binary (not built for the race
+// detector) takes a fraction of the time.
+func packdProc(t *testing.T, args ...string) runResult {
+	t.Helper()
+	if len(args) > 0 && (args[0] == "invoke" || args[0] == "check" || args[0] == "index") {
+		args = append([]string{args[0], "--cache-dir", cacheDir}, args[1:]...)
+	}
+	var out, errb bytes.Buffer
+	cmd := exec.Command(packdPath, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
 	return runResult{code, out.String(), errb.String()}
 }
 
