@@ -48,6 +48,11 @@ type Request struct {
 	Fuel   int64
 	Output func(stream string, line []byte)
 	Fresh  bool
+	// Record, when set, gets every answer the host gives the guest (the
+	// clocks, random bytes, poll wake-ups); Replay, when set, serves the
+	// answers of a recorded call instead, in order, and a call that asks
+	// for another stops with a *DivergenceError (tape.go).
+	Record, Replay *Tape
 	// Egress sends the call's outbound HTTP requests; nil refuses them
 	// (the guest's http_request answers network-not-allowed).
 	Egress Egress
@@ -133,6 +138,9 @@ func (s *Sandbox) initState(st *callState, req Request, budget int64) {
 		stderr:    lineWriter{sink: sinkFor(req.Output, "stderr", s.stderr), maxLine: s.cfg.MaxLineBytes, budget: s.cfg.MaxOutputBytes},
 		fuelLeft:  budget,
 		fuelSlice: s.cfg.FuelSlice,
+		budget:    budget,
+		record:    req.Record,
+		replay:    req.Replay,
 	}
 }
 

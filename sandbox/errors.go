@@ -91,6 +91,10 @@ func classify(ctx context.Context, err error) error {
 	if errors.As(err, &abiErr) {
 		return abiErr
 	}
+	var div *DivergenceError
+	if errors.As(err, &div) {
+		return div
+	}
 	if errors.Is(err, ErrOutputTooLarge) {
 		return ErrOutputTooLarge
 	}

@@ -39,6 +39,10 @@ type callState struct {
 	hasDeadline bool
 	// ranSince is when the guest last let other goroutines run (yield).
 	ranSince time.Time
+	// budget is the call's fuel budget; record and replay its tapes
+	// (Request.Record, Request.Replay).
+	budget         int64
+	record, replay *Tape
 }
 
 // bind notes the deadline of the context the call runs under.

@@ -170,15 +170,21 @@ func now(id uint32) (int64, bool) {
 	return 0, false
 }
 
-func clockTimeGet(_ context.Context, mod api.Module, stack []uint64) {
-	t, ok := now(uint32(stack[0]))
-	if !ok {
+func clockTimeGet(ctx context.Context, mod api.Module, stack []uint64) {
+	id := uint32(stack[0])
+	if id > 1 {
 		stack[0] = errnoInval
 		return
 	}
-	if !mod.Memory().WriteUint64Le(uint32(stack[2]), uint64(t)) {
+	b, ok := mod.Memory().Read(uint32(stack[2]), 8)
+	if !ok {
 		stack[0] = errnoFault
 		return
+	}
+	if st := stateFrom(ctx); !st.replayed("clock_time_get", uint64(id), b) {
+		t, _ := now(id)
+		binary.LittleEndian.PutUint64(b, uint64(t))
+		st.recorded("clock_time_get", uint64(id), b)
 	}
 	stack[0] = errnoSuccess
 }
@@ -260,10 +266,14 @@ func randomGet(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = errnoFault
 		return
 	}
+	st := stateFrom(ctx)
 	for len(b) > 0 {
 		c := min(len(b), hostChunk)
 		charge(ctx, mod, int64(c)*randomCost)
-		_, _ = rand.Read(b[:c])
+		if !st.replayed("random_get", uint64(c), b[:c]) {
+			_, _ = rand.Read(b[:c])
+			st.recorded("random_get", uint64(c), b[:c])
+		}
 		b = b[c:]
 	}
 	stack[0] = errnoSuccess
@@ -284,6 +294,26 @@ func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = errnoFault
 		return
 	}
+	// The answer (the events, then their count) is a host answer: live,
+	// the subscriptions are waited for; replayed, the recording's come at
+	// once.
+	answer := make([]byte, nsub*pollEventSize+4)
+	if st := stateFrom(ctx); !st.replayed("poll_oneoff", uint64(nsub), answer) {
+		poll(ctx, subs, nsub, answer)
+		st.recorded("poll_oneoff", uint64(nsub), answer)
+	}
+	n := min(binary.LittleEndian.Uint32(answer[nsub*pollEventSize:]), nsub)
+	copy(events, answer[:n*pollEventSize])
+	if !put32(mod, neventsPtr, n) {
+		stack[0] = errnoFault
+		return
+	}
+	stack[0] = errnoSuccess
+}
+
+// poll waits for the subscriptions and writes into answer the events
+// (pollEventSize bytes each, at most nsub), then their count.
+func poll(ctx context.Context, subs []byte, nsub uint32, answer []byte) {
 	type ev struct {
 		userdata uint64
 		errno    uint16
@@ -346,17 +376,13 @@ func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 		ready = clocks
 	}
 	for i, e := range ready {
-		o := events[i*32 : i*32+32]
+		o := answer[i*pollEventSize : (i+1)*pollEventSize]
 		clear(o)
 		binary.LittleEndian.PutUint64(o, e.userdata)
 		binary.LittleEndian.PutUint16(o[8:], e.errno)
 		o[10] = e.typ
 	}
-	if !put32(mod, neventsPtr, uint32(len(ready))) {
-		stack[0] = errnoFault
-		return
-	}
-	stack[0] = errnoSuccess
+	binary.LittleEndian.PutUint32(answer[nsub*pollEventSize:], uint32(len(ready)))
 }
 
 func procExit(_ context.Context, _ api.Module, stack []uint64) {

@@ -1,0 +1,121 @@
+package sandbox
+
+import "fmt"
+
+// A tape holds what the host answered one call's guest, in order: the
+// readings of the clocks, the random bytes, the wake-ups of poll_oneoff.
+// Request.Record fills one as the call runs; Request.Replay serves one
+// instead of the live answers, so that the same module, snapshot and
+// request give the same output and the same fuel, instruction for
+// instruction (the guest computes nothing else from outside itself).
+
+// Tape is one call's host answers.
+type Tape struct {
+	Answers []TapeAnswer
+	// Truncated: recording stopped at MaxTapeBytes of answers; the tape
+	// cannot be replayed.
+	Truncated bool
+	size      int
+	next      int // replay: the answer served next
+}
+
+// TapeAnswer is one host answer: the import that gave it, what the guest
+// asked (a clock id, a byte count, the subscriptions of a poll, by
+// import), the bytes the host wrote into guest memory, and the fuel the
+// call had burnt when it asked.
+type TapeAnswer struct {
+	Import string `json:"import"`
+	Arg    uint64 `json:"arg"`
+	Value  []byte `json:"value"`
+	Fuel   int64  `json:"fuel"`
+}
+
+// MaxTapeBytes bounds the answers one call's tape keeps.
+const MaxTapeBytes = 4 << 20
+
+// DivergenceError: a replayed call asked the host for something other
+// than the recorded call did at the same point (or for more): the module,
+// its snapshot or its request is not the recorded one.
+type DivergenceError struct {
+	At         int    // the answer's index on the tape
+	Want, Got  string // the recorded host call, and this one ("" past the end)
+	Fuel       int64  // the fuel this call had burnt when it asked
+	RecordFuel int64  // and the recorded call, at the same answer
+}
+
+func (e *DivergenceError) Error() string {
+	want := e.Want
+	if want == "" {
+		want = "the end of the tape"
+	}
+	return fmt.Sprintf("the replay diverged at host call %d: the recording has %s, this call asked for %s (fuel %d here, %d in the recording)",
+		e.At, want, e.Got, e.Fuel, e.RecordFuel)
+}
+
+func describeCall(imp string, arg uint64, n int) string {
+	return fmt.Sprintf("%s(%d) of %d bytes", imp, arg, n)
+}
+
+// record appends an answer, unless the tape is full (then truncated).
+func (t *Tape) record(imp string, arg uint64, value []byte, fuel int64) {
+	if t.Truncated || t.size+len(value) > MaxTapeBytes {
+		t.Truncated = true
+		return
+	}
+	t.size += len(value)
+	t.Answers = append(t.Answers, TapeAnswer{Import: imp, Arg: arg, Value: append([]byte(nil), value...), Fuel: fuel})
+}
+
+// take serves the next answer, which must be of the same import, argument
+// and size as the call asks.
+func (t *Tape) take(imp string, arg uint64, n int, fuel int64) (TapeAnswer, error) {
+	got := describeCall(imp, arg, n)
+	if t.next >= len(t.Answers) {
+		return TapeAnswer{}, &DivergenceError{At: t.next, Got: got, Fuel: fuel}
+	}
+	a := t.Answers[t.next]
+	if a.Import != imp || a.Arg != arg || len(a.Value) != n {
+		return TapeAnswer{}, &DivergenceError{At: t.next, Want: describeCall(a.Import, a.Arg, len(a.Value)), Got: got, Fuel: fuel, RecordFuel: a.Fuel}
+	}
+	t.next++
+	return a, nil
+}
+
+// Rewind makes the tape serve from its first answer again.
+func (t *Tape) Rewind() { t.next = 0 }
+
+// Unserved is how many answers a replay left on the tape: a call that
+// asked the host for less than the recording did diverged too.
+func (t *Tape) Unserved() int { return len(t.Answers) - t.next }
+
+// replayed fills b, guest memory, with the recorded answer to a host
+// call when the call replays a tape, and says whether it did; a call that
+// asks for another answer than the tape holds stops there.
+func (st *callState) replayed(imp string, arg uint64, b []byte) bool {
+	if st.replay == nil {
+		return false
+	}
+	a, err := st.replay.take(imp, arg, len(b), st.fuelUsed())
+	if err != nil {
+		panic(err)
+	}
+	copy(b, a.Value)
+	return true
+}
+
+// recorded puts the live answer the host wrote into b on the call's tape,
+// when it records one.
+func (st *callState) recorded(imp string, arg uint64, b []byte) {
+	if st.record != nil {
+		st.record.record(imp, arg, b, st.fuelUsed())
+	}
+}
+
+// fuelUsed is the fuel the call has burnt so far.
+func (st *callState) fuelUsed() int64 {
+	used := st.budget - st.fuelLeft
+	if st.fuel != nil {
+		used -= int64(st.fuel.Get())
+	}
+	return used
+}
