@@ -2,7 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
+	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -39,6 +42,24 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	body := read(mod, abi.ImportHTTPRequest, bodyPtr, bodyLen)
 	charge(ctx, mod, httpRequestCost+int64(headLen)>>copyShift+int64(bodyLen)>>copyShift)
 	st.httpAnswer, st.httpBody = nil, nil
+	// On a tape: the request by its hash (and, in words, its method and
+	// URL), the answer and the body as the host gave them. A replayed
+	// call never reaches the network.
+	var arg uint64
+	var detail string
+	if st.record != nil || st.replay != nil {
+		arg, detail = requestKey(head, body)
+	}
+	if st.replay != nil {
+		a, err := st.replay.take(abi.ImportHTTPRequest, arg, detail, -1, st.fuelUsed())
+		if err != nil {
+			panic(err)
+		}
+		n := binary.LittleEndian.Uint32(a.Value)
+		st.httpAnswer, st.httpBody = a.Value[4:4+n], a.Value[4+n:]
+		stack[0] = uint64(len(st.httpAnswer)) | uint64(len(st.httpBody))<<32
+		return
+	}
 	var ans *abi.HTTPAnswer
 	var resp []byte
 	var req abi.HTTPRequest
@@ -64,7 +85,32 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	ans.BodyLength = len(resp)
 	st.httpAnswer, _ = json.Marshal(ans)
 	st.httpBody = resp
+	if st.record != nil {
+		v := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(st.httpAnswer)+len(resp)), uint32(len(st.httpAnswer)))
+		st.record.record(abi.ImportHTTPRequest, arg, detail, append(append(v, st.httpAnswer...), resp...), st.fuelUsed())
+	}
 	stack[0] = uint64(len(st.httpAnswer)) | uint64(len(st.httpBody))<<32
+}
+
+// requestKey is what a tape knows an outbound request by: a hash of its
+// head and body, and its method and URL without the query (which may
+// hold what a record must not).
+func requestKey(head, body []byte) (uint64, string) {
+	h := fnv.New64a()
+	h.Write(head)
+	h.Write([]byte{0})
+	h.Write(body)
+	var req abi.HTTPRequest
+	detail := "(not a request)"
+	if json.Unmarshal(head, &req) == nil {
+		u, _, _ := strings.Cut(req.URL, "?")
+		method := req.Method
+		if method == "" {
+			method = "GET"
+		}
+		detail = method + " " + u
+	}
+	return h.Sum64(), detail
 }
 
 // httpResponseRead copies the last request's answer and response body

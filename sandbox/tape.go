@@ -3,7 +3,8 @@ package sandbox
 import "fmt"
 
 // A tape holds what the host answered one call's guest, in order: the
-// readings of the clocks, the random bytes, the wake-ups of poll_oneoff.
+// readings of the clocks, the random bytes, the wake-ups of poll_oneoff,
+// the answers to outbound requests.
 // Request.Record fills one as the call runs; Request.Replay serves one
 // instead of the live answers, so that the same module, snapshot and
 // request give the same output and the same fuel, instruction for
@@ -26,6 +27,9 @@ type Tape struct {
 type TapeAnswer struct {
 	Import string `json:"import"`
 	Arg    uint64 `json:"arg"`
+	// Detail says the call in words where Arg is a hash (an outbound
+	// request's method and URL, without its query).
+	Detail string `json:"detail,omitempty"`
 	Value  []byte `json:"value"`
 	Fuel   int64  `json:"fuel"`
 }
@@ -52,30 +56,33 @@ func (e *DivergenceError) Error() string {
 		e.At, want, e.Got, e.Fuel, e.RecordFuel)
 }
 
-func describeCall(imp string, arg uint64, n int) string {
+func describeCall(imp string, arg uint64, detail string, n int) string {
+	if detail != "" {
+		return imp + " " + detail
+	}
 	return fmt.Sprintf("%s(%d) of %d bytes", imp, arg, n)
 }
 
 // record appends an answer, unless the tape is full (then truncated).
-func (t *Tape) record(imp string, arg uint64, value []byte, fuel int64) {
+func (t *Tape) record(imp string, arg uint64, detail string, value []byte, fuel int64) {
 	if t.Truncated || t.size+len(value) > MaxTapeBytes {
 		t.Truncated = true
 		return
 	}
 	t.size += len(value)
-	t.Answers = append(t.Answers, TapeAnswer{Import: imp, Arg: arg, Value: append([]byte(nil), value...), Fuel: fuel})
+	t.Answers = append(t.Answers, TapeAnswer{Import: imp, Arg: arg, Detail: detail, Value: append([]byte(nil), value...), Fuel: fuel})
 }
 
-// take serves the next answer, which must be of the same import, argument
-// and size as the call asks.
-func (t *Tape) take(imp string, arg uint64, n int, fuel int64) (TapeAnswer, error) {
-	got := describeCall(imp, arg, n)
+// take serves the next answer, which must be of the same import and
+// argument as the call asks, and of its size n (-1: any size).
+func (t *Tape) take(imp string, arg uint64, detail string, n int, fuel int64) (TapeAnswer, error) {
+	got := describeCall(imp, arg, detail, n)
 	if t.next >= len(t.Answers) {
 		return TapeAnswer{}, &DivergenceError{At: t.next, Got: got, Fuel: fuel}
 	}
 	a := t.Answers[t.next]
-	if a.Import != imp || a.Arg != arg || len(a.Value) != n {
-		return TapeAnswer{}, &DivergenceError{At: t.next, Want: describeCall(a.Import, a.Arg, len(a.Value)), Got: got, Fuel: fuel, RecordFuel: a.Fuel}
+	if a.Import != imp || a.Arg != arg || n >= 0 && len(a.Value) != n {
+		return TapeAnswer{}, &DivergenceError{At: t.next, Want: describeCall(a.Import, a.Arg, a.Detail, len(a.Value)), Got: got, Fuel: fuel, RecordFuel: a.Fuel}
 	}
 	t.next++
 	return a, nil
@@ -95,7 +102,7 @@ func (st *callState) replayed(imp string, arg uint64, b []byte) bool {
 	if st.replay == nil {
 		return false
 	}
-	a, err := st.replay.take(imp, arg, len(b), st.fuelUsed())
+	a, err := st.replay.take(imp, arg, "", len(b), st.fuelUsed())
 	if err != nil {
 		panic(err)
 	}
@@ -107,7 +114,7 @@ func (st *callState) replayed(imp string, arg uint64, b []byte) bool {
 // when it records one.
 func (st *callState) recorded(imp string, arg uint64, b []byte) {
 	if st.record != nil {
-		st.record.record(imp, arg, b, st.fuelUsed())
+		st.record.record(imp, arg, "", b, st.fuelUsed())
 	}
 }
 

@@ -51,3 +51,30 @@ func TestATapeReplaysACallExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestATapeReplaysOutboundRequests: an outbound request's answer and body
+// are on the tape; replayed, the call gets them without reaching the
+// egress at all, to the same output and fuel; a replay that asks for
+// another URL diverges there, naming both.
+func TestATapeReplaysOutboundRequests(t *testing.T) {
+	m := compile(t, newSandbox(t, sandbox.Config{PoolSize: 2}), hostile("httpabi"))
+	ctx := context.Background()
+	eg := &fakeEgress{}
+	tape := &sandbox.Tape{}
+	req := []byte(`c{"method":"POST","url":"http://api.test/x?token=NOT-ON-TAPE"}`)
+	rec, err := m.Call(ctx, sandbox.Request{Body: req, Egress: eg, Record: tape})
+	if err != nil || len(tape.Answers) != 1 || tape.Answers[0].Detail != "POST http://api.test/x" {
+		t.Fatalf("recorded %q: %v, %+v", rec.Body, err, tape.Answers)
+	}
+	tape.Rewind()
+	rep, err := m.Call(ctx, sandbox.Request{Body: req, Egress: eg, Replay: tape})
+	if err != nil || string(rep.Body) != string(rec.Body) || rep.FuelUsed != rec.FuelUsed || len(eg.urls) != 1 {
+		t.Fatalf("replayed %q (fuel %d), want %q (fuel %d); the egress saw %v; %v", rep.Body, rep.FuelUsed, rec.Body, rec.FuelUsed, eg.urls, err)
+	}
+	tape.Rewind()
+	_, err = m.Call(ctx, sandbox.Request{Body: []byte(`c{"method":"POST","url":"http://api.test/y"}`), Replay: tape})
+	var div *sandbox.DivergenceError
+	if !errors.As(err, &div) || div.Want != "http_request POST http://api.test/x" || div.Got != "http_request POST http://api.test/y" {
+		t.Fatalf("a replay to another URL: %v", err)
+	}
+}
