@@ -79,6 +79,10 @@ type snapshot struct {
 	env     []string  // the environment _initialize saw (a Go guest keeps it)
 	image   *memImage // memory in a sealed memfd, nil where that cannot be
 	taken   time.Time
+	// id is the SHA-256 of its memory and globals; tape what the host
+	// answered the initialisation that made it.
+	id   string
+	tape *Tape
 }
 
 // snapshotMaxAge: a snapshot is taken anew after this long, so that no

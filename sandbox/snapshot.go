@@ -3,6 +3,9 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,7 +30,7 @@ import (
 func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*pooledInstance, error) {
 	snapped := p.snap.Load()
 	if snapped == nil {
-		pi, took, err := p.takeFirst(ctx, env)
+		pi, took, err := p.takeFirst(ctx, env, nil)
 		switch {
 		case errors.Is(err, errNotAdopted):
 			return p.fresh(ctx, env, budget) // serve from an instance that maps the image instead
@@ -36,7 +39,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 		}
 		snapped = p.snap.Load() // taken while this call waited
 	}
-	pi, _, done, err := p.instantiate(ctx, env, min(p.m.sb.cfg.LoadFuel, budget), snapped.image, false)
+	pi, _, done, err := p.instantiate(ctx, env, min(p.m.sb.cfg.LoadFuel, budget), snapped.image, false, nil, nil)
 	defer done()
 	if err != nil {
 		return nil, err
@@ -75,7 +78,7 @@ func (p *instancePool) fresh(ctx context.Context, env []string, budget int64) (*
 // takeFirst takes the pool's snapshot unless one was taken while it
 // waited for snapLock (took false, no instance); the instance that took
 // it is the caller's.
-func (p *instancePool) takeFirst(ctx context.Context, env []string) (pi *pooledInstance, took bool, err error) {
+func (p *instancePool) takeFirst(ctx context.Context, env []string, replay *Tape) (pi *pooledInstance, took bool, err error) {
 	select {
 	case p.snapLock <- struct{}{}:
 	case <-ctx.Done():
@@ -85,7 +88,7 @@ func (p *instancePool) takeFirst(ctx context.Context, env []string) (pi *pooledI
 	if p.snap.Load() != nil {
 		return nil, false, nil
 	}
-	pi, err = p.takeNew(ctx, env)
+	pi, err = p.takeNew(ctx, env, replay)
 	return pi, true, err
 }
 
@@ -96,13 +99,21 @@ var errNotAdopted = errors.New("the instance that took the snapshot cannot map i
 // takeNew makes an instance, runs _initialize in it and makes what it
 // left the pool's snapshot, under the load-time limits (within ctx's
 // deadline); the instance then maps the snapshot's image. snapLock held.
-func (p *instancePool) takeNew(ctx context.Context, env []string) (*pooledInstance, error) {
-	pi, lctx, done, err := p.instantiate(ctx, env, p.m.sb.cfg.LoadFuel, nil, true)
+// What the host answered the start function and _initialize goes on the
+// snapshot's tape, or, with replay, comes from that tape: the same module
+// bytes, environment and tape give the same snapshot (Module.WarmReplay).
+func (p *instancePool) takeNew(ctx context.Context, env []string, replay *Tape) (*pooledInstance, error) {
+	tape, record := replay, (*Tape)(nil)
+	if tape == nil {
+		record = &Tape{}
+		tape = record
+	}
+	pi, lctx, done, err := p.instantiate(ctx, env, p.m.sb.cfg.LoadFuel, nil, true, record, replay)
 	defer done()
 	if err != nil {
 		return nil, err
 	}
-	snap, err := p.takeSnapshot(lctx, pi, env)
+	snap, err := p.takeSnapshot(lctx, pi, env, tape)
 	if err != nil {
 		pi.close()
 		return nil, err
@@ -118,7 +129,7 @@ func (p *instancePool) takeNew(ctx context.Context, env []string) (*pooledInstan
 // instantiate makes an instance of the module (its memory mapping image
 // when there is one) on fuel, under the load timeout within ctx's
 // deadline: that context, until done is called.
-func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64, image *memImage, withData bool) (*pooledInstance, context.Context, func(), error) {
+func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64, image *memImage, withData bool, record, replay *Tape) (*pooledInstance, context.Context, func(), error) {
 	m, s := p.m, p.m.sb
 	mem := &callMemory{budget: s.mem, maps: s.maps, image: image}
 	if !mem.take(m.minBytes) {
@@ -126,7 +137,7 @@ func (p *instancePool) instantiate(ctx context.Context, env []string, fuel int64
 	}
 	mem.prepaid = m.minBytes
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.LoadTimeout)
-	st := s.newState(Request{Env: env}, fuel)
+	st := s.newState(Request{Env: env, Record: record, Replay: replay}, fuel)
 	mem.state = st
 	lctx = context.WithValue(lctx, stateKey{}, st)
 	st.bind(lctx)
@@ -176,7 +187,7 @@ func (m *Module) Warm(ctx context.Context, env []string) error {
 	if m.pool == nil {
 		return nil
 	}
-	pi, took, err := m.pool.takeFirst(ctx, env)
+	pi, took, err := m.pool.takeFirst(ctx, env, nil)
 	switch {
 	case errors.Is(err, errNotAdopted):
 		return nil // the snapshot is taken: calls make their instances of it
@@ -186,6 +197,44 @@ func (m *Module) Warm(ctx context.Context, env []string) error {
 		m.pool.put(pi, time.Now())
 	}
 	m.takeData()
+	return nil
+}
+
+// Snapshot is the id of the pooled module's snapshot now (the SHA-256 of
+// its memory and globals) and the tape of what the host answered the
+// initialisation that made it; ok is false when it has none (not pooled,
+// or not taken yet).
+func (m *Module) Snapshot() (id string, tape *Tape, ok bool) {
+	if m.pool == nil {
+		return "", nil, false
+	}
+	snap := m.pool.snap.Load()
+	if snap == nil {
+		return "", nil, false
+	}
+	return snap.id, snap.tape, true
+}
+
+// WarmReplay takes the pooled module's snapshot, for calls that will see
+// env, with its initialisation served from tape (another snapshot's, see
+// Snapshot), unless it has one already: the same module bytes,
+// environment and tape give the same snapshot, with the same id. A module
+// whose initialisation asks for other answers fails with a
+// *DivergenceError.
+func (m *Module) WarmReplay(ctx context.Context, env []string, tape *Tape) error {
+	if m.pool == nil {
+		return errors.New("sandbox: a snapshot is a pooled module's (Config.PoolSize)")
+	}
+	tape.Rewind()
+	pi, took, err := m.pool.takeFirst(ctx, env, tape)
+	switch {
+	case errors.Is(err, errNotAdopted):
+		return nil
+	case err != nil:
+		return err
+	case took:
+		m.pool.put(pi, time.Now())
+	}
 	return nil
 }
 
@@ -213,7 +262,7 @@ func (p *instancePool) refresh(now time.Time) {
 	if p.snap.Load() != old {
 		return
 	}
-	pi, err := p.takeNew(context.Background(), old.env)
+	pi, err := p.takeNew(context.Background(), old.env, nil)
 	if err != nil && !errors.Is(err, errNotAdopted) {
 		return
 	}
@@ -243,17 +292,21 @@ func (p *instancePool) retire(old *snapshot) {
 
 // takeSnapshot runs _initialize in pi and keeps what it left (snapLock
 // held: one snapshot is taken at a time).
-func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env []string) (*snapshot, error) {
+func (p *instancePool) takeSnapshot(ctx context.Context, pi *pooledInstance, env []string, tape *Tape) (*snapshot, error) {
 	if p.m.hasInit {
 		if _, err := pi.inst.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
 			return nil, fmt.Errorf("initializing module: %w", classify(ctx, err))
 		}
 	}
 	b, _ := pi.memory.Read(0, pi.memory.Size())
-	snap := &snapshot{env: slices.Clone(env), taken: time.Now()}
+	snap := &snapshot{env: slices.Clone(env), taken: time.Now(), tape: tape}
+	h := sha256.New()
+	h.Write(b)
 	for _, g := range pi.globals {
 		snap.globals = append(snap.globals, g.Get())
+		h.Write(binary.LittleEndian.AppendUint64(nil, g.Get()))
 	}
+	snap.id = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	if ownMemory() {
 		snap.image = newMemImage(b)
 	}

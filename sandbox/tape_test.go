@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,5 +77,52 @@ func TestATapeReplaysOutboundRequests(t *testing.T) {
 	var div *sandbox.DivergenceError
 	if !errors.As(err, &div) || div.Want != "http_request POST http://api.test/x" || div.Got != "http_request POST http://api.test/y" {
 		t.Fatalf("a replay to another URL: %v", err)
+	}
+}
+
+// TestASnapshotIsRebuiltFromItsTape: a Go module's snapshot depends on what
+// the host answered its initialisation (the runtime draws random seeds and
+// reads the clocks), so two sandboxes take different ones; a third, given
+// the first's tape, takes the first's exactly, and a call recorded on the
+// first replays on it to the same output and fuel.
+func TestASnapshotIsRebuiltFromItsTape(t *testing.T) {
+	ctx := context.Background()
+	mod := filepath.Join("..", "testdata", "gocanary", "gocanary.wasm")
+	warm := func(tape *sandbox.Tape) (*sandbox.Module, string, *sandbox.Tape) {
+		t.Helper()
+		m := compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), mod)
+		var err error
+		if tape == nil {
+			err = m.Warm(ctx, nil)
+		} else {
+			err = m.WarmReplay(ctx, nil, tape)
+		}
+		id, got, ok := m.Snapshot()
+		if err != nil || !ok || !strings.HasPrefix(id, "sha256:") {
+			t.Fatalf("warm: %v, snapshot %q %v", err, id, ok)
+		}
+		return m, id, got
+	}
+	first, id1, tape1 := warm(nil)
+	if len(tape1.Answers) == 0 || tape1.Truncated {
+		t.Fatalf("the Go runtime's initialisation asked the host nothing (%d answers, truncated %v)", len(tape1.Answers), tape1.Truncated)
+	}
+	if _, id2, _ := warm(nil); id2 == id1 {
+		t.Fatal("two snapshots of a Go module are the same without a tape: the test shows nothing")
+	}
+	again, id3, _ := warm(tape1)
+	if id3 != id1 {
+		t.Fatalf("the snapshot rebuilt from the first's tape is %s, the first %s", id3, id1)
+	}
+	call := &sandbox.Tape{}
+	body := []byte(`{"kind":"invoke","tool":{"id":"canary.keep"},"input":{"n":1},"ctx":{"tenantId":"t","runId":"r"}}`)
+	rec, err := first.Call(ctx, sandbox.Request{Body: body, Record: call})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call.Rewind()
+	rep, err := again.Call(ctx, sandbox.Request{Body: body, Replay: call})
+	if err != nil || string(rep.Body) != string(rec.Body) || rep.FuelUsed != rec.FuelUsed {
+		t.Fatalf("the call replayed on the rebuilt snapshot: %s (fuel %d), recorded %s (fuel %d); %v", rep.Body, rep.FuelUsed, rec.Body, rec.FuelUsed, err)
 	}
 }
