@@ -214,6 +214,7 @@ bench: build wasm fixtures
 	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./sandbox
 	$(GO) test -run '^$$' -bench FuelRate -benchtime 40x -count 3 ./sandbox
 	$(GO) test -run '^$$' -bench ResetAfterBigWrite -benchtime 20x ./sandbox
+	$(GO) test -run '^$$' -bench CallPooledEchoGoRecorded -count 3 ./sandbox
 	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
 	$(GO) test -run '^$$' -bench InstantiateAtTheBounds ./sandbox/internal/instrument
 	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch|Egress' -benchmem -count 5 ./sandbox ./host

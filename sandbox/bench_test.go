@@ -113,6 +113,45 @@ func BenchmarkCallPooledEchoGo(b *testing.B) {
 	benchCalls(b, m, echoRequest)
 }
 
+// BenchmarkCallPooledEchoGoRecorded: the pooled Go echo call, side by
+// side without a tape and recording one (issue 29: recording's cost),
+// and replaying it.
+//
+//	go test -run '^$' -bench CallPooledEchoGoRecorded -count 3 ./sandbox
+func BenchmarkCallPooledEchoGoRecorded(b *testing.B) {
+	_, m := benchModulePooled(b, echoWasm, 1)
+	ctx := context.Background()
+	for _, mode := range []string{"none", "record", "replay"} {
+		b.Run(mode, func(b *testing.B) {
+			tape := &Tape{}
+			if mode == "replay" {
+				if _, err := m.Call(ctx, Request{Body: echoRequest, Record: tape}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			answers := 0
+			for b.Loop() {
+				req := Request{Body: echoRequest}
+				switch mode {
+				case "record":
+					tape = &Tape{}
+					req.Record = tape
+				case "replay":
+					tape.Rewind()
+					req.Replay = tape
+				}
+				rep, err := m.Call(ctx, req)
+				if err != nil || rep.Status != abi.StatusOK {
+					b.Fatal(rep, err)
+				}
+				answers = len(tape.Answers)
+			}
+			b.ReportMetric(float64(answers), "answers/call")
+		})
+	}
+}
+
 func BenchmarkCallPooledCounterWat(b *testing.B) {
 	_, m := benchModulePooled(b, filepath.Join("..", "testdata", "hostile", "counter.wasm"), 1)
 	benchCalls(b, m, nil)
