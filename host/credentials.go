@@ -12,13 +12,23 @@ import (
 // into the requests to their hosts (host/internal/egress/credentials.go).
 
 // boundSecrets names the ctx.secrets the index binds as credentials, for
-// any tool or check.
+// any tool or check; credentialEnv the process variables.
 func (idx *Index) boundSecrets() []string {
+	return idx.credentialNames(func(c egress.Credential) string { return c.Secret })
+}
+
+func (idx *Index) credentialEnv() []string {
+	return idx.credentialNames(func(c egress.Credential) string { return c.Env })
+}
+
+// credentialNames lists, once each, the non-empty names that source
+// gives of the index's credentials.
+func (idx *Index) credentialNames(source func(egress.Credential) string) []string {
 	var names []string
 	for _, t := range idx.targets() {
 		for _, c := range t.limits.Network.Credentials {
-			if c.Secret != "" && !slices.Contains(names, c.Secret) {
-				names = append(names, c.Secret)
+			if n := source(c); n != "" && !slices.Contains(names, n) {
+				names = append(names, n)
 			}
 		}
 	}

@@ -287,20 +287,6 @@ func (p *problemList) reachable(pol egress.Policy, host, at string) bool {
 	return false
 }
 
-// credentialEnv names the process variables the index binds as
-// credentials.
-func (idx *Index) credentialEnv() []string {
-	var names []string
-	for _, t := range idx.targets() {
-		for _, c := range t.limits.Network.Credentials {
-			if c.Env != "" && !slices.Contains(names, c.Env) {
-				names = append(names, c.Env)
-			}
-		}
-	}
-	return names
-}
-
 // target is a tool or a check, as the load checks of limits see it.
 type target struct {
 	id, modulePath string
