@@ -224,3 +224,30 @@ func TestTracesReachARealCollector(t *testing.T) {
 }
 
 func equalBytes(a, b []byte) bool { return hex.EncodeToString(a) == hex.EncodeToString(b) }
+
+// TestTracesAreOnOnlyWhenAsked: the standard OTEL_* variables decide:
+// off by default; on with an OTLP endpoint or OTEL_TRACES_EXPORTER=otlp;
+// off with "none" or OTEL_SDK_DISABLED; an exporter or a protocol packd
+// does not speak is a configuration problem, not a silent fallback.
+func TestTracesAreOnOnlyWhenAsked(t *testing.T) {
+	for _, c := range []struct {
+		env     map[string]string
+		on      bool
+		problem string
+	}{
+		{nil, false, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true, ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_EXPORTER": "none"}, false, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}, false, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, true, ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, false, `OTEL_TRACES_EXPORTER must be "otlp" or "none"`},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true, `OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf" or "http/json"`},
+	} {
+		on, problems := tracesFrom(func(k string) string { return c.env[k] })
+		if on != c.on || (c.problem == "") != (len(problems) == 0) || c.problem != "" && !strings.Contains(strings.Join(problems, "; "), c.problem) {
+			t.Errorf("%v: on %v, problems %q", c.env, on, problems)
+		}
+	}
+}
