@@ -213,8 +213,8 @@ var conformanceIndex = filepath.Join("..", "wasm-examples", "conformance", "inde
 // until the test ends.
 func servedPack(t *testing.T, index string, sb host.SandboxConfig, cfg Config) (*Server, *httptest.Server) {
 	t.Helper()
-	if sb.CacheDir == "" {
-		sb.CacheDir = filepath.Join(t.TempDir(), "cache")
+	if sb.CacheDir == "" { // shared: a Go pack compiles once for all these tests (12 s each under -race)
+		sb.CacheDir = filepath.Join(os.TempDir(), "packd-test-wazero-cache")
 	}
 	p, err := host.Load(context.Background(), host.Config{IndexPath: index, Sandbox: sb})
 	if err != nil {
