@@ -85,14 +85,7 @@ func (s *Service) Reload(ctx context.Context) error {
 		if pack != nil {
 			_ = pack.Close(context.Background())
 		}
-		fields := []Field{{Key: "problems", Value: []string{err.Error()}}}
-		if le := (*host.LoadError)(nil); errors.As(err, &le) {
-			fields[0].Value = le.Problems
-			if le.ModuleRoot != "" {
-				fields = append(fields, Field{Key: "moduleRoot", Value: le.ModuleRoot})
-			}
-		}
-		fields = append(fields, Field{Key: "artifactVersion", Value: was.ArtifactVersion}, Field{Key: "seconds", Value: seconds})
+		fields := append(problemFields(err), Field{Key: "artifactVersion", Value: was.ArtifactVersion}, Field{Key: "seconds", Value: seconds})
 		s.metricsOf.Load().reloaded(false, seconds)
 		s.rec.Lifecycle("reload-failed", "error", "The pack did not reload: "+was.ArtifactVersion+" goes on serving", fields...)
 		return err

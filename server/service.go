@@ -116,16 +116,8 @@ func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	}
 	s := &Service{rec: rec, done: make(chan struct{}), retiring: map[*host.Pack]struct{}{}}
 	if err := s.start(ctx, cfg); err != nil {
-		problems := []string{err.Error()}
-		fields := []Field{{Key: "problems", Value: problems}}
-		if le := (*host.LoadError)(nil); errors.As(err, &le) {
-			fields[0].Value = le.Problems
-			if le.ModuleRoot != "" {
-				fields = append(fields, Field{Key: "moduleRoot", Value: le.ModuleRoot})
-			}
-		}
 		s.teardown()
-		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", fields...)
+		rec.Lifecycle("boot-failed", "error", "The pack service could not boot", problemFields(err)...)
 		return nil, err
 	}
 	return s, nil
@@ -344,6 +336,20 @@ func (s *Service) teardown() {
 	if s.guest != nil {
 		s.guest.Close(time.Second) // after the pack's close has flushed into it
 	}
+}
+
+// problemFields are the fields of a record that says why a pack did not
+// load: every problem, and where module paths resolve when a module is
+// missing.
+func problemFields(err error) []Field {
+	fields := []Field{{Key: "problems", Value: []string{err.Error()}}}
+	if le := (*host.LoadError)(nil); errors.As(err, &le) {
+		fields[0].Value = le.Problems
+		if le.ModuleRoot != "" {
+			fields = append(fields, Field{Key: "moduleRoot", Value: le.ModuleRoot})
+		}
+	}
+	return fields
 }
 
 // passedEnv is what pack code sees with the environment filter off: the

@@ -111,14 +111,13 @@ func (k *Call) scrub(h http.Header) http.Header {
 	if len(k.values) == 0 {
 		return h
 	}
-	for name, vs := range h {
+	for _, vs := range h {
 		for i, v := range vs {
 			for _, secret := range k.values {
 				v = strings.ReplaceAll(v, secret, redacted)
 			}
 			vs[i] = v
 		}
-		h[name] = vs
 	}
 	return h
 }
