@@ -49,6 +49,12 @@ type Outcome struct {
 	// Refusal is set when the gate refused the call: no response message then.
 	Refusal *Refusal
 	Usage   Usage
+	// Record is the call's record, when the pack records it
+	// (Config.Record) and its pack code ran; RecordSkipped says why a call
+	// to be recorded has none (RecordTooLarge, …).
+	Record        *Record
+	RecordSkipped string
+	secrets       []secret // the record's, for its request message
 }
 
 // OK reports whether the call produced a result.
@@ -86,11 +92,20 @@ func (p *Pack) Dispatch(ctx context.Context, body []byte, timeout time.Duration)
 	defer cancel()
 	switch kind {
 	case abi.KindInvoke:
-		return p.invoke(ctx, msg, o)
+		return p.invoke(ctx, msg, o).recordMessage(msg)
 	case abi.KindCheckInvoke:
-		return p.checkInvoke(ctx, msg, o)
+		return p.checkInvoke(ctx, msg, o).recordMessage(msg)
 	}
 	return o.fail(&abi.Error{Code: abi.CodeUnexpectedMessageKind, Message: "Unknown request kind " + jsText(kind, hasKind)})
+}
+
+// recordMessage adds the request message to the call's record.
+func (o *Outcome) recordMessage(msg *ojson.Object) *Outcome {
+	if o.Record != nil {
+		o.Record.recordMessage(msg, o.secrets)
+		o.secrets = nil
+	}
+	return o
 }
 
 // jsText is how a JavaScript template literal shows JSON.stringify(v).
@@ -352,7 +367,14 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *modul
 		out = p.egress.ForCall(lim.Network, info)
 		call.Egress = out
 	}
+	recording := p.records(lim)
+	if recording {
+		call.Record = p.recordTape()
+	}
 	rep, err := mod.mod.Call(ctx, call)
+	if recording {
+		p.keepRecord(o, t, mod, call, rep, err, callCtx)
+	}
 	o.Usage = Usage{Fuel: rep.FuelUsed, MemoryBytes: rep.MemoryBytes, Instance: rep.Instance, ResetSeconds: rep.ResetSeconds}
 	if out != nil {
 		o.Usage.Egress = out.Summary()

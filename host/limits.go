@@ -36,6 +36,10 @@ type Limits struct {
 	// Fresh is limits.instance "fresh": every call in a fresh instance, even
 	// when the service pools instances.
 	Fresh bool
+	// Record is limits.record: RecordYes (true) records the target's calls
+	// whenever the service records marked targets, RecordNever (false)
+	// never records them, RecordDefault follows the service (RecordConfig).
+	Record RecordMark
 	// Network is what the code may reach over HTTP (network; none when
 	// absent).
 	Network egress.Policy
@@ -73,7 +77,7 @@ func CPUDeadline(cpu time.Duration) time.Duration { return 2*cpu + time.Second }
 // readLimits reads an index entry's limits (open otherwise: fuel, a
 // positive integer up to sandbox.MaxFuel; kindgi's memMB and cpuMs,
 // positive integers, memMB at most 65536 and cpuMs at most MaxCPUMs;
-// instance, "fresh" or "pooled") and its network.
+// instance, "fresh" or "pooled"; record, a boolean) and its network.
 func (p *problemList) readLimits(o *ojson.Object, where string) Limits {
 	lim := Limits{Network: p.network(o, where)}
 	l, ok := o.Get("limits")
@@ -91,6 +95,16 @@ func (p *problemList) readLimits(o *ojson.Object, where string) Limits {
 			p.add(`%s limits.instance must be "fresh" or "pooled"`, where)
 		}
 		lim.Fresh = v == "fresh"
+	}
+	if v, ok := lo.Get("record"); ok {
+		switch v {
+		case true:
+			lim.Record = RecordYes
+		case false:
+			lim.Record = RecordNever
+		default:
+			p.add("%s limits.record must be true or false", where)
+		}
 	}
 	return lim
 }

@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +54,9 @@ type Config struct {
 	// budget, so that the two together never hold more than it while the
 	// old one finishes its calls.
 	Replaces *Pack
+	// Record, when set, makes a record of the calls it names
+	// (Outcome.Record, record.go).
+	Record *RecordConfig
 }
 
 // NetworkConfig is the operator's side of outbound HTTP (package egress):
@@ -110,6 +115,7 @@ type Pack struct {
 	// boundSecrets are the ctx.secrets the index binds as credentials:
 	// no call's pack code gets them.
 	boundSecrets []string
+	record       *RecordConfig      // nil: no call is recorded
 	tools        map[string][]*tool // by id, in index order
 	checks       map[string]*check
 	stats        []ModuleStat
@@ -119,6 +125,7 @@ type Pack struct {
 
 type module struct {
 	path string
+	sum  string          // the SHA-256 of its bytes, "sha256:…"
 	mod  *sandbox.Module // nil when loading failed
 	err  error           // why it cannot be called: load failure or shape
 	desc sandbox.Description
@@ -168,7 +175,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 		return nil, err
 	}
 	p := &Pack{index: idx, sb: sb, gate: cfg.Gate, output: cfg.GuestOutput, egress: egress.New(cfg.Network),
-		tools: map[string][]*tool{}, checks: map[string]*check{}}
+		record: cfg.Record, tools: map[string][]*tool{}, checks: map[string]*check{}}
 	lookup := cfg.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -269,6 +276,8 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module,
 		m.err = err
 		return err.Error(), nil
 	}
+	sum := sha256.Sum256(wasm)
+	m.sum = "sha256:" + hex.EncodeToString(sum[:])
 	start := time.Now()
 	m.mod, err = sb.Compile(ctx, wasm)
 	stat := &ModuleStat{Path: m.path, CompileSeconds: time.Since(start).Seconds()}

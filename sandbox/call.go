@@ -26,6 +26,12 @@ type Reply struct {
 	// instance or one discarded is not).
 	Instance     string
 	ResetSeconds float64
+	// Snapshot, for a recorded call (Request.Record) that ran in a pooled
+	// instance, is the snapshot it was reset to: its id, and the tape of
+	// the initialisation that made it (Module.WarmReplay rebuilds it).
+	// Never change the tape.
+	SnapshotID   string
+	SnapshotTape *Tape
 }
 
 // What a call ran in (Reply.Instance).
@@ -90,7 +96,7 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 	}
 	if fuel != nil && rep.FuelUsed > budget {
 		// The budget ran out in those segments: as if a look had seen it.
-		*rep = Reply{FuelUsed: budget, Instance: rep.Instance}
+		*rep = Reply{FuelUsed: budget, Instance: rep.Instance, SnapshotID: rep.SnapshotID, SnapshotTape: rep.SnapshotTape}
 		if err == nil {
 			err = ErrOutOfFuel
 		}
@@ -105,7 +111,7 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 	// Only the pass's code writes the counter, so this cannot happen; if it
 	// ever did, the guest's answer is not to be trusted.
 	if used := rep.FuelUsed; used < 0 || used > budget {
-		*rep = Reply{FuelUsed: min(max(used, 0), budget), Instance: rep.Instance}
+		*rep = Reply{FuelUsed: min(max(used, 0), budget), Instance: rep.Instance, SnapshotID: rep.SnapshotID, SnapshotTape: rep.SnapshotTape}
 		err = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}
 	}
 	return err

@@ -193,6 +193,9 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 	if hit {
 		rep.Instance = InstanceHit
 	}
+	if req.Record != nil {
+		rep.SnapshotID, rep.SnapshotTape = pi.snap.id, pi.snap.tape
+	}
 	if req.MemoryLimit > 0 && int64(pi.memory.Size()) > req.MemoryLimit {
 		p.put(pi, now)
 		return rep, fmt.Errorf("%w: the module's memory after initialisation is %d bytes, the limit %d", ErrMemoryLimit, pi.memory.Size(), req.MemoryLimit)

@@ -13,12 +13,18 @@ import "fmt"
 // Tape is one call's host answers.
 type Tape struct {
 	Answers []TapeAnswer
-	// Truncated: recording stopped at MaxTapeBytes of answers; the tape
-	// cannot be replayed.
+	// Max bounds the bytes of answers a recording keeps (0: MaxTapeBytes,
+	// which also bounds any larger Max).
+	Max int
+	// Truncated: recording stopped at the bound; the tape cannot be
+	// replayed.
 	Truncated bool
 	size      int
 	next      int // replay: the answer served next
 }
+
+// Size is the bytes of answers the tape holds.
+func (t *Tape) Size() int { return t.size }
 
 // TapeAnswer is one host answer: the import that gave it, what the guest
 // asked (a clock id, a byte count, the subscriptions of a poll, by
@@ -65,7 +71,11 @@ func describeCall(imp string, arg uint64, detail string, n int) string {
 
 // record appends an answer, unless the tape is full (then truncated).
 func (t *Tape) record(imp string, arg uint64, detail string, value []byte, fuel int64) {
-	if t.Truncated || t.size+len(value) > MaxTapeBytes {
+	limit := MaxTapeBytes
+	if t.Max > 0 {
+		limit = min(t.Max, limit)
+	}
+	if t.Truncated || t.size+len(value) > limit {
 		t.Truncated = true
 		return
 	}
@@ -82,6 +92,9 @@ func (t *Tape) take(imp string, arg uint64, detail string, n int, fuel int64) (T
 	}
 	a := t.Answers[t.next]
 	if a.Import != imp || a.Arg != arg || n >= 0 && len(a.Value) != n {
+		if detail != "" && detail == a.Detail {
+			got += " with another head or body"
+		}
 		return TapeAnswer{}, &DivergenceError{At: t.next, Want: describeCall(a.Import, a.Arg, a.Detail, len(a.Value)), Got: got, Fuel: fuel, RecordFuel: a.Fuel}
 	}
 	t.next++
@@ -115,6 +128,47 @@ func (st *callState) replayed(imp string, arg uint64, b []byte) bool {
 func (st *callState) recorded(imp string, arg uint64, b []byte) {
 	if st.record != nil {
 		st.record.record(imp, arg, "", b, st.fuelUsed())
+	}
+}
+
+// GuestLimits are the sandbox settings that change what a guest computes:
+// a memory.grow refused, a stack overflow, an answer too long, a table
+// too large, an initialisation out of fuel. A replay runs under the
+// recorded ones.
+type GuestLimits struct {
+	MemoryLimitPages uint32 `json:"memoryLimitPages"`
+	MaxResponseBytes int    `json:"maxResponseBytes"`
+	MaxTableElements uint32 `json:"maxTableElements"`
+	MaxStackBytes    uint32 `json:"maxStackBytes"`
+	LoadFuel         int64  `json:"loadFuel"`
+	DefaultFuel      int64  `json:"defaultFuel"`
+}
+
+// GuestLimits are the sandbox's.
+func (s *Sandbox) GuestLimits() GuestLimits {
+	c := &s.cfg
+	return GuestLimits{MemoryLimitPages: c.MemoryLimitPages, MaxResponseBytes: c.MaxResponseBytes,
+		MaxTableElements: c.MaxTableElements, MaxStackBytes: c.MaxStackBytes, LoadFuel: c.LoadFuel, DefaultFuel: c.DefaultFuel}
+}
+
+// Apply sets them in cfg (a zero field leaves cfg's).
+func (g GuestLimits) Apply(cfg *Config) {
+	set := func(dst *uint32, v uint32) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	set(&cfg.MemoryLimitPages, g.MemoryLimitPages)
+	set(&cfg.MaxTableElements, g.MaxTableElements)
+	set(&cfg.MaxStackBytes, g.MaxStackBytes)
+	if g.MaxResponseBytes != 0 {
+		cfg.MaxResponseBytes = g.MaxResponseBytes
+	}
+	if g.LoadFuel != 0 {
+		cfg.LoadFuel = g.LoadFuel
+	}
+	if g.DefaultFuel != 0 {
+		cfg.DefaultFuel = g.DefaultFuel
 	}
 }
 

@@ -33,6 +33,7 @@ type Metrics struct {
 	egressRefused *prometheus.CounterVec
 	egressBytes   *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
+	replayRecords *prometheus.CounterVec
 	reloadTime    prometheus.Gauge
 	compile       *prometheus.GaugeVec
 	packInfo      *prometheus.GaugeVec
@@ -151,6 +152,9 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	m.AuditDropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "packd_audit_dropped_total", Help: "Audit lines dropped because the audit writer fell behind.",
 	})
+	m.replayRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_replay_records_total", Help: "Records of recorded calls (packd serve --record), by outcome: written, or why not: too-large, interrupted (by its deadline), overloaded, full (the directory's bound), dropped (the writer fell behind), failed (a write error).",
+	}, []string{"outcome"})
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "packd_reloads_total", Help: "Reloads of the pack (SIGHUP), by outcome: ok (the new pack serves) or failed (the old one goes on).",
 	}, []string{"outcome"})
@@ -167,7 +171,7 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_pack_info", Help: "The pack being served: always 1.",
 	}, []string{"pack_id", "pack_version", "artifact_version"})
 	cs := []prometheus.Collector{m.calls, m.duration, m.fuel, m.memory, m.inFlight, m.refusals,
-		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.poolPages, m.egress, m.egressRefused, m.egressBytes, poolInstances{m}, m.AuditErrors, m.AuditDropped, m.reloads, m.reloadTime, m.compile, build, m.packInfo}
+		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.poolPages, m.egress, m.egressRefused, m.egressBytes, poolInstances{m}, m.AuditErrors, m.AuditDropped, m.replayRecords, m.reloads, m.reloadTime, m.compile, build, m.packInfo}
 	if cfg.GoCollectors {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

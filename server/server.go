@@ -47,6 +47,9 @@ type Config struct {
 	// Hooks are told of every call after its answer (see Hook). nil means
 	// CallRecords(Records) alone.
 	Hooks []Hook
+	// ReplayRecords, when set, gets the record of every recorded call
+	// (host.Config.Record) once its answer is written.
+	ReplayRecords *ReplayRecords
 	// Tracing, when set, exports a span of every call to /v1/invoke (see
 	// Tracing).
 	Tracing *Tracing

@@ -49,6 +49,12 @@ type ServiceConfig struct {
 	MetricsTenantLabel bool
 	// AuditLog is a file that gets one JSON line per call; "": none.
 	AuditLog string
+	// RecordDir is where the records of recorded calls go, one file each
+	// (ReplayRecords), at most RecordMaxBytes of them (0: no bound); "":
+	// no call is recorded. Load.Record says which calls are (nil: all but
+	// those whose limits.record is false).
+	RecordDir      string
+	RecordMaxBytes int64
 	// Traces exports OpenTelemetry spans over OTLP/HTTP, configured by the
 	// OTEL_* variables of the process environment (see Tracing).
 	Traces bool
@@ -92,10 +98,11 @@ type Service struct {
 	stopping  bool // teardown has begun: no reload serves
 	srv       *Server
 	ln        net.Listener
-	certs     *certificates // nil without TLS
-	metrics   *http.Server  // nil when off
-	audit     *AuditLog     // nil when off
-	tracing   *Tracing      // nil when off
+	certs     *certificates  // nil without TLS
+	metrics   *http.Server   // nil when off
+	audit     *AuditLog      // nil when off
+	replays   *ReplayRecords // nil when off
+	tracing   *Tracing       // nil when off
 	guest     *guestRecords
 	serving   bool          // the HTTP server owns ln
 	done      chan struct{} // closed when the HTTP server has stopped
@@ -164,6 +171,12 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 		}
 		s.tracing, hc.Network.Tracer = t, t
 	}
+	switch {
+	case cfg.RecordDir == "":
+		hc.Record = nil
+	case hc.Record == nil:
+		hc.Record = &host.RecordConfig{}
+	}
 	s.load, s.environ, s.strictEnv = hc, cfg.Environ, cfg.Server.StrictEnv
 	pack, err := s.loadPack(ctx, nil)
 	if pack != nil {
@@ -200,7 +213,13 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 		hooks = append(hooks, s.audit)
 		s.auditOf.Store(s.audit)
 	}
+	if cfg.RecordDir != "" {
+		if s.replays, err = OpenReplayRecords(cfg.RecordDir, cfg.RecordMaxBytes, m, rec); err != nil {
+			return err
+		}
+	}
 	sc := cfg.Server
+	sc.ReplayRecords = s.replays
 	sc.Pack, sc.Records, sc.Hooks, sc.Metrics, sc.MissingEnv, sc.Tracing = pack, rec, hooks, m, missing, s.tracing
 	if s.srv, err = New(sc); err != nil {
 		return err
@@ -314,6 +333,9 @@ func (s *Service) teardown() {
 	}
 	if s.audit != nil {
 		_ = s.audit.Close(5 * time.Second)
+	}
+	if s.replays != nil {
+		s.replays.Close(5 * time.Second)
 	}
 	s.packMu.Lock()
 	s.stopping = true

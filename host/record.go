@@ -1,0 +1,361 @@
+package host
+
+// Records: one call, kept so that it can be re-run offline to the same
+// output and the same fuel (Replayer, replay.go). A record holds the
+// request message, the module's content hash, the snapshot the call ran
+// on with the tape of its initialisation, the environment's names, what
+// the guest was handed, every host answer in order, and what the guest
+// answered; every secret the call held (ctx.secrets, the environment's
+// values, the credentials the index binds to variables) is replaced by
+// its hash, or by a placeholder of its length where the guest saw it.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// RecordFormat is the version of the record file format (Record.Format).
+const RecordFormat = 1
+
+// DefaultRecordCallBytes bounds one call's host answers in a record
+// (RecordConfig.MaxCallBytes).
+const DefaultRecordCallBytes = 1 << 20
+
+// RecordConfig says which calls a pack records (Config.Record).
+type RecordConfig struct {
+	// Marked records only the targets whose limits.record is true; else
+	// every target but those whose limits.record is false.
+	Marked bool
+	// MaxCallBytes bounds what one call's record holds of host answers and
+	// guest input and output (0: DefaultRecordCallBytes, at most
+	// sandbox.MaxTapeBytes); a call past it is not recorded
+	// (Outcome.RecordSkipped "too-large").
+	MaxCallBytes int
+}
+
+// RecordMark is a target's limits.record.
+type RecordMark int8
+
+// The marks.
+const (
+	RecordDefault RecordMark = iota // absent: the service decides
+	RecordYes                       // true
+	RecordNever                     // false
+)
+
+// Why a call that was to be recorded was not (Outcome.RecordSkipped).
+const (
+	RecordTooLarge    = "too-large"   // its answers or input passed RecordConfig.MaxCallBytes
+	RecordInterrupted = "interrupted" // its deadline or its caller stopped it: the clock decided, not the code
+	RecordOverloaded  = "overloaded"  // the memory budget refused it: nothing ran
+)
+
+// Record is one recorded call, as its file holds it (JSON).
+type Record struct {
+	Format     int       `json:"packdRecord"`
+	RecordedAt time.Time `json:"recordedAt"`
+	PackID     string    `json:"packId"`
+	// ArtifactVersion is the pack's, when the service knows it.
+	ArtifactVersion string `json:"artifactVersion,omitempty"`
+	Target          Target `json:"target"`
+	ID              string `json:"id"`
+	Version         string `json:"version,omitempty"`
+	// Request is the protocol request message, each ctx.secrets value
+	// replaced by its hash.
+	Request json.RawMessage `json:"request"`
+	Module  RecordModule    `json:"module"`
+	// Limits are the sandbox's settings that change what a guest computes;
+	// Fuel is the call's budget and MemoryLimit its memory limit (0: the
+	// sandbox's).
+	Limits      sandbox.GuestLimits `json:"limits"`
+	Fuel        int64               `json:"fuel"`
+	MemoryLimit int64               `json:"memoryLimit,omitempty"`
+	// Instance is what the call ran in (sandbox.InstanceHit, …Miss,
+	// …Fresh); Snapshot, for a pooled one, the snapshot it was reset to.
+	Instance string          `json:"instance"`
+	Snapshot *RecordSnapshot `json:"snapshot,omitempty"`
+	// Env are the names of the environment the guest saw, in order; their
+	// values are secrets ("env.NAME").
+	Env []string `json:"env"`
+	// Secrets are every secret of the call, by name ("ctx.secrets.NAME",
+	// "env.NAME"): its hash and length, never its value.
+	Secrets []RecordSecret `json:"secrets,omitempty"`
+	// GuestRequest is the message the guest read; Tape every host answer
+	// it got, in order.
+	GuestRequest Bytes                `json:"guestRequest"`
+	Tape         []sandbox.TapeAnswer `json:"tape"`
+	// Redactions are where a secret was in GuestRequest, Tape, Result's
+	// output or error, and a placeholder of its length is now.
+	Redactions []Redaction  `json:"redactions,omitempty"`
+	Result     RecordResult `json:"result"`
+}
+
+// RecordModule is the module a call ran: its path in the module root, and
+// the SHA-256 of its bytes ("sha256:…").
+type RecordModule struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// RecordSnapshot is a snapshot: its id (the SHA-256 of its memory and
+// globals) and what the host answered the initialisation that made it.
+type RecordSnapshot struct {
+	ID   string               `json:"id"`
+	Tape []sandbox.TapeAnswer `json:"tape"`
+}
+
+// RecordSecret is one secret of a recorded call.
+type RecordSecret struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+	Length int    `json:"length"`
+}
+
+// Redaction is one place a secret was: In ("guestRequest", "output",
+// "error", "request" or "tape/N"), at Offset, Length bytes, written as the
+// secret's value (Form "raw") or as it is inside a JSON string ("json").
+type Redaction struct {
+	In     string `json:"in"`
+	Offset int    `json:"offset"`
+	Length int    `json:"length"`
+	Secret string `json:"secret"`
+	Form   string `json:"form"`
+}
+
+// RecordResult is what the guest answered: its status and output, or the
+// error that ended it, and the fuel it burnt.
+type RecordResult struct {
+	Status int    `json:"status"`
+	Output Bytes  `json:"output"`
+	Error  string `json:"error,omitempty"`
+	Fuel   int64  `json:"fuel"`
+}
+
+// Bytes are bytes a record shows as text when they are UTF-8 (a guest's
+// JSON), else as {"base64": …}.
+type Bytes []byte
+
+// MarshalJSON writes b as a string when it is valid UTF-8.
+func (b Bytes) MarshalJSON() ([]byte, error) {
+	if utf8.Valid(b) {
+		return json.Marshal(string(b))
+	}
+	return json.Marshal(struct {
+		Base64 []byte `json:"base64"`
+	}{b})
+}
+
+// UnmarshalJSON reads either form.
+func (b *Bytes) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		*b = Bytes(s)
+		return nil
+	}
+	var o struct {
+		Base64 []byte `json:"base64"`
+	}
+	if err := json.Unmarshal(data, &o); err != nil {
+		return errors.New(`bytes must be a string or {"base64": …}`)
+	}
+	*b = o.Base64
+	return nil
+}
+
+// ReadRecord reads a record file's contents.
+func ReadRecord(data []byte) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("not a packd record: %w", err)
+	}
+	switch {
+	case r.Format != RecordFormat:
+		return nil, fmt.Errorf("not a packd record of format %d (packdRecord is %d)", RecordFormat, r.Format)
+	case r.Module.SHA256 == "" || r.Module.Path == "":
+		return nil, errors.New("the record names no module")
+	case r.Instance != sandbox.InstanceFresh && r.Snapshot == nil:
+		return nil, errors.New("the record of a pooled call has no snapshot")
+	}
+	return &r, nil
+}
+
+// records says whether a target's calls are recorded.
+func (p *Pack) records(lim Limits) bool {
+	switch {
+	case p.record == nil || lim.Record == RecordNever:
+		return false
+	case p.record.Marked:
+		return lim.Record == RecordYes
+	}
+	return true
+}
+
+// recordTape is the tape a recorded call fills.
+func (p *Pack) recordTape() *sandbox.Tape {
+	return &sandbox.Tape{Max: p.recordLimit()}
+}
+
+func (p *Pack) recordLimit() int {
+	if p.record.MaxCallBytes > 0 {
+		return min(p.record.MaxCallBytes, sandbox.MaxTapeBytes)
+	}
+	return DefaultRecordCallBytes
+}
+
+// keepRecord makes the record of a call that ran (or says in
+// o.RecordSkipped why there is none): the guest's request and answer, the
+// tape, its secrets redacted. The request message is added by Dispatch.
+func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request, rep sandbox.Reply, err error, callCtx *ojson.Object) {
+	switch {
+	case errors.Is(err, sandbox.ErrMemoryBudget):
+		o.RecordSkipped = RecordOverloaded
+		return
+	case errors.Is(err, sandbox.ErrDeadline) || errors.Is(err, sandbox.ErrCancelled):
+		o.RecordSkipped = RecordInterrupted
+		return
+	case call.Record.Truncated || call.Record.Size()+len(call.Body)+len(rep.Body) > p.recordLimit():
+		o.RecordSkipped = RecordTooLarge
+		return
+	}
+	limits := p.sb.GuestLimits()
+	fuel := call.Fuel
+	if fuel <= 0 {
+		fuel = limits.DefaultFuel
+	}
+	r := &Record{Format: RecordFormat, RecordedAt: time.Now().UTC(), PackID: p.index.PackID,
+		Target: t.Target, ID: t.ID, Version: t.Version,
+		Module: RecordModule{Path: mod.path, SHA256: mod.sum},
+		Limits: limits, Fuel: min(fuel, sandbox.MaxFuel), MemoryLimit: call.MemoryLimit, Instance: rep.Instance,
+		Tape:   call.Record.Answers,
+		Result: RecordResult{Status: int(rep.Status), Output: Bytes(rep.Body), Fuel: rep.FuelUsed},
+	}
+	if err != nil {
+		r.Result.Error = err.Error()
+	}
+	if rep.SnapshotTape != nil {
+		r.Snapshot = &RecordSnapshot{ID: rep.SnapshotID, Tape: rep.SnapshotTape.Answers}
+	}
+	secrets := p.callSecrets(callCtx)
+	for _, kv := range call.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		r.Env = append(r.Env, name)
+	}
+	for _, s := range secrets {
+		sum := sha256.Sum256([]byte(s.value))
+		r.Secrets = append(r.Secrets, RecordSecret{Name: s.name, SHA256: "sha256:" + hex.EncodeToString(sum[:]), Length: len(s.value)})
+	}
+	// What the guest held is copied before it is redacted: the tape's
+	// answers are the record's own, the request and output are not.
+	r.GuestRequest = r.redact("guestRequest", bytes.Clone(call.Body), secrets)
+	r.Result.Output = r.redact("output", bytes.Clone(rep.Body), secrets)
+	r.Result.Error = string(r.redact("error", []byte(r.Result.Error), secrets))
+	for i := range r.Tape {
+		r.Tape[i].Value = r.redact(fmt.Sprintf("tape/%d", i), r.Tape[i].Value, secrets)
+	}
+	o.Record, o.secrets = r, secrets
+}
+
+// secret is one secret value of a call, by its record name.
+type secret struct{ name, value string }
+
+// callSecrets are a call's secrets: its ctx.secrets (the strings among
+// them), the values of the environment pack code sees, and of the
+// variables the index binds as credentials.
+func (p *Pack) callSecrets(callCtx *ojson.Object) []secret {
+	var out []secret
+	if callCtx != nil {
+		if s, ok := objectField(callCtx, "secrets"); ok {
+			for i, k := range s.Keys {
+				if v, ok := s.Vals[i].(string); ok && v != "" {
+					out = append(out, secret{"ctx.secrets." + k, v})
+				}
+			}
+		}
+	}
+	for _, kv := range p.env {
+		if name, v, _ := strings.Cut(kv, "="); v != "" {
+			out = append(out, secret{"env." + name, v})
+		}
+	}
+	for _, name := range p.index.credentialEnv() {
+		if v, ok := p.lookup(name); ok && v != "" {
+			out = append(out, secret{"env." + name, v})
+		}
+	}
+	return out
+}
+
+// minRedacted: a secret shorter than this is hashed, but not looked for
+// in the bytes a record holds (it would match what is not it).
+const minRedacted = 4
+
+// redact replaces every occurrence in b of a secret, as its value or as
+// it is written inside a JSON string, with asterisks of its length, and
+// notes where.
+func (r *Record) redact(in string, b []byte, secrets []secret) []byte {
+	for _, s := range secrets {
+		if len(s.value) < minRedacted {
+			continue
+		}
+		for _, f := range secretForms(s.value) {
+			for at := 0; ; {
+				i := bytes.Index(b[at:], []byte(f.text))
+				if i < 0 {
+					break
+				}
+				at += i
+				copy(b[at:], bytes.Repeat([]byte{'*'}, len(f.text)))
+				r.Redactions = append(r.Redactions, Redaction{In: in, Offset: at, Length: len(f.text), Secret: s.name, Form: f.form})
+				at += len(f.text)
+			}
+		}
+	}
+	return b
+}
+
+type secretForm struct{ form, text string }
+
+// secretForms are how a secret may be written: as it is, and inside a
+// JSON string when that differs.
+func secretForms(v string) []secretForm {
+	forms := []secretForm{{"raw", v}}
+	if j := string(ojson.Encode(v)); j[1:len(j)-1] != v {
+		forms = append(forms, secretForm{"json", j[1 : len(j)-1]})
+	}
+	return forms
+}
+
+// recordMessage is the request message of a recorded call, its
+// ctx.secrets values replaced by their hashes and every other place a
+// secret is redacted.
+func (r *Record) recordMessage(msg *ojson.Object, secrets []secret) {
+	out := msg
+	if ctx, ok := objectField(msg, "ctx"); ok {
+		if s, ok := objectField(ctx, "secrets"); ok {
+			hashed := &ojson.Object{}
+			for i, k := range s.Keys {
+				v := s.Vals[i]
+				if str, ok := v.(string); ok {
+					sum := sha256.Sum256([]byte(str))
+					v = "sha256:" + hex.EncodeToString(sum[:])
+				}
+				hashed.Set(k, v)
+			}
+			c := &ojson.Object{Keys: ctx.Keys, Vals: append([]any(nil), ctx.Vals...)}
+			c.Set("secrets", hashed)
+			out = &ojson.Object{Keys: msg.Keys, Vals: append([]any(nil), msg.Vals...)}
+			out.Set("ctx", c)
+		}
+	}
+	r.Request = r.redact("request", ojson.Encode(out), secrets)
+}

@@ -1,0 +1,123 @@
+package host_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/host/internal/egress/egresstest"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// recordedNetPack loads testdata/gonet recording its calls, with the
+// environment variable REGION_KEY set, next to a loopback server whose
+// /headers answer reflects the Authorization the pack sends; requests
+// counts the outbound requests sent.
+func recordedNetPack(t *testing.T, rc host.RecordConfig, limits string) (p *host.Pack, port string, requests *atomic.Int64) {
+	t.Helper()
+	_, port = egresstest.Server(t)
+	requests = new(atomic.Int64)
+	schema := `"input":{"type":"object"},"output":{"type":"object"},"modulePath":"gonet.wasm"`
+	index := indexJSON(`{"id":"net.fetch",`+schema+`,"network":{"kind":"allowlist","hosts":["api.test"]}`+limits+`},`+
+		`{"id":"net.offline",`+schema+`,"network":{"kind":"none"},"limits":{"record":false}}`, "", `"env":{"required":[],"optional":["REGION_KEY"]}`)
+	path := writePack(t, index, map[string][]byte{"gonet.wasm": gonetWasm(t)})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Record: &rc,
+		Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 2},
+		LookupEnv: func(k string) (string, bool) {
+			return map[string]string{"REGION_KEY": "eu-region-secret"}[k], k == "REGION_KEY"
+		},
+		Network: host.NetworkConfig{
+			AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+			LookupHost: func(context.Context, string) ([]netip.Addr, error) {
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+			},
+			OnRequest: func(host.EgressEvent) { requests.Add(1) },
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p, port, requests
+}
+
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// TestARecordedCallReplaysOffline: a Go pack's call that reads the clock,
+// draws random bytes (its runtime does), gets its environment and a
+// secret, and sends an outbound request whose answer reflects the secret,
+// is recorded in a file that holds neither the secret nor the
+// environment's value, only their hashes; replayed with them supplied, it
+// gives the same output and fuel without reaching the server. Without
+// them, the snapshot (the Go runtime keeps its environment) and the
+// request (its Authorization) differ, and the replay says so; a target
+// whose limits.record is false is never recorded.
+func TestARecordedCallReplaysOffline(t *testing.T) {
+	p, port, requests := recordedNetPack(t, host.RecordConfig{}, "")
+	const token = "tok-abcdef123456"
+	body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"http://api.test:%s/headers?q=1"},"ctx":{"tenantId":"t","runId":"r","secrets":{"apiToken":%q}}}`, port, token)
+	o := p.Dispatch(context.Background(), []byte(body), 0)
+	if !o.OK() || o.Record == nil || requests.Load() != 1 {
+		t.Fatalf("the call: %s (record %v, skipped %q, %d requests)", o.Response, o.Record != nil, o.RecordSkipped, requests.Load())
+	}
+	if !strings.Contains(string(o.Response), "Bearer "+token) {
+		t.Fatalf("the upstream's answer does not reflect the token: %s", o.Response)
+	}
+	file, err := json.Marshal(o.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{token, "eu-region-secret"} {
+		if strings.Contains(string(file), secret) {
+			t.Fatalf("the record holds the secret %q: %s", secret, file)
+		}
+	}
+	if !strings.Contains(string(file), hashOf(token)) || !strings.Contains(string(file), hashOf("eu-region-secret")) {
+		t.Fatalf("the record lacks the secrets' hashes: %s", file)
+	}
+	rec, err := host.ReadRecord(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imports []string
+	for _, a := range rec.Tape {
+		imports = append(imports, a.Import)
+	}
+	if joined := strings.Join(imports, " "); !strings.Contains(joined, "http_request") || rec.Snapshot == nil || len(rec.Snapshot.Tape) == 0 {
+		t.Fatalf("the call's tape: %s; its snapshot %+v", joined, rec.Snapshot)
+	}
+	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}, Secret: func(name string) (string, bool) {
+		v, ok := map[string]string{"ctx.secrets.apiToken": token, "env.REGION_KEY": "eu-region-secret"}[name]
+		return v, ok
+	}})
+	defer rp.Close()
+	got, err := rp.Replay(context.Background(), rec, gonetWasm(t))
+	if err != nil || !got.Identical() || got.ModuleChanged || got.SnapshotChanged || len(got.Placeholders) != 0 {
+		t.Fatalf("the replay with the secrets: %+v %v", got, err)
+	}
+	if got.Result.Fuel != o.Usage.Fuel || !strings.Contains(string(got.Result.Output), "Bearer "+token) || requests.Load() != 1 {
+		t.Fatalf("the replay: fuel %d (call %d), output %s; the server got %d requests", got.Result.Fuel, o.Usage.Fuel, got.Result.Output, requests.Load())
+	}
+
+	bare := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
+	defer bare.Close()
+	got, err = bare.Replay(context.Background(), rec, gonetWasm(t))
+	if err != nil || got.Identical() || !got.SnapshotChanged || strings.Join(got.Placeholders, " ") != "ctx.secrets.apiToken env.REGION_KEY" ||
+		got.Divergence == nil || !strings.Contains(got.Divergence.Error(), "http_request GET http://api.test:"+port+"/headers") {
+		t.Fatalf("the replay without the secrets: %+v %v", got, err)
+	}
+
+	off := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.offline"},"input":{"url":"http://x/"},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	if !off.OK() || off.Record != nil || off.RecordSkipped != "" {
+		t.Fatalf("a target whose limits.record is false: %s, record %v", off.Response, off.Record != nil)
+	}
+}

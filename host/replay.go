@@ -1,0 +1,270 @@
+package host
+
+// Replaying a record offline: the recorded module (or another, to see
+// where it departs), its snapshot rebuilt from the tape of its
+// initialisation, the call served the recorded host answers in order,
+// never the network; then the output, the error and the fuel compared.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// ReplayConfig configures a Replayer.
+type ReplayConfig struct {
+	// Sandbox is the base of the sandboxes replays run in (its cache,
+	// output); each record's guest limits are applied over it.
+	Sandbox sandbox.Config
+	// Secret gives a secret's value by its record name ("env.NAME",
+	// "ctx.secrets.NAME"); one whose hash differs from the recorded one,
+	// or that it lacks, is replaced by a placeholder of its length.
+	Secret func(name string) (string, bool)
+}
+
+// Replayer replays records. It is safe for concurrent use.
+type Replayer struct {
+	cfg ReplayConfig
+	mu  sync.Mutex
+	sbs map[sandbox.GuestLimits]*sandbox.Sandbox
+}
+
+// NewReplayer makes a Replayer; Close it.
+func NewReplayer(cfg ReplayConfig) *Replayer {
+	return &Replayer{cfg: cfg, sbs: map[sandbox.GuestLimits]*sandbox.Sandbox{}}
+}
+
+// Close closes its sandboxes.
+func (r *Replayer) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, sb := range r.sbs {
+		errs = append(errs, sb.Close(context.Background()))
+	}
+	r.sbs = nil
+	return errors.Join(errs...)
+}
+
+// Replay is what replaying a record found.
+type Replay struct {
+	// ModuleSHA256 is the replayed module's hash; ModuleChanged says it is
+	// not the recorded one.
+	ModuleSHA256  string
+	ModuleChanged bool
+	// SnapshotID is the rebuilt snapshot's ("" for a fresh call);
+	// SnapshotChanged says it differs from the recorded one.
+	SnapshotID      string
+	SnapshotChanged bool
+	// Placeholders names the secrets not supplied (or supplied with
+	// another value): the guest saw a placeholder of their length.
+	Placeholders []string
+	// Divergence is the first host call that differs from the recording,
+	// in the initialisation (InInit) or the call.
+	Divergence *sandbox.DivergenceError
+	InInit     bool
+	// Result is what the replayed guest answered.
+	Result RecordResult
+	// Differences say in words what differs from the recorded result, the
+	// first difference first; none: identical.
+	Differences []string
+}
+
+// Identical reports whether the replay gave the recorded output, error
+// and fuel, asking the host for exactly what the recording holds.
+func (r *Replay) Identical() bool { return r.Divergence == nil && len(r.Differences) == 0 }
+
+// Replay replays rec on the module wasm, within ctx.
+func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Replay, error) {
+	sum := sha256.Sum256(wasm)
+	out := &Replay{ModuleSHA256: "sha256:" + hex.EncodeToString(sum[:])}
+	out.ModuleChanged = out.ModuleSHA256 != rec.Module.SHA256
+	pooled := rec.Instance != sandbox.InstanceFresh
+	sb, err := r.sandbox(ctx, rec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	m, err := sb.Compile(ctx, wasm)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = m.Close(context.Background()) }()
+	supplied := r.secrets(rec, out)
+	env := make([]string, len(rec.Env))
+	for i, name := range rec.Env {
+		env[i] = name + "=" + supplied["env."+name]
+	}
+	if pooled {
+		init := &sandbox.Tape{Answers: rec.Snapshot.Tape}
+		if err := m.WarmReplay(ctx, env, init); err != nil {
+			if errors.As(err, &out.Divergence) {
+				out.InInit = true
+				return out, nil
+			}
+			return nil, fmt.Errorf("rebuilding the snapshot: %w", err)
+		}
+		if init.Unserved() > 0 {
+			out.InInit = true
+			out.Divergence = unserved(init)
+			return out, nil
+		}
+		out.SnapshotID, _, _ = m.Snapshot()
+		out.SnapshotChanged = out.SnapshotID != rec.Snapshot.ID
+	}
+	tape := &sandbox.Tape{Answers: restoredTape(rec, supplied)}
+	rep, err := m.Call(ctx, sandbox.Request{Body: restore(rec, "guestRequest", rec.GuestRequest, supplied), Env: env,
+		Fuel: rec.Fuel, MemoryLimit: rec.MemoryLimit, Fresh: !pooled, Replay: tape})
+	if errors.As(err, &out.Divergence) {
+		return out, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	out.Result = RecordResult{Status: int(rep.Status), Output: rep.Body, Fuel: rep.FuelUsed}
+	if err != nil {
+		out.Result.Error = err.Error()
+	}
+	if tape.Unserved() > 0 {
+		out.Divergence = unserved(tape)
+	}
+	out.compare(rec, supplied)
+	return out, nil
+}
+
+// unserved is the divergence of a replay that asked the host for less
+// than the recording holds.
+func unserved(t *sandbox.Tape) *sandbox.DivergenceError {
+	a := t.Answers[len(t.Answers)-t.Unserved()]
+	return &sandbox.DivergenceError{At: len(t.Answers) - t.Unserved(), Want: a.Import, Got: "nothing more (it ended)", RecordFuel: a.Fuel}
+}
+
+// compare notes how the replayed result differs from the recorded one.
+func (out *Replay) compare(rec *Record, supplied map[string]string) {
+	want := rec.Result
+	wantOut := restore(rec, "output", want.Output, supplied)
+	wantErr := string(restore(rec, "error", []byte(want.Error), supplied))
+	if out.Result.Status != want.Status {
+		out.Differences = append(out.Differences, fmt.Sprintf("status %s, recorded %s", statusName(out.Result.Status), statusName(want.Status)))
+	}
+	if !bytes.Equal(out.Result.Output, wantOut) {
+		out.Differences = append(out.Differences, "output "+firstDifference(out.Result.Output, wantOut))
+	}
+	if out.Result.Error != wantErr {
+		out.Differences = append(out.Differences, fmt.Sprintf("error %q, recorded %q", out.Result.Error, wantErr))
+	}
+	if out.Result.Fuel != want.Fuel {
+		out.Differences = append(out.Differences, fmt.Sprintf("fuel %d, recorded %d", out.Result.Fuel, want.Fuel))
+	}
+}
+
+func statusName(s int) string {
+	switch abi.Status(s) {
+	case abi.StatusOK:
+		return "ok"
+	case abi.StatusThrown:
+		return "thrown"
+	case abi.StatusNoHandler:
+		return "no-handler"
+	}
+	return fmt.Sprint(s)
+}
+
+// firstDifference says where two outputs first differ.
+func firstDifference(got, want []byte) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	return fmt.Sprintf("differs at byte %d of %d (recorded %d): %q, recorded %q", i, len(got), len(want), around(got, i), around(want, i))
+}
+
+func around(b []byte, i int) string {
+	from, to := max(i-16, 0), min(i+32, len(b))
+	return string(b[from:to])
+}
+
+// sandbox is the replayer's sandbox for a record's guest limits.
+func (r *Replayer) sandbox(ctx context.Context, lim sandbox.GuestLimits) (*sandbox.Sandbox, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sbs == nil {
+		return nil, errors.New("the replayer is closed")
+	}
+	if sb := r.sbs[lim]; sb != nil {
+		return sb, nil
+	}
+	cfg := r.cfg.Sandbox
+	lim.Apply(&cfg)
+	cfg.PoolSize = 1
+	sb, err := sandbox.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.sbs[lim] = sb
+	return sb, nil
+}
+
+// secrets are the values of the record's secrets the replay has (by
+// name), each checked against its hash; the others are placeholders of
+// their length, named in out.Placeholders.
+func (r *Replayer) secrets(rec *Record, out *Replay) map[string]string {
+	vals := map[string]string{}
+	for _, s := range rec.Secrets {
+		if _, done := vals[s.Name]; done {
+			continue
+		}
+		var v string
+		ok := false
+		if r.cfg.Secret != nil {
+			v, ok = r.cfg.Secret(s.Name)
+		}
+		sum := sha256.Sum256([]byte(v))
+		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != s.SHA256 {
+			v = strings.Repeat("*", s.Length)
+			out.Placeholders = append(out.Placeholders, s.Name)
+		}
+		vals[s.Name] = v
+	}
+	return vals
+}
+
+// restore is b, a copy, with the secrets redacted in it (in) written back
+// where the replay has their values.
+func restore(rec *Record, in string, b []byte, supplied map[string]string) []byte {
+	b = bytes.Clone(b)
+	for _, red := range rec.Redactions {
+		if red.In != in {
+			continue
+		}
+		v := supplied[red.Secret]
+		if red.Form == "json" {
+			for _, f := range secretForms(v) {
+				if f.form == "json" {
+					v = f.text
+				}
+			}
+		}
+		if len(v) == red.Length && red.Offset >= 0 && red.Offset+red.Length <= len(b) {
+			copy(b[red.Offset:], v)
+		}
+	}
+	return b
+}
+
+// restoredTape is the record's tape with its secrets written back.
+func restoredTape(rec *Record, supplied map[string]string) []sandbox.TapeAnswer {
+	tape := make([]sandbox.TapeAnswer, len(rec.Tape))
+	for i, a := range rec.Tape {
+		a.Value = restore(rec, fmt.Sprintf("tape/%d", i), a.Value, supplied)
+		tape[i] = a
+	}
+	return tape
+}

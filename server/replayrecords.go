@@ -1,0 +1,188 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kindgi/packd/host"
+)
+
+// ReplayRecords writes the records of recorded calls (host.Record), one
+// file each, into a directory (packd serve --record DIR), for packd
+// replay.
+//
+// A call never waits for the disk: its record goes into a bounded queue
+// after its answer is written, and one goroutine encodes and writes it.
+// The directory holds at most MaxBytes of records (those there when it
+// opened count): past it, records are not written. Every record not
+// written is counted in packd_replay_records_total by why, and said in a
+// replay-record-lost record for the first and every thousandth.
+type ReplayRecords struct {
+	dir       string
+	max       int64
+	used      atomic.Int64
+	queue     chan *host.Record
+	metrics   *Metrics
+	records   *Recorder
+	done      chan struct{}
+	sending   sync.RWMutex // held to send on queue, and to close it
+	closed    bool
+	closeOnce sync.Once
+	lost      atomic.Int64
+}
+
+// replayQueue is how many records may wait for the disk: with records of
+// at most host.DefaultRecordCallBytes, 64 MiB.
+const replayQueue = 64
+
+// The outcomes packd_replay_records_total counts besides the
+// host.Record… reasons: a record written, or not for the directory's
+// bound, a writer behind, or a write that failed.
+const (
+	replayWritten = "written"
+	replayFull    = "full"
+	replayDropped = "dropped"
+	replayFailed  = "failed"
+)
+
+// OpenReplayRecords opens (creating) dir, whose records may take maxBytes
+// (≤ 0: no bound).
+func OpenReplayRecords(dir string, maxBytes int64, m *Metrics, r *Recorder) (*ReplayRecords, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("opening the record directory: %w", err)
+	}
+	if r == nil {
+		r = NewRecorder(io.Discard)
+	}
+	d := &ReplayRecords{dir: dir, max: maxBytes, queue: make(chan *host.Record, replayQueue), metrics: m, records: r, done: make(chan struct{})}
+	var used int64
+	err := filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			if info, ierr := e.Info(); ierr == nil {
+				used += info.Size()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening the record directory: %w", err)
+	}
+	d.used.Store(used)
+	go d.writer()
+	return d, nil
+}
+
+// keep queues a recorded call's record without waiting; skipped says why a
+// call to be recorded has none (host.RecordTooLarge, …).
+func (d *ReplayRecords) keep(rec *host.Record, skipped, artifactVersion string) {
+	if rec == nil {
+		if skipped != "" {
+			d.count(skipped)
+		}
+		return
+	}
+	rec.ArtifactVersion = artifactVersion
+	d.sending.RLock()
+	queued := false
+	if !d.closed {
+		select {
+		case d.queue <- rec:
+			queued = true
+		default:
+		}
+	}
+	d.sending.RUnlock()
+	if !queued {
+		d.loss(replayDropped, "The record writer fell behind")
+	}
+}
+
+func (d *ReplayRecords) count(outcome string) {
+	if d.metrics != nil {
+		d.metrics.replayRecords.WithLabelValues(outcome).Inc()
+	}
+}
+
+// loss counts a record not written, and says so for the first and every
+// thousandth.
+func (d *ReplayRecords) loss(outcome, why string) {
+	d.count(outcome)
+	if n := d.lost.Add(1); n == 1 || n%1000 == 0 {
+		d.records.Record("warn", fmt.Sprintf("%s: %d call records not written so far", why, n),
+			Field{"event", "replay-record-lost"}, Field{"kind", "replay-record-lost"}, Field{"reason", outcome}, Field{"lost", int(n)})
+	}
+}
+
+func (d *ReplayRecords) writer() {
+	defer close(d.done)
+	for rec := range d.queue {
+		d.write(rec)
+	}
+}
+
+// write writes one record into a file of its own: a temporary name, then
+// renamed, so that a reader never sees half of one.
+func (d *ReplayRecords) write(rec *host.Record) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		d.loss(replayFailed, "Cannot encode a call record: "+err.Error())
+		return
+	}
+	b = append(b, '\n')
+	if d.max > 0 && d.used.Load()+int64(len(b)) > d.max {
+		d.loss(replayFull, fmt.Sprintf("The record directory holds its --record-max-mib of %d MiB", d.max>>20))
+		return
+	}
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	name := fmt.Sprintf("%s-%s-%s.json", rec.RecordedAt.UTC().Format("20060102T150405.000000000Z"), fileSafe(rec.ID), hex.EncodeToString(suffix[:]))
+	tmp := filepath.Join(d.dir, "."+name+".tmp")
+	err = os.WriteFile(tmp, b, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(d.dir, name))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		d.loss(replayFailed, "Cannot write a call record: "+err.Error())
+		return
+	}
+	d.used.Add(int64(len(b)))
+	d.count(replayWritten)
+}
+
+// fileSafe is a target id as part of a file name: letters, digits, '.',
+// '-' and '_', at most 64 of them.
+func fileSafe(id string) string {
+	id = strings.Map(func(r rune) rune {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return r
+		}
+		return '_'
+	}, id)
+	return id[:min(len(id), 64)]
+}
+
+// Close writes out what is queued, waiting at most timeout; a call that
+// ends later is counted as dropped. Safe twice.
+func (d *ReplayRecords) Close(timeout time.Duration) {
+	d.closeOnce.Do(func() {
+		d.sending.Lock()
+		d.closed = true
+		close(d.queue)
+		d.sending.Unlock()
+		select {
+		case <-d.done:
+		case <-time.After(timeout):
+		}
+	})
+}
