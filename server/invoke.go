@@ -106,7 +106,7 @@ func (s *Server) invoke(c echo.Context) error {
 	out := g.pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get(headerTimeout)))
 	release()
 	if rr := s.cfg.ReplayRecords; rr != nil && (out.Record != nil || out.RecordSkipped != "") {
-		defer rr.keep(out.Record, out.RecordSkipped, g.artifactVersion[0]) // once the answer is written
+		defer rr.Keep(out.Record, out.RecordSkipped, g.artifactVersion[0]) // once the answer is written
 	}
 	elapsed := time.Since(admitted)
 	e := Event{

@@ -82,9 +82,9 @@ func OpenReplayRecords(dir string, maxBytes int64, m *Metrics, r *Recorder) (*Re
 	return d, nil
 }
 
-// keep queues a recorded call's record without waiting; skipped says why a
+// Keep queues a recorded call's record without waiting; skipped says why a
 // call to be recorded has none (host.RecordTooLarge, …).
-func (d *ReplayRecords) keep(rec *host.Record, skipped, artifactVersion string) {
+func (d *ReplayRecords) Keep(rec *host.Record, skipped, artifactVersion string) {
 	if rec == nil {
 		if skipped != "" {
 			d.count(skipped)
@@ -130,34 +130,60 @@ func (d *ReplayRecords) writer() {
 	}
 }
 
-// write writes one record into a file of its own: a temporary name, then
-// renamed, so that a reader never sees half of one.
+// write writes one record, within the directory's bound.
 func (d *ReplayRecords) write(rec *host.Record) {
-	b, err := json.Marshal(rec)
+	b, err := encodeRecord(rec)
 	if err != nil {
 		d.loss(replayFailed, "Cannot encode a call record: "+err.Error())
 		return
 	}
-	b = append(b, '\n')
 	if d.max > 0 && d.used.Load()+int64(len(b)) > d.max {
 		d.loss(replayFull, fmt.Sprintf("The record directory holds its --record-max-mib of %d MiB", d.max>>20))
 		return
 	}
-	var suffix [4]byte
-	_, _ = rand.Read(suffix[:])
-	name := fmt.Sprintf("%s-%s-%s.json", rec.RecordedAt.UTC().Format("20060102T150405.000000000Z"), fileSafe(rec.ID), hex.EncodeToString(suffix[:]))
-	tmp := filepath.Join(d.dir, "."+name+".tmp")
-	err = os.WriteFile(tmp, b, 0o600)
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(d.dir, name))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if _, err := writeRecordFile(d.dir, rec, b); err != nil {
 		d.loss(replayFailed, "Cannot write a call record: "+err.Error())
 		return
 	}
 	d.used.Add(int64(len(b)))
 	d.count(replayWritten)
+}
+
+// WriteRecord writes one record into a file of its own in dir, as the
+// service does, and returns its path.
+func WriteRecord(dir string, rec *host.Record) (string, error) {
+	b, err := encodeRecord(rec)
+	if err != nil {
+		return "", fmt.Errorf("encoding the call record: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("writing the call record: %w", err)
+	}
+	return writeRecordFile(dir, rec, b)
+}
+
+func encodeRecord(rec *host.Record) ([]byte, error) {
+	b, err := json.MarshalIndent(rec, "", " ")
+	return append(b, '\n'), err
+}
+
+// writeRecordFile writes a record's bytes under a name of its time and
+// target (and a random suffix): a temporary name, then renamed, so that a
+// reader never sees half of one.
+func writeRecordFile(dir string, rec *host.Record, b []byte) (string, error) {
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	name := fmt.Sprintf("%s-%s-%s.json", rec.RecordedAt.UTC().Format("20060102T150405.000000000Z"), fileSafe(rec.ID), hex.EncodeToString(suffix[:]))
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	err := os.WriteFile(tmp, b, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
 }
 
 // fileSafe is a target id as part of a file name: letters, digits, '.',

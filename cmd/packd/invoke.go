@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/server"
 )
 
 func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -21,11 +23,13 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var (
 		lf                                 loadFlags
+		rf                                 recordFlags
 		toolID, toolVersion, input, ctxArg string
 		checkID, config, trace             string
 		timeoutMs                          int64
 	)
 	lf.register(fs, os.Getenv)
+	rf.register(fs, os.Getenv, false)
 	fs.StringVar(&toolID, "tool", "", "the tool id to invoke")
 	fs.StringVar(&toolVersion, "version", "", "the tool version to ask for (default: none named)")
 	fs.StringVar(&input, "input", "{}", "the tool input: JSON, @file or @- for stdin")
@@ -49,6 +53,9 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if timeoutMs <= 0 {
 		return usageErr(errors.New("--timeout-ms must be positive"))
+	}
+	if p := rf.check(); len(p) > 0 {
+		return usageErr(errors.New(strings.Join(p, "; ")))
 	}
 	var msg *ojson.Object
 	if toolID != "" {
@@ -89,6 +96,7 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if lf.cacheWarning != "" {
 		fmt.Fprintln(stderr, "packd invoke: warning:", lf.cacheWarning)
 	}
+	hc.Record = rf.config()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -113,6 +121,11 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := pack.Dispatch(ctx, ojson.Encode(msg), time.Duration(timeoutMs)*time.Millisecond)
 	_ = pack.Close(context.Background()) // writes out the guest's last lines first
 	fmt.Fprintf(stderr, "packd invoke: fuel used: %d\n", out.Usage.Fuel)
+	if hc.Record != nil {
+		if code := writeRecord(rf.dir, pack, out, stderr); code != exitOK {
+			return code
+		}
+	}
 	if out.Refusal != nil {
 		fmt.Fprintln(stderr, "packd invoke: refused:", out.Refusal.Reason)
 		return exitError
@@ -121,6 +134,28 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !out.OK() {
 		return exitError
 	}
+	return exitOK
+}
+
+// writeRecord writes the record of an invoked call into dir, and says
+// where, or why there is none.
+func writeRecord(dir string, pack *host.Pack, out *host.Outcome, stderr io.Writer) int {
+	if out.Record == nil {
+		why := out.RecordSkipped
+		if why == "" {
+			why = "no pack code ran"
+		}
+		fmt.Fprintln(stderr, "packd invoke: the call is not recorded:", why)
+		return exitOK
+	}
+	idx := pack.Index()
+	out.Record.ArtifactVersion = idx.ArtifactVersion
+	path, err := server.WriteRecord(dir, out.Record)
+	if err != nil {
+		fmt.Fprintln(stderr, "packd invoke:", err)
+		return exitError
+	}
+	fmt.Fprintln(stderr, "packd invoke: recorded:", path)
 	return exitOK
 }
 

@@ -9,6 +9,7 @@
 //	packd init DIR             scaffold a Go pack: code, a test, a Makefile, its index
 //	packd index --index I [module.wasm ...]
 //	                           write the index from what the modules describe
+//	packd replay --index I RECORD|DIR ...   re-run recorded calls offline
 //	packd version
 //
 // invoke prints the response message on stdout and exits 0 on a result, 1 on
@@ -94,6 +95,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return buildJSCmd(args[1:], stdout, stderr)
 	case "dev":
 		return devCmd(args[1:], stdout, stderr)
+	case "replay":
+		return replayCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "packd", versionString())
 		return exitOK
@@ -118,6 +121,7 @@ func usage(w io.Writer) {
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
   packd dev [serve flags] DIR                              serve a pack, rebuilding and reloading it as it changes
+  packd replay [--index I | --module M] RECORD|DIR ...     re-run recorded calls offline (serve --record): same output and fuel?
   packd version
 Run "packd serve -h", "packd invoke -h" or "packd check -h" for every flag.
 `)

@@ -29,6 +29,7 @@ const recordsFlushWait = 2 * time.Second
 // the environment.
 type serviceConfig struct {
 	load           loadFlags
+	record         recordFlags
 	host           string
 	metricsAddr    string
 	envFilterOff   bool // KINDGI_PACK_ENV_FILTER=off: guests see the process environment
@@ -52,6 +53,7 @@ func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("packd serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c.load.register(fs, getenv)
+	c.record.register(fs, getenv, true)
 	fs.StringVar(&c.host, "host", "", "the address to listen on (default: every interface)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", getenv("PACKD_METRICS_ADDR"), `where /metrics listens ("off" turns it off; default $PACKD_METRICS_ADDR, else port 9464 on --host, or a free port when 9464 is taken)`)
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
@@ -110,6 +112,7 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 		}
 	})
 	problems = append(problems, c.load.check()...)
+	problems = append(problems, c.record.check()...)
 	if c.tenantShare != "on" && c.tenantShare != "off" {
 		problems = append(problems, fmt.Sprintf(`--tenant-share (or PACKD_TENANT_SHARE) must be "on" or "off", got %q`, c.tenantShare))
 	}
@@ -255,6 +258,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 		rec.Lifecycle("cache-read-only", "info", cfg.load.cacheNote)
 	}
 	cfg.load.setGoMemoryLimit()
+	hc.Record = cfg.record.config()
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
 	defer signal.Stop(signals)
@@ -265,6 +269,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
 		Policy: cfg.policy, Host: cfg.host, Port: cfg.port, TLS: cfg.tls,
 		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
+		RecordDir: cfg.record.dir, RecordMaxBytes: cfg.record.totalMiB << 20,
 		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
 		Version: versionString(), MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Records: rec,
 	})

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/sandbox"
+)
+
+// replayCmd replays recorded calls offline (host.Replayer) and says, for
+// each, whether it gave the recorded output and fuel, or where it first
+// departed. It never touches the network.
+func replayCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("packd replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var index, moduleRoot, module, secretsFile, cacheDir string
+	var verbose bool
+	fs.StringVar(&index, "index", os.Getenv("KINDGI_PACK_INDEX"), "find each record's module among this index's modules: by its hash, else by its path (default $KINDGI_PACK_INDEX)")
+	fs.StringVar(&moduleRoot, "module-root", "", "where the index's module paths resolve (default: the index's directory)")
+	fs.StringVar(&module, "module", "", "replay every record on this module instead (a changed module shows where it departs)")
+	fs.StringVar(&secretsFile, "secrets", "", `a JSON object of the ctx.secrets the records hold only hashes of, by name ({"apiKey": "…"}); environment values come from packd's own environment`)
+	fs.StringVar(&cacheDir, "cache-dir", defaultCacheDir(os.Getenv), `wazero's compilation cache ("" keeps it in memory)`)
+	fs.BoolVar(&verbose, "v", false, "say what each identical replay did too")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: packd replay [--index I | --module M] [--secrets FILE] RECORD|DIR ...\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "packd replay: "+format+"\n", a...)
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		return usageErr("name the records to replay: files, or directories of them")
+	}
+	if (index == "") == (module == "") {
+		return usageErr("say where the modules are: --index INDEX (each record's module among its modules) or --module PATH")
+	}
+	files, err := recordFiles(fs.Args())
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	secrets := map[string]string{}
+	if secretsFile != "" {
+		b, err := os.ReadFile(secretsFile)
+		if err == nil {
+			err = json.Unmarshal(b, &secrets)
+		}
+		if err != nil {
+			return usageErr("--secrets %s: %v (a JSON object of strings)", secretsFile, err)
+		}
+	}
+	modules := &moduleFinder{module: module, index: index, root: moduleRoot, bytes: map[string][]byte{}}
+	if cacheDir != "" && cacheUsable(cacheDir) != nil {
+		cacheDir = ""
+	}
+	rp := host.NewReplayer(host.ReplayConfig{
+		Sandbox: sandbox.Config{CacheDir: cacheDir, Stdout: io.Discard, Stderr: io.Discard},
+		Secret: func(name string) (string, bool) {
+			if env, ok := strings.CutPrefix(name, "env."); ok {
+				return os.LookupEnv(env)
+			}
+			v, ok := secrets[strings.TrimPrefix(name, "ctx.secrets.")]
+			return v, ok
+		},
+	})
+	defer rp.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	same, differ := 0, 0
+	for _, f := range files {
+		ok, err := replayOne(ctx, rp, modules, f, verbose, stdout)
+		if err != nil {
+			fmt.Fprintf(stdout, "FAILED     %s: %v\n", f, err)
+		}
+		if ok {
+			same++
+		} else {
+			differ++
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Fprintf(stdout, "%d of %d records replayed identically\n", same, same+differ)
+	if differ > 0 {
+		return exitError
+	}
+	return exitOK
+}
+
+// replayOne replays one record file and says what it found.
+func replayOne(ctx context.Context, rp *host.Replayer, modules *moduleFinder, file string, verbose bool, w io.Writer) (bool, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return false, err
+	}
+	rec, err := host.ReadRecord(data)
+	if err != nil {
+		return false, err
+	}
+	wasm, where, err := modules.find(rec)
+	if err != nil {
+		return false, err
+	}
+	got, err := rp.Replay(ctx, rec, wasm)
+	if err != nil {
+		return false, err
+	}
+	what := fmt.Sprintf("%s %s", rec.Target, rec.ID)
+	if got.Identical() {
+		fmt.Fprintf(w, "identical  %s: %s, fuel %d\n", file, what, got.Result.Fuel)
+		if verbose {
+			fmt.Fprintf(w, "           %d host answers, snapshot %s, module %s\n", len(rec.Tape), orNone(got.SnapshotID), where)
+		}
+		return true, nil
+	}
+	fmt.Fprintf(w, "DIFFERENT  %s: %s\n", file, what)
+	if got.Divergence != nil {
+		in := "the call"
+		if got.InInit {
+			in = "the snapshot's initialisation"
+		}
+		fmt.Fprintf(w, "           in %s, %v\n", in, got.Divergence)
+	}
+	for _, d := range got.Differences {
+		fmt.Fprintf(w, "           %s\n", d)
+	}
+	if got.ModuleChanged {
+		fmt.Fprintf(w, "           the module %s is %s, the recorded one %s\n", where, got.ModuleSHA256, rec.Module.SHA256)
+	}
+	if got.SnapshotChanged {
+		fmt.Fprintf(w, "           the snapshot rebuilt is %s, the recorded one %s\n", got.SnapshotID, rec.Snapshot.ID)
+	}
+	if len(got.Placeholders) > 0 {
+		fmt.Fprintf(w, "           not supplied (the guest saw placeholders): %s\n", strings.Join(got.Placeholders, ", "))
+	}
+	return false, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none (a fresh instance)"
+	}
+	return s
+}
+
+// recordFiles are the record files args name: files, and the .json files
+// of directories, in name order.
+func recordFiles(args []string) ([]string, error) {
+	var files []string
+	for _, a := range args {
+		info, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, a)
+			continue
+		}
+		entries, err := os.ReadDir(a)
+		if err != nil {
+			return nil, err
+		}
+		n := len(files)
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".") {
+				files = append(files, filepath.Join(a, e.Name()))
+			}
+		}
+		if len(files) == n {
+			return nil, fmt.Errorf("%s holds no records (.json files)", a)
+		}
+	}
+	return files, nil
+}
+
+// moduleFinder finds the module a record names: the one --module names,
+// else among the index's modules the one of the record's hash, else the
+// one at the record's path.
+type moduleFinder struct {
+	module, index, root string
+	bytes, sums         map[string][]byte // by path: the bytes, and their hashes
+	paths               []string          // the index's module paths
+}
+
+func (f *moduleFinder) read(p string) ([]byte, error) {
+	if b, ok := f.bytes[p]; ok {
+		return b, nil
+	}
+	var b []byte
+	var err error
+	if f.module != "" {
+		b, err = os.ReadFile(p)
+	} else {
+		var r *os.Root
+		if r, err = os.OpenRoot(f.root); err == nil {
+			b, err = r.ReadFile(filepath.FromSlash(p))
+			_ = r.Close()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.bytes[p] = b
+	return b, nil
+}
+
+// sum is the hash of a module's bytes, as a record names it.
+func (f *moduleFinder) sum(p string, b []byte) string {
+	if f.sums == nil {
+		f.sums = map[string][]byte{}
+	}
+	if s, ok := f.sums[p]; ok {
+		return string(s)
+	}
+	sum := sha256.Sum256(b)
+	s := "sha256:" + hex.EncodeToString(sum[:])
+	f.sums[p] = []byte(s)
+	return s
+}
+
+func (f *moduleFinder) find(rec *host.Record) ([]byte, string, error) {
+	if f.module != "" {
+		b, err := f.read(f.module)
+		return b, f.module, err
+	}
+	if f.paths == nil {
+		data, err := os.ReadFile(f.index)
+		if err != nil {
+			return nil, "", err
+		}
+		idx, problems := host.ValidateIndex(data)
+		if idx == nil || len(idx.Tools)+len(idx.Guardrails) == 0 {
+			return nil, "", fmt.Errorf("%s: %s", f.index, strings.Join(problems, "; "))
+		}
+		if f.root == "" {
+			f.root = filepath.Dir(f.index)
+		}
+		for _, t := range idx.Tools {
+			f.paths = append(f.paths, t.ModulePath)
+		}
+		for _, g := range idx.Guardrails {
+			f.paths = append(f.paths, g.ModulePath)
+		}
+	}
+	for _, p := range f.paths {
+		if b, err := f.read(p); err == nil && f.sum(p, b) == rec.Module.SHA256 {
+			return b, p, nil
+		}
+	}
+	if slices.Contains(f.paths, rec.Module.Path) {
+		b, err := f.read(rec.Module.Path)
+		return b, rec.Module.Path, err
+	}
+	return nil, "", errors.New("the index has no module of the recorded hash " + rec.Module.SHA256 + " or path " + rec.Module.Path)
+}
