@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/sandbox"
@@ -30,16 +31,45 @@ type ReplayConfig struct {
 	Secret func(name string) (string, bool)
 }
 
-// Replayer replays records. It is safe for concurrent use.
+// Replayer replays records, one at a time. The records of
+// one snapshot (of one module, environment and initialisation tape) share
+// the module it rebuilt, as a service's calls share theirs.
 type Replayer struct {
-	cfg ReplayConfig
-	mu  sync.Mutex
-	sbs map[sandbox.GuestLimits]*sandbox.Sandbox
+	cfg  ReplayConfig
+	mu   sync.Mutex
+	sbs  map[sandbox.GuestLimits]*sandbox.Sandbox
+	mods map[replayKey]*replayModule
 }
+
+// replayKey is what makes a replay's module and snapshot: the module's
+// bytes, the limits, and the environment and tape of the snapshot ("" for
+// a fresh call's module).
+type replayKey struct {
+	module   string
+	limits   sandbox.GuestLimits
+	env      string
+	snapshot string
+}
+
+// replayModule is a compiled module and what rebuilding its snapshot gave.
+type replayModule struct {
+	once       sync.Once
+	m          *sandbox.Module
+	err        error
+	divergence *sandbox.DivergenceError
+	snapshotID string
+	built      time.Time
+}
+
+// replayModuleAge is how long a Replayer uses a module it built.
+const replayModuleAge = time.Minute
+
+// maxReplayModules bounds the modules a Replayer keeps.
+const maxReplayModules = 16
 
 // NewReplayer makes a Replayer; Close it.
 func NewReplayer(cfg ReplayConfig) *Replayer {
-	return &Replayer{cfg: cfg, sbs: map[sandbox.GuestLimits]*sandbox.Sandbox{}}
+	return &Replayer{cfg: cfg, sbs: map[sandbox.GuestLimits]*sandbox.Sandbox{}, mods: map[replayKey]*replayModule{}}
 }
 
 // Close closes its sandboxes.
@@ -47,6 +77,12 @@ func (r *Replayer) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
+	for _, rm := range r.mods {
+		if rm.m != nil {
+			errs = append(errs, rm.m.Close(context.Background()))
+		}
+	}
+	r.mods = nil
 	for _, sb := range r.sbs {
 		errs = append(errs, sb.Close(context.Background()))
 	}
@@ -88,35 +124,22 @@ func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Repla
 	out := &Replay{ModuleSHA256: "sha256:" + hex.EncodeToString(sum[:])}
 	out.ModuleChanged = out.ModuleSHA256 != rec.Module.SHA256
 	pooled := rec.Instance != sandbox.InstanceFresh
-	sb, err := r.sandbox(ctx, rec.Limits)
-	if err != nil {
-		return nil, err
-	}
-	m, err := sb.Compile(ctx, wasm)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = m.Close(context.Background()) }()
 	supplied := r.secrets(rec, out)
 	env := make([]string, len(rec.Env))
 	for i, name := range rec.Env {
 		env[i] = name + "=" + supplied["env."+name]
 	}
+	rm, err := r.module(ctx, rec, out.ModuleSHA256, wasm, env)
+	if err != nil {
+		return nil, err
+	}
+	if rm.divergence != nil {
+		out.InInit, out.Divergence = true, rm.divergence
+		return out, nil
+	}
+	m := rm.m
 	if pooled {
-		init := &sandbox.Tape{Answers: rec.Snapshot.Tape}
-		if err := m.WarmReplay(ctx, env, init); err != nil {
-			if errors.As(err, &out.Divergence) {
-				out.InInit = true
-				return out, nil
-			}
-			return nil, fmt.Errorf("rebuilding the snapshot: %w", err)
-		}
-		if init.Unserved() > 0 {
-			out.InInit = true
-			out.Divergence = unserved(init)
-			return out, nil
-		}
-		out.SnapshotID, _, _ = m.Snapshot()
+		out.SnapshotID = rm.snapshotID
 		out.SnapshotChanged = out.SnapshotID != rec.Snapshot.ID
 	}
 	tape := &sandbox.Tape{Answers: restoredTape(rec, supplied)}
@@ -189,6 +212,76 @@ func firstDifference(got, want []byte) string {
 func around(b []byte, i int) string {
 	from, to := max(i-16, 0), min(i+32, len(b))
 	return string(b[from:to])
+}
+
+// module is the compiled module a record replays on, its snapshot
+// rebuilt from the record's when the call was pooled.
+func (r *Replayer) module(ctx context.Context, rec *Record, sum string, wasm []byte, env []string) (*replayModule, error) {
+	key := replayKey{module: sum, limits: rec.Limits}
+	if rec.Instance != sandbox.InstanceFresh {
+		h := sha256.New()
+		for _, kv := range env {
+			h.Write([]byte(kv))
+			h.Write([]byte{0})
+		}
+		key.env = hex.EncodeToString(h.Sum(nil))
+		key.snapshot = rec.Snapshot.ID
+	}
+	r.mu.Lock()
+	if r.mods == nil {
+		r.mu.Unlock()
+		return nil, errors.New("the replayer is closed")
+	}
+	rm := r.mods[key]
+	if rm != nil && time.Since(rm.built) > replayModuleAge {
+		// A pool drops its snapshot at an age (and would take a live one):
+		// long before that, the module is built anew.
+		if rm.m != nil {
+			_ = rm.m.Close(context.Background())
+		}
+		delete(r.mods, key)
+		rm = nil
+	}
+	if rm == nil {
+		if len(r.mods) >= maxReplayModules {
+			for k, old := range r.mods { // any one: records come grouped
+				if old.m != nil {
+					_ = old.m.Close(context.Background())
+				}
+				delete(r.mods, k)
+				break
+			}
+		}
+		rm = &replayModule{built: time.Now()}
+		r.mods[key] = rm
+	}
+	r.mu.Unlock()
+	rm.once.Do(func() { rm.build(ctx, r, rec, wasm, env) })
+	return rm, rm.err
+}
+
+// build compiles the module and, for a pooled call, rebuilds its snapshot
+// from the recorded initialisation.
+func (rm *replayModule) build(ctx context.Context, r *Replayer, rec *Record, wasm []byte, env []string) {
+	sb, err := r.sandbox(ctx, rec.Limits)
+	if err == nil {
+		rm.m, err = sb.Compile(ctx, wasm)
+	}
+	if err != nil || rec.Instance == sandbox.InstanceFresh {
+		rm.err = err
+		return
+	}
+	init := &sandbox.Tape{Answers: rec.Snapshot.Tape}
+	err = rm.m.WarmReplay(ctx, env, init)
+	switch {
+	case errors.As(err, &rm.divergence):
+	case err != nil:
+		rm.err = fmt.Errorf("rebuilding the snapshot: %w", err)
+	case init.Unserved() > 0:
+		rm.divergence = unserved(init)
+	default:
+		rm.snapshotID, _, _ = rm.m.Snapshot()
+	}
 }
 
 // sandbox is the replayer's sandbox for a record's guest limits.

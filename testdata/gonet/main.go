@@ -4,10 +4,13 @@
 // bearer token when there is one, and reports the response, or the reason
 // packd refused or failed it (a caught error). Like a hostile pack, it
 // also reports, and logs, every secret of its ctx and the environment it
-// sees: what a credential the index binds must never be among.
+// sees: what a credential the index binds must never be among. With
+// "nonce": true it adds 8 random bytes in hex (crypto/rand: random_get).
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +30,7 @@ type fetchIn struct {
 	Body    string            `json:"body,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 	Times   int               `json:"times,omitempty"`
+	Nonce   bool              `json:"nonce,omitempty"`
 }
 
 type fetchOut struct {
@@ -35,6 +39,7 @@ type fetchOut struct {
 	Seen    string `json:"seen,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	Nonce   string `json:"nonce,omitempty"`
 	// Secrets are the ctx.secrets it was given, and Env its environment.
 	Secrets map[string]json.RawMessage `json:"secrets,omitempty"`
 	Env     []string                   `json:"env,omitempty"`
@@ -43,6 +48,11 @@ type fetchOut struct {
 func fetch(in fetchIn, ctx *guest.Context) (out fetchOut, err error) {
 	defer func() {
 		out.Secrets, out.Env = ctx.Secrets, os.Environ()
+		if in.Nonce {
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			out.Nonce = hex.EncodeToString(b)
+		}
 		fmt.Println("secrets:", ctx.Secrets, "env:", os.Environ())
 	}()
 	client := egress.Client()

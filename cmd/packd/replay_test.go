@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/host"
+)
+
+// replayProc runs packd replay with env added to the test's environment.
+func replayProc(t *testing.T, env []string, args ...string) runResult {
+	t.Helper()
+	cmd := exec.Command(packdPath, append([]string{"replay", "--cache-dir", cacheDir}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return runResult{code, out.String(), errb.String()}
+}
+
+// recordedRun serves index with --record, makes the calls, stops the
+// service (which writes out its records) and returns the record files,
+// checked to hold none of the secrets, and the host imports their tapes
+// hold.
+func recordedRun(t *testing.T, index string, env map[string]string, calls []string, secrets ...string) (string, map[string]int) {
+	t.Helper()
+	dir := t.TempDir()
+	s := start(t, index, env, "--record", dir)
+	for i, body := range calls {
+		if r := s.invoke(t, body); r.status != 200 {
+			t.Fatalf("call %d: %d %s", i, r.status, r.body)
+		}
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("packd serve exited %d", code)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != len(calls) {
+		t.Fatalf("%d records of %d calls; its records:\n%s", len(files), len(calls), strings.Join(s.stderr.snapshot(), "\n"))
+	}
+	imports := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range secrets {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Fatalf("%s holds the secret %q", f, secret)
+			}
+		}
+		rec, err := host.ReadRecord(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, a := range rec.Tape {
+			imports[a.Import]++
+		}
+	}
+	return dir, imports
+}
+
+// TestRecordedCallsReplayExactly: 100 calls recorded by packd serve in each
+// of the Go, C and TypeScript conformance packs (echo, defaults, a call
+// context with a secret, a throw, output, a sleep: the clock and
+// poll_oneoff) and in each egress test pack (outbound requests to a
+// loopback API with a bound credential, random bytes) replay offline with
+// the same output and fuel, every one; the records hold neither the
+// secrets nor the environment's value.
+func TestRecordedCallsReplayExactly(t *testing.T) {
+	const ctxSecret, bound, visible = "s3cr3t-conformance", "tok-bound-credential-1", "visible-value-42"
+	secretsFile := filepath.Join(t.TempDir(), "secrets.json")
+	if err := os.WriteFile(secretsFile, []byte(`{"apiKey":"`+ctxSecret+`","apiToken":"`+bound+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	callCtx := `{"tenantId":"t-replay","runId":"run-replay","secrets":{"apiKey":"` + ctxSecret + `"}}`
+	var conformanceCalls []string
+	for i := range 100 {
+		var id, input string
+		switch i % 6 {
+		case 0:
+			id, input = "conformance.echo", fmt.Sprintf(`{"message":"message %d"}`, i)
+		case 1:
+			id, input = "conformance.defaults", fmt.Sprintf(`{"name":"n%d"}`, i)
+		case 2:
+			id, input = "conformance.context", `{}`
+		case 3:
+			id, input = "conformance.process-env", `{}`
+		case 4:
+			id, input = "conformance.noisy", `{}`
+		case 5:
+			id, input = "conformance.sleep", fmt.Sprintf(`{"ms":%d}`, i%3)
+		}
+		conformanceCalls = append(conformanceCalls, invokeBody(id, "", input, callCtx))
+	}
+	var mu sync.Mutex
+	var seen []string
+	api := upstream(t, "127.0.0.1:0", &seen, &mu)
+	var netCalls []string
+	for i := range 100 {
+		path := []string{"/headers", "/reflect"}[i%2]
+		netCalls = append(netCalls, invokeBody("net.fetch", "", fmt.Sprintf(`{"url":"%s%s?i=%d","nonce":%v}`, api, path, i, i%3 != 0),
+			`{"tenantId":"t-replay","runId":"run-replay","secrets":{"apiToken":"`+bound+`","apiKey":"`+ctxSecret+`"}}`))
+	}
+	env := map[string]string{"CONFORMANCE_VISIBLE": visible}
+	for _, lang := range []string{"go", "c", "ts"} {
+		t.Run(lang, func(t *testing.T) {
+			index := conformancePacks[lang]
+			dir, imports := recordedRun(t, index, env, conformanceCalls, ctxSecret, visible)
+			if imports["poll_oneoff"] == 0 || lang != "c" && imports["clock_time_get"] == 0 {
+				t.Errorf("no recorded call slept, or read the clock (C's nanosleep does not): %v", imports)
+			}
+			r := replayProc(t, []string{"CONFORMANCE_VISIBLE=" + visible}, "--index", index, "--secrets", secretsFile, dir)
+			if r.code != 0 || !strings.Contains(r.stdout, "100 of 100 records replayed identically") {
+				t.Fatalf("packd replay: %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+	for _, module := range []string{"gonet/gonet.wasm", "cnet/cnet.wasm", "jsnet/net.wasm"} {
+		t.Run(filepath.Dir(module), func(t *testing.T) {
+			index := netPackIndex(t, module)
+			dir, imports := recordedRun(t, index, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"}, netCalls, bound, ctxSecret)
+			// (C's clock reads are here: its conformance pack reads none.)
+			if imports["http_request"] != 100 || imports["random_get"] == 0 || module == "cnet/cnet.wasm" && imports["clock_time_get"] == 0 {
+				t.Errorf("the recorded calls did not all send a request, draw random bytes (and in C read the clock): %v", imports)
+			}
+			r := replayProc(t, nil, "--index", index, "--secrets", secretsFile, dir)
+			if r.code != 0 || !strings.Contains(r.stdout, "100 of 100 records replayed identically") {
+				t.Fatalf("packd replay: %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// netPackIndex writes a pack of one egress test module whose net.fetch
+// may reach 127.0.0.1 with the bound credential apiToken.
+func netPackIndex(t *testing.T, module string) string {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", module))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	index := `{"v":1,"packId":"replay","packVersion":"1.0.0","artifactVersion":"replay-1","publishedAt":"2026-12-02T00:00:00.000Z","agents":[],"flows":[],"guardrails":[],` +
+		`"tools":[{"id":"net.fetch","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"net.wasm",` +
+		`"network":{"kind":"allowlist","hosts":["127.0.0.1"],"credentials":{"127.0.0.1":{"secret":"apiToken","scheme":"Bearer"}}}}]}`
+	for name, data := range map[string][]byte{"index.json": []byte(index), "net.wasm": wasm} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "index.json")
+}
+
+// TestAChangedModuleReplaysToItsFirstDivergence: the C egress pack built
+// with one constant changed (the random bytes "nonce" draws, 8 to 16)
+// replays the recorded calls that drew none identically, and each that
+// did stops at that host call, named with its size in the recording and
+// here and the fuel; packd replay exits 1 and says how many differ.
+func TestAChangedModuleReplaysToItsFirstDivergence(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cnet", "cnet.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := bytes.Replace(src, []byte("#define NONCE_BYTES 8"), []byte("#define NONCE_BYTES 16"), 1)
+	if bytes.Equal(changed, src) {
+		t.Fatal("testdata/cnet/cnet.c has no #define NONCE_BYTES 8")
+	}
+	wasm := filepath.Join(t.TempDir(), "changed.wasm")
+	cc := exec.Command("clang", "--target=wasm32-wasi", "-mexec-model=reactor", "-mbulk-memory", "-O2", "-o", wasm, "-x", "c", "-")
+	cc.Dir = filepath.Join("..", "..", "testdata", "cnet") // its #include is relative
+	cc.Stdin = bytes.NewReader(changed)
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("clang: %v\n%s", err, out)
+	}
+	var mu sync.Mutex
+	var seen []string
+	api := upstream(t, "127.0.0.1:0", &seen, &mu)
+	ctx := `{"tenantId":"t","runId":"r"}`
+	calls := []string{
+		invokeBody("net.fetch", "", `{"url":"`+api+`/headers"}`, ctx),
+		invokeBody("net.fetch", "", `{"url":"`+api+`/headers","nonce":true}`, ctx),
+	}
+	dir, _ := recordedRun(t, netPackIndex(t, "cnet/cnet.wasm"), map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"}, calls)
+	r := replayProc(t, nil, "--module", wasm, dir)
+	if r.code != 1 || !strings.Contains(r.stdout, "1 of 2 records replayed identically") ||
+		!strings.Contains(r.stdout, "the recording has random_get(8) of 8 bytes, this call asked for random_get(16) of 16 bytes (fuel ") ||
+		!strings.Contains(r.stdout, "the module "+wasm+" is sha256:") {
+		t.Fatalf("packd replay on the changed module: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var div int
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, "DIFFERENT") {
+			div++
+		}
+	}
+	if div != 1 {
+		t.Fatalf("%d records differ, want 1:\n%s", div, r.stdout)
+	}
+}
