@@ -38,9 +38,9 @@ reloads it whenever its files change: it runs the pack's own make (with
 PACKD set to this packd), which builds the module and writes the index,
 then reloads the pack in the process. A build or load that fails is
 printed, with its file and line, and the last good pack goes on serving.
-Files the pack's .gitignore names (what make writes), hidden directories
-and node_modules are not watched. The token is $KINDGI_PACK_SERVICE_TOKEN,
-else a new one, printed. The flags are packd serve's (packd serve -h).
+Files the pack's .gitignore names (what make writes), hidden directories,
+node_modules and records (recorded calls: packd replay) are not watched.
+The token is $KINDGI_PACK_SERVICE_TOKEN, else a new one, printed. The flags are packd serve's (packd serve -h).
 `
 
 // devCmd is packd dev.
@@ -161,7 +161,7 @@ func gitignored(path string) []string {
 // skipped says whether a file or directory of the pack is not watched.
 func (d *devPack) skipped(rel string, dir bool) bool {
 	name := filepath.Base(rel)
-	if dir && rel != "." && (strings.HasPrefix(name, ".") || name == "node_modules") {
+	if dir && rel != "." && (strings.HasPrefix(name, ".") || name == "node_modules" || rel == "records") {
 		return true
 	}
 	for _, p := range d.ignore {

@@ -101,7 +101,7 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	if err := build.Run(); err != nil {
 		return fail(exitError, "building the module (in %s: make build): %v", dir, err)
 	}
-	return writeIndex(dir, pack, stdout, stderr, "go test ./...")
+	return writeIndex(dir, pack, stdout, stderr, "make test")
 }
 
 // writeFiles writes a new pack's files under dir.
@@ -146,6 +146,13 @@ func initC(dir, pack string, files map[string]string, stdout, stderr io.Writer) 
 func writeIndex(dir, pack string, stdout, stderr io.Writer, test string) int {
 	index := filepath.Join(dir, "index.json")
 	if code := indexCmd([]string{"--index", index, "--pack-id", pack, "--pack-version", "0.1.0", filepath.Join(dir, wasmName(pack)+".wasm")}, stdout, stderr); code != exitOK {
+		return code
+	}
+	// The example call, recorded: make test replays it (the template's
+	// record target makes it anew).
+	records := filepath.Join(dir, "records", "example")
+	if code := invokeCmd([]string{"--index", index, "--tool", pack + ".greet", "--input", `{"name":"Ada"}`, "--record", records}, strings.NewReader(""), io.Discard, io.Discard); code != exitOK {
+		fmt.Fprintf(stderr, "packd init: recording the example call failed (in %s: make record)\n", dir)
 		return code
 	}
 	fmt.Fprintf(stdout, "Next:\n  cd %s\n  packd check --index index.json\n  packd invoke --index index.json --tool %s.greet --input '{\"name\":\"Ada\"}'\n  %s\n", dir, pack, test)
@@ -223,7 +230,11 @@ func TestGreet(t *testing.T) {
 	}
 }
 `,
-	"Makefile": `# make: build the module and write index.json; make test: the native tests.
+	"Makefile": `# make: build the module and write index.json; make test: the native tests,
+# then every recorded call in records/ replayed on the module (packd replay:
+# the same output and fuel). make record records the example call anew; a
+# call recorded by packd serve --record DIR joins records/ the same way.
+# Commit records/: each record is a test.
 # PACKD is packd's path when it is not on PATH (make PACKD=/path/to/packd).
 PACKD ?= packd
 
@@ -235,10 +246,15 @@ build:
 index: build
 	$(PACKD) index --index index.json {{.Name}}.wasm
 
+record: index
+	rm -rf records/example
+	$(PACKD) invoke --index index.json --tool {{.Pack}}.greet --input '{"name":"Ada"}' --record records/example
+
 test:
 	go test ./...
+	$(PACKD) replay --index index.json records
 
-.PHONY: all build index test
+.PHONY: all build index record test
 `,
 	".gitignore": "*.wasm\n",
 }
@@ -294,7 +310,11 @@ int main(void) {
     return 0;
 }
 `,
-	"Makefile": `# make: build the module and write index.json; make test: the native tests.
+	"Makefile": `# make: build the module and write index.json; make test: the native tests,
+# then every recorded call in records/ replayed on the module (packd replay:
+# the same output and fuel). make record records the example call anew; a
+# call recorded by packd serve --record DIR joins records/ the same way.
+# Commit records/: each record is a test.
 # Needs Debian's clang, lld, wasi-libc and libclang-rt-14-dev-wasm32.
 # PACKD is packd's path when it is not on PATH (make PACKD=/path/to/packd).
 PACKD ?= packd
@@ -308,10 +328,15 @@ build:
 index: build
 	$(PACKD) index --index index.json {{.Name}}.wasm
 
+record: index
+	rm -rf records/example
+	$(PACKD) invoke --index index.json --tool {{.Pack}}.greet --input '{"name":"Ada"}' --record records/example
+
 test:
 	$(CLANG) -Wall -o {{.Name}}_test {{.Name}}_test.c && ./{{.Name}}_test
+	$(PACKD) replay --index index.json records
 
-.PHONY: all build index test
+.PHONY: all build index record test
 `,
 	".gitignore": "*.wasm\n*_test\n",
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,10 +42,11 @@ func TestInitScaffoldsAPackThatAnswers(t *testing.T) {
 	if r := packdProc(t, "invoke", "--index", index, "--tool", "acme-notes.greet", "--input", `{"name":5}`); r.code != 1 || !strings.Contains(r.stdout, "input-validation-failed") {
 		t.Fatalf("input of the wrong type: %d %s", r.code, r.stdout)
 	}
-	test := exec.Command("go", "test", "./...")
+	test := exec.Command("make", "test", "PACKD="+packdPath)
 	test.Dir = dir
-	if out, err := test.CombinedOutput(); err != nil {
-		t.Fatalf("go test in the new pack: %v\n%s", err, out)
+	test.Env = withoutMake(os.Environ())
+	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "1 of 1 records replayed identically") {
+		t.Fatalf("make test in the new pack (its go test, and its recorded example call replayed): %v\n%s", err, out)
 	}
 	if r := packdProc(t, "index", "--index", index); r.code != 0 {
 		t.Fatalf("packd index: %s", r.stderr)
@@ -80,11 +82,37 @@ func TestInitCPack(t *testing.T) {
 	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"greeting":"Hello, Adá!"}}` {
 		t.Fatalf("packd invoke: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	test := exec.Command("make", "test")
+	test := exec.Command("make", "test", "PACKD="+packdPath)
 	test.Dir = dir
 	test.Env = withoutMake(os.Environ())
-	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok") {
+	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok") || !strings.Contains(string(out), "1 of 1 records replayed identically") {
 		t.Fatalf("make test in the new pack: %v\n%s", err, out)
+	}
+	// The greeting changed and rebuilt: the recorded example call, a test,
+	// now fails, saying where; make record records it anew.
+	src := filepath.Join(dir, "hello-c.c")
+	code, _ := os.ReadFile(src)
+	if err := os.WriteFile(src, bytes.ReplaceAll(code, []byte(`"Hello, "`), []byte(`"Howdy, "`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(args ...string) (string, error) {
+		c := exec.Command("make", append(args, "PACKD="+packdPath)...)
+		c.Dir, c.Env = dir, withoutMake(os.Environ())
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := mk("all"); err != nil {
+		t.Fatalf("make: %v\n%s", err, out)
+	}
+	replay := func() runResult { return packdProc(t, "replay", "--index", index, filepath.Join(dir, "records")) }
+	if r := replay(); r.code != 1 || !strings.Contains(r.stdout, "DIFFERENT") || !strings.Contains(r.stdout, `output differs at byte 14 of 26 (recorded 26): "{\"greeting\":\"Howdy, Ada!\"}", recorded "{\"greeting\":\"Hello, Ada!\"}"`) {
+		t.Fatalf("packd replay after the change: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if out, err := mk("record"); err != nil {
+		t.Fatalf("make record: %v\n%s", err, out)
+	}
+	if r := replay(); r.code != 0 || !strings.Contains(r.stdout, "1 of 1 records replayed identically") {
+		t.Fatalf("packd replay after make record: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -125,10 +153,10 @@ func TestInitTSPack(t *testing.T) {
 	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}` {
 		t.Fatalf("packd invoke --check: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	test := exec.Command("make", "test")
+	test := exec.Command("make", "test", "PACKD="+packdPath)
 	test.Dir = dir
 	test.Env = withoutMake(os.Environ())
-	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "# pass 2") {
+	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "# pass 2") || !strings.Contains(string(out), "1 of 1 records replayed identically") {
 		t.Fatalf("make test in the new pack: %v\n%s", err, out)
 	}
 }

@@ -158,9 +158,12 @@ test("not-empty refuses an empty answer", async () => {
 });
 `,
 	"Makefile": `# make: bundle the pack (esbuild), build its module (packd build-js) and
-# write index.json; make test: its tests, natively with node. Run npm
-# install first. PACKD is packd's path when it is not on PATH
-# (make PACKD=/path/to/packd).
+# write index.json; make test: its tests, natively with node, then every
+# recorded call in records/ replayed on the module (packd replay: the same
+# output and fuel). make record records the example call anew; a call
+# recorded by packd serve --record DIR joins records/ the same way. Commit
+# records/: each record is a test. Run npm install first. PACKD is packd's
+# path when it is not on PATH (make PACKD=/path/to/packd).
 PACKD   ?= packd
 ESBUILD := node_modules/.bin/esbuild
 
@@ -173,11 +176,16 @@ build:
 index: build
 	$(PACKD) index --index index.json {{.Name}}.wasm
 
+record: index
+	rm -rf records/example
+	$(PACKD) invoke --index index.json --tool {{.Pack}}.greet --input '{"name":"Ada"}' --record records/example
+
 test:
 	$(ESBUILD) test/pack.test.ts --bundle --platform=node --format=esm --packages=external --log-level=warning --outfile=build/pack.test.mjs
 	node --test build/pack.test.mjs
+	$(PACKD) replay --index index.json records
 
-.PHONY: all build index test
+.PHONY: all build index record test
 `,
 	".gitignore": "node_modules/\nbuild/\n*.wasm\n",
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -160,7 +161,7 @@ func orNone(s string) string {
 }
 
 // recordFiles are the record files args name: files, and the .json files
-// of directories, in name order.
+// under directories (hidden ones left out), in name order.
 func recordFiles(args []string) ([]string, error) {
 	var files []string
 	for _, a := range args {
@@ -172,15 +173,22 @@ func recordFiles(args []string) ([]string, error) {
 			files = append(files, a)
 			continue
 		}
-		entries, err := os.ReadDir(a)
+		n := len(files)
+		err = filepath.WalkDir(a, func(p string, e fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case p != a && strings.HasPrefix(e.Name(), "."):
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+			case !e.IsDir() && strings.HasSuffix(e.Name(), ".json"):
+				files = append(files, p)
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
-		}
-		n := len(files)
-		for _, e := range entries {
-			if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".") {
-				files = append(files, filepath.Join(a, e.Name()))
-			}
 		}
 		if len(files) == n {
 			return nil, fmt.Errorf("%s holds no records (.json files)", a)
