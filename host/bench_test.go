@@ -39,6 +39,45 @@ func BenchmarkDispatchEcho(b *testing.B) {
 	}
 }
 
+// BenchmarkDispatchEchoRecording is what recording costs the pooled Go
+// echo call, side by side in one run (make bench): off, the call as
+// served; recorded, the call with its tape and record made (what the
+// call's goroutine does before its answer); encoded, that and the
+// record's JSON, which the record writer makes after the answer on a
+// goroutine of its own (the file write is not in it).
+func BenchmarkDispatchEchoRecording(b *testing.B) {
+	ctx := context.Background()
+	msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r","secrets":{"apiKey":"bench-secret-1"}}}`)
+	for _, c := range []struct {
+		name           string
+		record, encode bool
+	}{{"off", false, false}, {"recorded", true, false}, {"encoded", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := host.Config{IndexPath: filepath.Join("..", "wasm-examples", "echo", "index.json"), Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 1}}
+			if c.record {
+				cfg.Record = &host.RecordConfig{}
+			}
+			p, err := host.Load(ctx, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close(ctx)
+			b.ReportAllocs()
+			for b.Loop() {
+				o := p.Dispatch(ctx, msg, 0)
+				if !o.OK() || (o.Record != nil) != c.record {
+					b.Fatalf("%s (record %v)", o.Response, o.Record != nil)
+				}
+				if c.encode {
+					if _, err := o.Record.Encode(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkEgress is what an outbound HTTP request of pack code costs next
 // to a plain Go client, against one loopback server in the same run
 // (`make bench`): plain-client is net/http's client; host is packd's

@@ -172,6 +172,12 @@ func (b *Bytes) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// Encode is the record's file: one line of JSON.
+func (r *Record) Encode() ([]byte, error) {
+	b, err := json.Marshal(r)
+	return append(b, '\n'), err
+}
+
 // ReadRecord reads a record file's contents.
 func ReadRecord(data []byte) (*Record, error) {
 	var r Record

@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -132,7 +131,7 @@ func (d *ReplayRecords) writer() {
 
 // write writes one record, within the directory's bound.
 func (d *ReplayRecords) write(rec *host.Record) {
-	b, err := encodeRecord(rec)
+	b, err := rec.Encode()
 	if err != nil {
 		d.loss(replayFailed, "Cannot encode a call record: "+err.Error())
 		return
@@ -152,7 +151,7 @@ func (d *ReplayRecords) write(rec *host.Record) {
 // WriteRecord writes one record into a file of its own in dir, as the
 // service does, and returns its path.
 func WriteRecord(dir string, rec *host.Record) (string, error) {
-	b, err := encodeRecord(rec)
+	b, err := rec.Encode()
 	if err != nil {
 		return "", fmt.Errorf("encoding the call record: %w", err)
 	}
@@ -160,11 +159,6 @@ func WriteRecord(dir string, rec *host.Record) (string, error) {
 		return "", fmt.Errorf("writing the call record: %w", err)
 	}
 	return writeRecordFile(dir, rec, b)
-}
-
-func encodeRecord(rec *host.Record) ([]byte, error) {
-	b, err := json.MarshalIndent(rec, "", " ")
-	return append(b, '\n'), err
 }
 
 // writeRecordFile writes a record's bytes under a name of its time and
