@@ -113,7 +113,12 @@ func TestTutorial(t *testing.T) {
 			t.Errorf("%s lacks %s:\n%s", c.index, c.want, b)
 		}
 	}
-	if n := strings.Count(string(out), `"output":{"greeting":"Hello, Ada!"}`); n != 2 {
-		t.Errorf("greeted %d times (packd invoke, then over HTTP), want 2:\n%s", n, out)
+	if n := strings.Count(string(out), `"output":{"greeting":"Hello, Ada!"}`); n != 3 {
+		t.Errorf("greeted %d times (packd invoke, make record, then over HTTP), want 3:\n%s", n, out)
+	}
+	// make test replayed the recorded example call: in Go after init and
+	// after make record, in C and in TypeScript after init.
+	if n := strings.Count(string(out), "1 of 1 records replayed identically"); n != 4 {
+		t.Errorf("%d replays of the recorded example call, want 4:\n%s", n, out)
 	}
 }
