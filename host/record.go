@@ -229,7 +229,8 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 	case errors.Is(err, sandbox.ErrDeadline) || errors.Is(err, sandbox.ErrCancelled):
 		o.RecordSkipped = RecordInterrupted
 		return
-	case call.Record.Truncated || call.Record.Size()+len(call.Body)+len(rep.Body) > p.recordLimit():
+	case call.Record.Truncated || rep.SnapshotTape != nil && rep.SnapshotTape.Truncated ||
+		call.Record.Size()+rep.SnapshotTape.Size()+len(call.Body)+len(rep.Body) > p.recordLimit():
 		o.RecordSkipped = RecordTooLarge
 		return
 	}
@@ -251,6 +252,10 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 	if rep.SnapshotTape != nil {
 		r.Snapshot = &RecordSnapshot{ID: rep.SnapshotID, Tape: rep.SnapshotTape.Answers}
 	}
+	if r.Tape == nil {
+		r.Tape = []sandbox.TapeAnswer{} // [] in the file, not null
+	}
+	r.Env = []string{}
 	secrets := p.callSecrets(callCtx)
 	for _, kv := range call.Env {
 		name, _, _ := strings.Cut(kv, "=")

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -119,5 +121,49 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 	off := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.offline"},"input":{"url":"http://x/"},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
 	if !off.OK() || off.Record != nil || off.RecordSkipped != "" {
 		t.Fatalf("a target whose limits.record is false: %s, record %v", off.Response, off.Record != nil)
+	}
+}
+
+// TestARecordIsBoundedWithItsSnapshot: a record carries the tape of its
+// snapshot's initialisation, and the per-call bound counts it: a module
+// whose _initialize drew 2 MiB of random bytes is not recorded under the
+// default 1 MiB (too-large), nor is a call that reads the clock a million
+// times; under a 4 MiB bound the first is, and replays identically on a
+// snapshot rebuilt from those 2 MiB.
+func TestARecordIsBoundedWithItsSnapshot(t *testing.T) {
+	call := func(name string, rc host.RecordConfig) *host.Outcome {
+		wasm, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", name+".wasm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := writePack(t, indexJSON(tool("hostile."+name, "", name+".wasm"), ""), map[string][]byte{name + ".wasm": wasm})
+		p, err := host.Load(context.Background(), host.Config{IndexPath: path, Record: &rc, Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		return p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.`+name+`"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	}
+	for _, name := range []string{"initdraw", "clockflood"} {
+		if o := call(name, host.RecordConfig{}); o.Record != nil || o.RecordSkipped != host.RecordTooLarge {
+			t.Errorf("%s under the default bound: record %v, skipped %q (%s)", name, o.Record != nil, o.RecordSkipped, o.Response)
+		}
+	}
+	o := call("initdraw", host.RecordConfig{MaxCallBytes: 4 << 20})
+	drawn := 0
+	if o.Record != nil && o.Record.Snapshot != nil {
+		for _, a := range o.Record.Snapshot.Tape {
+			drawn += len(a.Value)
+		}
+	}
+	if drawn != 2<<20 {
+		t.Fatalf("initdraw under 4 MiB: %d bytes on the snapshot's tape; skipped %q, %s", drawn, o.RecordSkipped, o.Response)
+	}
+	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
+	defer rp.Close()
+	wasm, _ := os.ReadFile(filepath.Join("..", "testdata", "hostile", "initdraw.wasm"))
+	got, err := rp.Replay(context.Background(), o.Record, wasm)
+	if err != nil || !got.Identical() || got.SnapshotChanged {
+		t.Fatalf("initdraw replayed: %+v %v", got, err)
 	}
 }

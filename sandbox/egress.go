@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"strings"
 
@@ -55,6 +56,9 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		if err != nil {
 			panic(err)
 		}
+		if len(a.Value) < 4 || uint64(binary.LittleEndian.Uint32(a.Value))+4 > uint64(len(a.Value)) {
+			panic(fmt.Errorf("sandbox: the tape's answer to http_request %s is malformed", detail))
+		}
 		n := binary.LittleEndian.Uint32(a.Value)
 		st.httpAnswer, st.httpBody = a.Value[4:4+n], a.Value[4+n:]
 		stack[0] = uint64(len(st.httpAnswer)) | uint64(len(st.httpBody))<<32
@@ -93,8 +97,9 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 // requestKey is what a tape knows an outbound request by: a hash of its
-// head and body, and its method and URL without the query (which may
-// hold what a record must not).
+// head and body (53 bits of FNV-1a: it tells a replay that the guest asked
+// for another request, against no adversary), and its method and URL
+// without the query (which may hold what a record must not).
 func requestKey(head, body []byte) (uint64, string) {
 	h := fnv.New64a()
 	h.Write(head)
@@ -110,7 +115,8 @@ func requestKey(head, body []byte) (uint64, string) {
 		}
 		detail = method + " " + u
 	}
-	return h.Sum64(), detail
+	// 53 bits: a JSON number any reader (JavaScript's too) reads exactly.
+	return h.Sum64() & (1<<53 - 1), detail
 }
 
 // httpResponseRead copies the last request's answer and response body

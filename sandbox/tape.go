@@ -23,8 +23,14 @@ type Tape struct {
 	next      int // replay: the answer served next
 }
 
-// Size is the bytes of answers the tape holds.
-func (t *Tape) Size() int { return t.size }
+// Size is what the tape's answers count against its bound: their bytes,
+// and answerOverhead each.
+func (t *Tape) Size() int {
+	if t == nil {
+		return 0
+	}
+	return t.size
+}
 
 // TapeAnswer is one host answer: the import that gave it, what the guest
 // asked (a clock id, a byte count, the subscriptions of a poll, by
@@ -42,6 +48,11 @@ type TapeAnswer struct {
 
 // MaxTapeBytes bounds the answers one call's tape keeps.
 const MaxTapeBytes = 4 << 20
+
+// answerOverhead is what each answer counts against a tape's bound besides
+// its bytes: about its place in memory and in a record file, so that a
+// guest's million tiny answers are bounded as its few large ones are.
+const answerOverhead = 64
 
 // DivergenceError: a replayed call asked the host for something other
 // than the recorded call did at the same point (or for more): the module,
@@ -75,11 +86,11 @@ func (t *Tape) record(imp string, arg uint64, detail string, value []byte, fuel 
 	if t.Max > 0 {
 		limit = min(t.Max, limit)
 	}
-	if t.Truncated || t.size+len(value) > limit {
+	if t.Truncated || t.size+len(value)+answerOverhead > limit {
 		t.Truncated = true
 		return
 	}
-	t.size += len(value)
+	t.size += len(value) + answerOverhead
 	t.Answers = append(t.Answers, TapeAnswer{Import: imp, Arg: arg, Detail: detail, Value: append([]byte(nil), value...), Fuel: fuel})
 }
 

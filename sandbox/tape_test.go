@@ -126,3 +126,21 @@ func TestASnapshotIsRebuiltFromItsTape(t *testing.T) {
 		t.Fatalf("the call replayed on the rebuilt snapshot: %s (fuel %d), recorded %s (fuel %d); %v", rep.Body, rep.FuelUsed, rec.Body, rec.FuelUsed, err)
 	}
 }
+
+// TestATapeIsBoundedInAnswers: a guest that reads the clock a million
+// times in one call fills a recording's bound with answers of 8 bytes each
+// counted with what each answer costs to keep, not at 8 bytes apiece
+// (before, a 64 KiB bound kept 8,192 of them, and the default of 1 MiB
+// 131,072 answers, some 13 MB of memory for one call); the call itself
+// answers as it would unrecorded.
+func TestATapeIsBoundedInAnswers(t *testing.T) {
+	m := compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), hostile("clockflood"))
+	tape := &sandbox.Tape{Max: 64 << 10}
+	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte("x"), Record: tape})
+	if err != nil || len(rep.Body) != 8 {
+		t.Fatalf("the call: %v %x", err, rep.Body)
+	}
+	if !tape.Truncated || len(tape.Answers) == 0 || len(tape.Answers) > (64<<10)/72 || tape.Size() > 64<<10 {
+		t.Fatalf("the tape: truncated %v, %d answers, size %d", tape.Truncated, len(tape.Answers), tape.Size())
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/sandbox"
@@ -28,12 +29,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var index, moduleRoot, module, secretsFile, cacheDir string
 	var verbose bool
+	var timeout time.Duration
 	fs.StringVar(&index, "index", os.Getenv("KINDGI_PACK_INDEX"), "find each record's module among this index's modules: by its hash, else by its path (default $KINDGI_PACK_INDEX)")
 	fs.StringVar(&moduleRoot, "module-root", "", "where the index's module paths resolve (default: the index's directory)")
 	fs.StringVar(&module, "module", "", "replay every record on this module instead (a changed module shows where it departs)")
 	fs.StringVar(&secretsFile, "secrets", "", `a JSON object of the ctx.secrets the records hold only hashes of, by name ({"apiKey": "…"}); environment values come from packd's own environment`)
 	fs.StringVar(&cacheDir, "cache-dir", defaultCacheDir(os.Getenv), `wazero's compilation cache ("" keeps it in memory)`)
 	fs.BoolVar(&verbose, "v", false, "say what each identical replay did too")
+	fs.DurationVar(&timeout, "timeout", time.Minute, "longest one record's replay may take (a changed module may not end where the recorded one did)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: packd replay [--index I | --module M] [--secrets FILE] RECORD|DIR ...\n\n")
 		fs.PrintDefaults()
@@ -47,6 +50,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() == 0 {
 		return usageErr("name the records to replay: files, or directories of them")
+	}
+	if timeout <= 0 {
+		return usageErr("--timeout must be positive")
 	}
 	if (index == "") == (module == "") {
 		return usageErr("say where the modules are: --index INDEX (each record's module among its modules) or --module PATH")
@@ -84,7 +90,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	same, differ := 0, 0
 	for _, f := range files {
-		ok, err := replayOne(ctx, rp, modules, f, verbose, stdout)
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		ok, err := replayOne(rctx, rp, modules, f, verbose, stdout)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("the replay did not end within --timeout %v", timeout)
+		}
 		if err != nil {
 			fmt.Fprintf(stdout, "FAILED     %s: %v\n", f, err)
 		}
@@ -106,7 +117,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 
 // replayOne replays one record file and says what it found.
 func replayOne(ctx context.Context, rp *host.Replayer, modules *moduleFinder, file string, verbose bool, w io.Writer) (bool, error) {
-	data, err := os.ReadFile(file)
+	data, err := readBounded(file, maxRecordFile)
 	if err != nil {
 		return false, err
 	}
@@ -151,6 +162,25 @@ func replayOne(ctx context.Context, rp *host.Replayer, modules *moduleFinder, fi
 		fmt.Fprintf(w, "           not supplied (the guest saw placeholders): %s\n", strings.Join(got.Placeholders, ", "))
 	}
 	return false, nil
+}
+
+// maxRecordFile bounds a record file packd replay reads: a record holds at
+// most 4 MiB of a call's host answers and as much of its snapshot's, as
+// JSON (base64 included).
+const maxRecordFile = 32 << 20
+
+// readBounded reads a file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("larger than a record can be (%d MiB)", limit>>20)
+	}
+	return b, err
 }
 
 func orNone(s string) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -211,5 +212,74 @@ func TestAChangedModuleReplaysToItsFirstDivergence(t *testing.T) {
 	}
 	if div != 1 {
 		t.Fatalf("%d records differ, want 1:\n%s", div, r.stdout)
+	}
+}
+
+// TestReplayRefusesBadRecords: packd replay reads records as untrusted
+// input. A file that is not a record, a record of another format, one
+// whose module path leaves the module root, one whose outbound answer is
+// cut short, one of a module that spins past its --timeout, and one
+// larger than any record each fail with what is wrong, beside a good
+// record that replays identically, and the process exits 1.
+func TestReplayRefusesBadRecords(t *testing.T) {
+	dir := t.TempDir()
+	index := netPackIndex(t, "cnet/cnet.wasm")
+	r := packdProc(t, "invoke", "--index", index, "--network-allow", "127.0.0.0/8", "--tool", "net.fetch", "--input", `{"url":"http://127.0.0.1:1/x"}`, "--record", dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if r.code != 0 || len(files) != 1 {
+		t.Fatalf("packd invoke --record: %d %s", r.code, r.stderr)
+	}
+	good, _ := os.ReadFile(files[0])
+	if !json.Valid(good) {
+		t.Fatalf("the record is not JSON: %s", good)
+	}
+	write := func(name string, edit func(map[string]any)) {
+		var m map[string]any
+		_ = json.Unmarshal(good, &m)
+		edit(m)
+		b, _ := json.Marshal(m)
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, "notjson.json"), []byte("{nope"), 0o600)
+	write("format.json", func(m map[string]any) { m["packdRecord"] = 99 })
+	write("escape.json", func(m map[string]any) {
+		m["module"] = map[string]any{"path": "../../../../etc/passwd", "sha256": "sha256:00"}
+	})
+	write("cut.json", func(m map[string]any) { // an answer of 1 byte in 0
+		for _, a := range m["tape"].([]any) {
+			if a := a.(map[string]any); a["import"] == "http_request" {
+				a["value"] = "AQAAAA=="
+			}
+		}
+	})
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, bytes.Repeat([]byte(" "), 33<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = replayProc(t, nil, "--index", index, dir)
+	for _, want := range []string{
+		"identical  " + files[0],
+		"FAILED     " + filepath.Join(dir, "notjson.json") + ": not a packd record",
+		"FAILED     " + filepath.Join(dir, "format.json") + ": not a packd record of format 1 (packdRecord is 99)",
+		"FAILED     " + filepath.Join(dir, "escape.json") + ": the index has no module of the recorded hash sha256:00 or path ../../../../etc/passwd",
+		"FAILED     " + huge + ": larger than a record can be (32 MiB)",
+		"DIFFERENT  " + filepath.Join(dir, "cut.json"),
+		"the tape's answer to http_request GET http://127.0.0.1:1/x is malformed",
+		"1 of 6 records replayed identically",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("packd replay does not say %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	if r.code != 1 {
+		t.Errorf("packd replay exited %d, want 1", r.code)
+	}
+	// A module that spins where the recorded one ended, stopped by --timeout.
+	spin := filepath.Join("..", "..", "testdata", "hostile", "loop.wasm")
+	r = replayProc(t, nil, "--module", spin, "--timeout", "300ms", files[0])
+	if r.code != 1 || !strings.Contains(r.stdout, "the replay did not end within --timeout 300ms") && !strings.Contains(r.stdout, "DIFFERENT") {
+		t.Errorf("a spinning module: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kindgi/packd/host"
+)
+
+// TestReplayRecordsAreBounded: the record directory holds at most its
+// bound, the files already there counted; a record past it is not
+// written, and counted full, as a record skipped is counted by why and a
+// record kept after Close is counted dropped; a replay-record-lost record
+// says so once. Every record written is a whole file, never a temporary.
+func TestReplayRecordsAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "old.json"), bytes.Repeat([]byte("x"), 1000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry(), MetricsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(id string) *host.Record {
+		return &host.Record{Format: host.RecordFormat, RecordedAt: time.Now(), Target: host.TargetTool, ID: id,
+			Module: host.RecordModule{Path: "m.wasm", SHA256: "sha256:00"}, Instance: "fresh", Result: host.RecordResult{Output: host.Bytes(strings.Repeat("o", 300))}}
+	}
+	one, _ := rec("a").Encode()
+	var log bytes.Buffer
+	d, err := OpenReplayRecords(dir, 1000+int64(len(one))*3/2, m, NewRecorder(&log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Keep(rec("a/../../escape"), "", "v1")
+	d.Keep(rec("b"), "", "v1")
+	d.Keep(nil, host.RecordTooLarge, "v1")
+	d.Close(5 * time.Second)
+	d.Keep(rec("c"), "", "v1")
+	count := func(outcome string) float64 { return testutil.ToFloat64(m.replayRecords.WithLabelValues(outcome)) }
+	if count("written") != 1 || count("full") != 1 || count("too-large") != 1 || count("dropped") != 1 {
+		t.Fatalf("written %v, full %v, too-large %v, dropped %v", count("written"), count("full"), count("too-large"), count("dropped"))
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || !strings.Contains(names[0], "-a_.._.._escape-") || !strings.HasSuffix(names[0], ".json") {
+		t.Fatalf("the directory holds %v", names)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, names[0]))
+	r, err := host.ReadRecord(b)
+	if err != nil || r.ArtifactVersion != "v1" {
+		t.Fatalf("the record written: %v %+v", err, r)
+	}
+	if n := strings.Count(log.String(), `"kind":"replay-record-lost"`); n != 1 {
+		t.Fatalf("%d replay-record-lost records:\n%s", n, log.String())
+	}
+}
