@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,5 +166,26 @@ func TestARecordIsBoundedWithItsSnapshot(t *testing.T) {
 	got, err := rp.Replay(context.Background(), o.Record, wasm)
 	if err != nil || !got.Identical() || got.SnapshotChanged {
 		t.Fatalf("initdraw replayed: %+v %v", got, err)
+	}
+}
+
+// TestRecordMarkedTargetsOnly: under RecordConfig.Marked only a target
+// whose limits.record is true is recorded; limits.record of another type
+// is a load problem.
+func TestRecordMarkedTargetsOnly(t *testing.T) {
+	body := func(port string) []byte {
+		return []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"http://api.test:` + port + `/echo"},"ctx":{"tenantId":"t","runId":"r"}}`)
+	}
+	p, port, _ := recordedNetPack(t, host.RecordConfig{Marked: true}, `,"limits":{"record":true}`)
+	if o := p.Dispatch(context.Background(), body(port), 0); !o.OK() || o.Record == nil {
+		t.Fatalf("a marked target: %s, record %v", o.Response, o.Record != nil)
+	}
+	p, port, _ = recordedNetPack(t, host.RecordConfig{Marked: true}, "")
+	if o := p.Dispatch(context.Background(), body(port), 0); !o.OK() || o.Record != nil || o.RecordSkipped != "" {
+		t.Fatalf("an unmarked target: %s, record %v", o.Response, o.Record != nil)
+	}
+	path := writePack(t, indexJSON(`{"id":"x","input":{},"output":{},"modulePath":"c.wasm","limits":{"record":"yes"}}`, ""), map[string][]byte{"c.wasm": counterWasm(t)})
+	if _, err := load(t, path, nil); !slices.Contains(problems(err), `tools[0] (x) limits.record must be true or false`) {
+		t.Fatalf("limits.record \"yes\": %v", problems(err))
 	}
 }
