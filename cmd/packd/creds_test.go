@@ -221,20 +221,7 @@ func TestBoundCredentialsInEveryLanguage(t *testing.T) {
 	a := upstream(t, "127.0.0.1:0", &seen, &mu)
 	for _, module := range []string{"gonet/gonet.wasm", "cnet/cnet.wasm", "jsnet/net.wasm"} {
 		t.Run(filepath.Dir(module), func(t *testing.T) {
-			wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", module))
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			index := `{"v":1,"packId":"creds","packVersion":"1.0.0","artifactVersion":"creds-1","publishedAt":"2026-12-02T00:00:00.000Z","agents":[],"flows":[],"guardrails":[],` +
-				`"tools":[{"id":"net.fetch","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"net.wasm",` +
-				`"network":{"kind":"allowlist","hosts":["127.0.0.1"],"credentials":{"127.0.0.1":{"secret":"apiToken","scheme":"Bearer"}}}}]}`
-			for name, data := range map[string][]byte{"index.json": []byte(index), "net.wasm": wasm} {
-				if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s := start(t, filepath.Join(dir, "index.json"), map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
+			s := start(t, netPackIndex(t, module), map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
 			mu.Lock()
 			seen = nil
 			mu.Unlock()

@@ -50,11 +50,20 @@ func packd(t *testing.T, args ...string) runResult {
 // detector) takes a fraction of the time.
 func packdProc(t *testing.T, args ...string) runResult {
 	t.Helper()
-	if len(args) > 0 && (args[0] == "invoke" || args[0] == "check" || args[0] == "index") {
+	return packdProcEnv(t, nil, args...)
+}
+
+// packdProcEnv is packdProc with env added to the test's environment.
+func packdProcEnv(t *testing.T, env []string, args ...string) runResult {
+	t.Helper()
+	if len(args) > 0 && (args[0] == "invoke" || args[0] == "check" || args[0] == "index" || args[0] == "replay") {
 		args = append([]string{args[0], "--cache-dir", cacheDir}, args[1:]...)
 	}
 	var out, errb bytes.Buffer
 	cmd := exec.Command(packdPath, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0

@@ -19,18 +19,7 @@ import (
 // replayProc runs packd replay with env added to the test's environment.
 func replayProc(t *testing.T, env []string, args ...string) runResult {
 	t.Helper()
-	cmd := exec.Command(packdPath, append([]string{"replay", "--cache-dir", cacheDir}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return runResult{code, out.String(), errb.String()}
+	return packdProcEnv(t, env, append([]string{"replay"}, args...)...)
 }
 
 // recordedRun serves index with --record, makes the calls, stops the

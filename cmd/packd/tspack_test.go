@@ -70,7 +70,7 @@ func TestTSPack(t *testing.T) {
 		return b.String()
 	}
 	if index.Tools[0].ID != "net.fetch" ||
-		compact(index.Tools[0].Input) != `{"additionalProperties":false,"properties":{"body":{"type":"string"},"method":{"default":"GET","enum":["GET","POST"],"type":"string"},"url":{"minLength":1,"type":"string"}},"required":["url"],"type":"object"}` ||
+		compact(index.Tools[0].Input) != `{"additionalProperties":false,"properties":{"body":{"type":"string"},"method":{"default":"GET","enum":["GET","POST"],"type":"string"},"nonce":{"type":"boolean"},"url":{"minLength":1,"type":"string"}},"required":["url"],"type":"object"}` ||
 		compact(index.Tools[0].Network) != `{"hosts":["127.0.0.1"],"kind":"allowlist"}` {
 		t.Fatalf("net.fetch in the index: %s", raw)
 	}
