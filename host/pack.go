@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kindgi/packd/abi"
@@ -115,12 +116,15 @@ type Pack struct {
 	// boundSecrets are the ctx.secrets the index binds as credentials:
 	// no call's pack code gets them.
 	boundSecrets []string
-	record       *RecordConfig      // nil: no call is recorded
-	tools        map[string][]*tool // by id, in index order
-	checks       map[string]*check
-	stats        []ModuleStat
-	modules      map[string]*module // by path
-	closeOne     sync.Once
+	// credentialVars are the process variables the index binds as
+	// credentials (a call's record redacts their values).
+	credentialVars []string
+	record         *RecordConfig      // nil: no call is recorded
+	tools          map[string][]*tool // by id, in index order
+	checks         map[string]*check
+	stats          []ModuleStat
+	modules        map[string]*module // by path
+	closeOne       sync.Once
 }
 
 type module struct {
@@ -129,6 +133,8 @@ type module struct {
 	mod  *sandbox.Module // nil when loading failed
 	err  error           // why it cannot be called: load failure or shape
 	desc sandbox.Description
+	// snapTape is the encoding of its snapshot's tape, for records.
+	snapTape atomic.Pointer[encodedTape]
 }
 
 type tool struct {
@@ -187,7 +193,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	// A process variable the index binds as a credential is packd's to
 	// send: pack code never sees it.
 	p.lookup, p.env = lookup, withoutNames(p.env, idx.credentialEnv())
-	p.boundSecrets = idx.boundSecrets()
+	p.boundSecrets, p.credentialVars = idx.boundSecrets(), idx.credentialEnv()
 
 	modules, stats, modProblems := loadModules(ctx, sb, root, idx, p.env)
 	p.stats, p.modules = stats, modules

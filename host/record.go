@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -83,7 +84,7 @@ type Record struct {
 	// Instance is what the call ran in (sandbox.InstanceHit, …Miss,
 	// …Fresh); Snapshot, for a pooled one, the snapshot it was reset to.
 	Instance string          `json:"instance"`
-	Snapshot *RecordSnapshot `json:"snapshot,omitempty"`
+	Snapshot *RecordSnapshot `json:"snapshot,omitempty"` // written last by Encode
 	// Env are the names of the environment the guest saw, in order; their
 	// values are secrets ("env.NAME").
 	Env []string `json:"env"`
@@ -112,6 +113,39 @@ type RecordModule struct {
 type RecordSnapshot struct {
 	ID   string               `json:"id"`
 	Tape []sandbox.TapeAnswer `json:"tape"`
+	// enc, for a record the pack made, encodes Tape once for every record
+	// of its snapshot.
+	enc *encodedTape
+}
+
+// encodedTape is a snapshot's tape, encoded when first asked.
+type encodedTape struct {
+	tape *sandbox.Tape
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+func (e *encodedTape) json() ([]byte, error) {
+	e.once.Do(func() {
+		answers := e.tape.Answers
+		if answers == nil {
+			answers = []sandbox.TapeAnswer{}
+		}
+		e.b, e.err = json.Marshal(answers)
+	})
+	return e.b, e.err
+}
+
+// snapshotTape is the encoding of a module's snapshot's tape: one per
+// snapshot, made anew when the snapshot is.
+func (m *module) snapshotTape(t *sandbox.Tape) *encodedTape {
+	if e := m.snapTape.Load(); e != nil && e.tape == t {
+		return e
+	}
+	e := &encodedTape{tape: t}
+	m.snapTape.Store(e)
+	return e
 }
 
 // RecordSecret is one secret of a recorded call.
@@ -172,10 +206,29 @@ func (b *Bytes) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Encode is the record's file: one line of JSON.
+// Encode is the record's file: one line of JSON. A record the pack made
+// writes its snapshot's tape as encoded once for all the snapshot's
+// records (encoding it again was most of a Go echo call's record), after
+// the rest.
 func (r *Record) Encode() ([]byte, error) {
-	b, err := json.Marshal(r)
-	return append(b, '\n'), err
+	if r.Snapshot == nil || r.Snapshot.enc == nil {
+		b, err := json.Marshal(r)
+		return append(b, '\n'), err
+	}
+	rest := *r
+	rest.Snapshot = nil
+	b, err := json.Marshal(&rest)
+	if err != nil {
+		return nil, err
+	}
+	tape, err := r.Snapshot.enc.json()
+	if err != nil {
+		return nil, err
+	}
+	id, _ := json.Marshal(r.Snapshot.ID)
+	b = append(b[:len(b)-1], `,"snapshot":{"id":`...)
+	b = append(append(append(b, id...), `,"tape":`...), tape...)
+	return append(b, "}}\n"...), nil
 }
 
 // ReadRecord reads a record file's contents.
@@ -250,7 +303,7 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 		r.Result.Error = err.Error()
 	}
 	if rep.SnapshotTape != nil {
-		r.Snapshot = &RecordSnapshot{ID: rep.SnapshotID, Tape: rep.SnapshotTape.Answers}
+		r.Snapshot = &RecordSnapshot{ID: rep.SnapshotID, Tape: rep.SnapshotTape.Answers, enc: mod.snapshotTape(rep.SnapshotTape)}
 	}
 	if r.Tape == nil {
 		r.Tape = []sandbox.TapeAnswer{} // [] in the file, not null
@@ -276,8 +329,12 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 	o.Record, o.secrets = r, secrets
 }
 
-// secret is one secret value of a call, by its record name.
-type secret struct{ name, value string }
+// secret is one secret value of a call, by its record name, and the
+// forms it is looked for in.
+type secret struct {
+	name, value string
+	forms       []secretForm
+}
 
 // callSecrets are a call's secrets: its ctx.secrets (the strings among
 // them), the values of the environment pack code sees, and of the
@@ -288,19 +345,24 @@ func (p *Pack) callSecrets(callCtx *ojson.Object) []secret {
 		if s, ok := objectField(callCtx, "secrets"); ok {
 			for i, k := range s.Keys {
 				if v, ok := s.Vals[i].(string); ok && v != "" {
-					out = append(out, secret{"ctx.secrets." + k, v})
+					out = append(out, secret{name: "ctx.secrets." + k, value: v})
 				}
 			}
 		}
 	}
 	for _, kv := range p.env {
 		if name, v, _ := strings.Cut(kv, "="); v != "" {
-			out = append(out, secret{"env." + name, v})
+			out = append(out, secret{name: "env." + name, value: v})
 		}
 	}
-	for _, name := range p.index.credentialEnv() {
+	for _, name := range p.credentialVars {
 		if v, ok := p.lookup(name); ok && v != "" {
-			out = append(out, secret{"env." + name, v})
+			out = append(out, secret{name: "env." + name, value: v})
+		}
+	}
+	for i := range out {
+		if len(out[i].value) >= minRedacted {
+			out[i].forms = secretForms(out[i].value)
 		}
 	}
 	return out
@@ -315,10 +377,7 @@ const minRedacted = 4
 // notes where.
 func (r *Record) redact(in string, b []byte, secrets []secret) []byte {
 	for _, s := range secrets {
-		if len(s.value) < minRedacted {
-			continue
-		}
-		for _, f := range secretForms(s.value) {
+		for _, f := range s.forms {
 			for at := 0; ; {
 				i := bytes.Index(b[at:], []byte(f.text))
 				if i < 0 {
