@@ -58,7 +58,7 @@ const (
 const (
 	RecordTooLarge    = "too-large"   // its answers or input passed RecordConfig.MaxCallBytes
 	RecordInterrupted = "interrupted" // its deadline or its caller stopped it: the clock decided, not the code
-	RecordOverloaded  = "overloaded"  // the memory budget refused it: nothing ran
+	RecordOverloaded  = "overloaded"  // the memory budget (or its tenant's share) refused it, or a memory.grow of it: other calls decided
 )
 
 // Record is one recorded call, as its file holds it (JSON).
@@ -276,7 +276,7 @@ func (p *Pack) recordLimit() int {
 // tape, its secrets redacted. The request message is added by Dispatch.
 func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request, rep sandbox.Reply, err error, callCtx *ojson.Object) {
 	switch {
-	case errors.Is(err, sandbox.ErrMemoryBudget):
+	case errors.Is(err, sandbox.ErrMemoryBudget) || rep.MemoryRefused:
 		o.RecordSkipped = RecordOverloaded
 		return
 	case errors.Is(err, sandbox.ErrDeadline) || errors.Is(err, sandbox.ErrCancelled):

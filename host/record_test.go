@@ -189,3 +189,37 @@ func TestRecordMarkedTargetsOnly(t *testing.T) {
 		t.Fatalf("limits.record \"yes\": %v", problems(err))
 	}
 }
+
+// TestACallTheBudgetSqueezedIsNotRecorded: a memory.grow refused by the
+// memory budget (what the other calls hold) made the guest compute what no
+// replay can repeat, so the call is not recorded (overloaded); one refused
+// by its own limit is recorded, and replays identically.
+func TestACallTheBudgetSqueezedIsNotRecorded(t *testing.T) {
+	wasm, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "grow.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(sc sandbox.Config) *host.Outcome {
+		path := writePack(t, indexJSON(tool("hostile.grow", "", "grow.wasm"), ""), map[string][]byte{"grow.wasm": wasm})
+		sc.CacheDir, sc.PoolSize = cacheDir, 1
+		p, err := host.Load(context.Background(), host.Config{IndexPath: path, Record: &host.RecordConfig{}, Sandbox: sc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		return p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.grow"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	}
+	if o := call(sandbox.Config{MemoryBudget: 4 << 20}); o.Record != nil || o.RecordSkipped != host.RecordOverloaded {
+		t.Fatalf("grown to the budget: record %v, skipped %q (%s)", o.Record != nil, o.RecordSkipped, o.Response)
+	}
+	o := call(sandbox.Config{MemoryLimitPages: 32})
+	if o.Record == nil || o.Record.Result.Error == "" {
+		t.Fatalf("grown to its limit: skipped %q (%s)", o.RecordSkipped, o.Response)
+	}
+	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
+	defer rp.Close()
+	got, err := rp.Replay(context.Background(), o.Record, wasm)
+	if err != nil || !got.Identical() {
+		t.Fatalf("grown to its limit, replayed: %+v %v", got, err)
+	}
+}

@@ -32,6 +32,11 @@ type Reply struct {
 	// Never change the tape.
 	SnapshotID   string
 	SnapshotTape *Tape
+	// MemoryRefused: the memory budget or the call's memory account (its
+	// tenant's share), not its limit, refused one of its memory.grow. What
+	// the guest computed then depended on the other calls: a recording of
+	// it cannot be replayed.
+	MemoryRefused bool
 }
 
 // What a call ran in (Reply.Instance).
@@ -114,6 +119,7 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 		*rep = Reply{FuelUsed: min(max(used, 0), budget), Instance: rep.Instance, SnapshotID: rep.SnapshotID, SnapshotTape: rep.SnapshotTape}
 		err = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}
 	}
+	rep.MemoryRefused = st.memoryRefused
 	return err
 }
 

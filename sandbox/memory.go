@@ -147,10 +147,12 @@ func (c *callMemory) take(n int64) bool {
 	from := min(n, c.prepaid)
 	need := n - from
 	if !c.account.take(need) {
+		c.refused()
 		return false
 	}
 	if !c.budget.take(need) {
 		c.account.give(need)
+		c.refused()
 		return false
 	}
 	if c.account != nil {
@@ -158,6 +160,15 @@ func (c *callMemory) take(n int64) bool {
 	}
 	c.prepaid -= from
 	return true
+}
+
+// refused notes in the call's state that the budget or its account, not
+// its limit, refused memory: what its guest computes then depends on the
+// other calls.
+func (c *callMemory) refused() {
+	if c.state != nil {
+		c.state.memoryRefused = true
+	}
 }
 
 // give gives back n bytes taken for a grow that did not happen.

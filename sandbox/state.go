@@ -43,6 +43,9 @@ type callState struct {
 	// (Request.Record, Request.Replay).
 	budget         int64
 	record, replay *Tape
+	// memoryRefused: the memory budget or the call's account refused one
+	// of its memory.grow (Reply.MemoryRefused).
+	memoryRefused bool
 }
 
 // bind notes the deadline of the context the call runs under.

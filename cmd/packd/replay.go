@@ -76,7 +76,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		cacheDir = ""
 	}
 	rp := host.NewReplayer(host.ReplayConfig{
-		Sandbox: sandbox.Config{CacheDir: cacheDir, Stdout: io.Discard, Stderr: io.Discard},
+		// Linear memory is bounded as packd serve's is by default (a record
+		// names its own memory limit, up to wasm32's 4 GiB).
+		Sandbox: sandbox.Config{CacheDir: cacheDir, Stdout: io.Discard, Stderr: io.Discard, MemoryBudget: defaultMemoryBudget(nil) / 2},
 		Secret: func(name string) (string, bool) {
 			if env, ok := strings.CutPrefix(name, "env."); ok {
 				return os.LookupEnv(env)
