@@ -104,6 +104,9 @@ func (o *Outcome) recordMessage(msg *ojson.Object) *Outcome {
 	if o.Record != nil {
 		o.Record.recordMessage(msg, o.secrets)
 		o.secrets = nil
+		if o.Record.overflow {
+			o.Record, o.RecordSkipped = nil, RecordTooLarge
+		}
 	}
 	return o
 }

@@ -76,11 +76,37 @@ func keySet(keys ...string) map[string]bool {
 // with it).
 func ValidateIndex(data []byte) (*Index, []string) { return parseIndex(data) }
 
+// ContentHash is how packd names bytes by their content (an index, a
+// module, a secret in a record): "sha256:" and the hex of their SHA-256.
+func ContentHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ModulePaths are the module paths the index names, once each, tools'
+// first, in index order.
+func (idx *Index) ModulePaths() []string {
+	var paths []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	for _, t := range idx.Tools {
+		add(t.ModulePath)
+	}
+	for _, g := range idx.Guardrails {
+		add(g.ModulePath)
+	}
+	return paths
+}
+
 // parseIndex reads an index. It collects every problem it finds rather than
 // stopping at the first; the index is usable only when problems is empty.
 func parseIndex(data []byte) (idx *Index, problems []string) {
-	sum := sha256.Sum256(data)
-	idx = &Index{Hash: "sha256:" + hex.EncodeToString(sum[:])}
+	idx = &Index{Hash: ContentHash(data)}
 	doc, err := ojson.Decode(data)
 	if err != nil {
 		return idx, []string{"Cannot read the pack index: it is not valid JSON: " + notJSON(err)}

@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -212,20 +210,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 }
 
 func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Index, env []string) (map[string]*module, []ModuleStat, []string) {
-	var paths []string
-	seen := map[string]bool{}
-	for _, t := range idx.Tools {
-		if !seen[t.ModulePath] {
-			seen[t.ModulePath] = true
-			paths = append(paths, t.ModulePath)
-		}
-	}
-	for _, g := range idx.Guardrails {
-		if !seen[g.ModulePath] {
-			seen[g.ModulePath] = true
-			paths = append(paths, g.ModulePath)
-		}
-	}
+	paths := idx.ModulePaths()
 	var problems []string
 	modules := map[string]*module{}
 	r, err := os.OpenRoot(root)
@@ -282,8 +267,7 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module,
 		m.err = err
 		return err.Error(), nil
 	}
-	sum := sha256.Sum256(wasm)
-	m.sum = "sha256:" + hex.EncodeToString(sum[:])
+	m.sum = ContentHash(wasm)
 	start := time.Now()
 	m.mod, err = sb.Compile(ctx, wasm)
 	stat := &ModuleStat{Path: m.path, CompileSeconds: time.Since(start).Seconds()}
@@ -300,6 +284,18 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module,
 		return fmt.Sprintf("%s: taking its snapshot: %v", m.path, err), stat
 	}
 	return "", stat
+}
+
+// ReadModuleFile reads the module at path p inside root as Load does: p
+// relative, with forward slashes, never leaving root, at most
+// sandbox.DefaultMaxModuleBytes.
+func ReadModuleFile(root, p string) ([]byte, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return readModule(r, p, sandbox.DefaultMaxModuleBytes)
 }
 
 // errMissingModule: a module path names no file in the module root. Its

@@ -11,8 +11,6 @@ package host
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,7 +97,17 @@ type Record struct {
 	// output or error, and a placeholder of its length is now.
 	Redactions []Redaction  `json:"redactions,omitempty"`
 	Result     RecordResult `json:"result"`
+
+	// room is how many more redactions the record may hold (each counts
+	// redactionCost against the per-call bound); overflow says one more
+	// was needed: the record is not kept.
+	room     int
+	overflow bool
 }
+
+// redactionCost is what a redaction counts against a record's bound: a
+// guest that repeats a secret it holds makes one for each repetition.
+const redactionCost = 64
 
 // RecordModule is the module a call ran: its path in the module root, and
 // the SHA-256 of its bytes ("sha256:…").
@@ -245,6 +253,18 @@ func ReadRecord(data []byte) (*Record, error) {
 	case r.Instance != sandbox.InstanceFresh && r.Snapshot == nil:
 		return nil, errors.New("the record of a pooled call has no snapshot")
 	}
+	// A replay makes a placeholder of each secret's length and writes
+	// back at each redaction: none may be larger than the record itself.
+	for _, s := range r.Secrets {
+		if s.Length < 0 || s.Length > len(data) {
+			return nil, fmt.Errorf("the record's secret %s is of %d bytes, in a record of %d", s.Name, s.Length, len(data))
+		}
+	}
+	for _, red := range r.Redactions {
+		if red.Offset < 0 || red.Length < 0 || red.Length > len(data) {
+			return nil, fmt.Errorf("the record's redaction in %s at %d of %d bytes is not in the record", red.In, red.Offset, red.Length)
+		}
+	}
 	return &r, nil
 }
 
@@ -315,25 +335,29 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 		r.Env = append(r.Env, name)
 	}
 	for _, s := range secrets {
-		sum := sha256.Sum256([]byte(s.value))
-		r.Secrets = append(r.Secrets, RecordSecret{Name: s.name, SHA256: "sha256:" + hex.EncodeToString(sum[:]), Length: len(s.value)})
+		r.Secrets = append(r.Secrets, RecordSecret{Name: s.name, SHA256: s.hash, Length: len(s.value)})
 	}
 	// What the guest held is copied before it is redacted: the tape's
 	// answers are the record's own, the request and output are not.
+	r.room = p.recordLimit() / redactionCost
 	r.GuestRequest = r.redact("guestRequest", bytes.Clone(call.Body), secrets)
 	r.Result.Output = r.redact("output", bytes.Clone(rep.Body), secrets)
 	r.Result.Error = string(r.redact("error", []byte(r.Result.Error), secrets))
 	for i := range r.Tape {
 		r.Tape[i].Value = r.redact(fmt.Sprintf("tape/%d", i), r.Tape[i].Value, secrets)
 	}
+	if r.overflow {
+		o.RecordSkipped = RecordTooLarge
+		return
+	}
 	o.Record, o.secrets = r, secrets
 }
 
-// secret is one secret value of a call, by its record name, and the
-// forms it is looked for in.
+// secret is one secret value of a call, by its record name, with its
+// hash and the forms it is looked for in.
 type secret struct {
-	name, value string
-	forms       []secretForm
+	name, value, hash string
+	forms             []secretForm
 }
 
 // callSecrets are a call's secrets: its ctx.secrets (the strings among
@@ -361,11 +385,23 @@ func (p *Pack) callSecrets(callCtx *ojson.Object) []secret {
 		}
 	}
 	for i := range out {
+		out[i].hash = ContentHash([]byte(out[i].value))
 		if len(out[i].value) >= minRedacted {
 			out[i].forms = secretForms(out[i].value)
 		}
 	}
 	return out
+}
+
+// secretHash is the hash of the secret of that name, as callSecrets made
+// it (an empty one it leaves out is hashed here).
+func secretHash(secrets []secret, name, value string) string {
+	for _, s := range secrets {
+		if s.name == name {
+			return s.hash
+		}
+	}
+	return ContentHash([]byte(value))
 }
 
 // minRedacted: a secret shorter than this is hashed, but not looked for
@@ -374,17 +410,23 @@ const minRedacted = 4
 
 // redact replaces every occurrence in b of a secret, as its value or as
 // it is written inside a JSON string, with asterisks of its length, and
-// notes where.
+// notes where, while the record has room.
 func (r *Record) redact(in string, b []byte, secrets []secret) []byte {
 	for _, s := range secrets {
 		for _, f := range s.forms {
 			for at := 0; ; {
-				i := bytes.Index(b[at:], []byte(f.text))
+				i := bytes.Index(b[at:], f.text)
 				if i < 0 {
 					break
 				}
+				if r.room--; r.room < 0 {
+					r.overflow = true
+					return b
+				}
 				at += i
-				copy(b[at:], bytes.Repeat([]byte{'*'}, len(f.text)))
+				for j := range f.text {
+					b[at+j] = '*'
+				}
 				r.Redactions = append(r.Redactions, Redaction{In: in, Offset: at, Length: len(f.text), Secret: s.name, Form: f.form})
 				at += len(f.text)
 			}
@@ -393,13 +435,16 @@ func (r *Record) redact(in string, b []byte, secrets []secret) []byte {
 	return b
 }
 
-type secretForm struct{ form, text string }
+type secretForm struct {
+	form string
+	text []byte
+}
 
 // secretForms are how a secret may be written: as it is, and inside a
 // JSON string when that differs.
 func secretForms(v string) []secretForm {
-	forms := []secretForm{{"raw", v}}
-	if j := string(ojson.Encode(v)); j[1:len(j)-1] != v {
+	forms := []secretForm{{"raw", []byte(v)}}
+	if j := ojson.Encode(v); string(j[1:len(j)-1]) != v {
 		forms = append(forms, secretForm{"json", j[1 : len(j)-1]})
 	}
 	return forms
@@ -416,8 +461,7 @@ func (r *Record) recordMessage(msg *ojson.Object, secrets []secret) {
 			for i, k := range s.Keys {
 				v := s.Vals[i]
 				if str, ok := v.(string); ok {
-					sum := sha256.Sum256([]byte(str))
-					v = "sha256:" + hex.EncodeToString(sum[:])
+					v = secretHash(secrets, "ctx.secrets."+k, str)
 				}
 				hashed.Set(k, v)
 			}

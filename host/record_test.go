@@ -223,3 +223,47 @@ func TestACallTheBudgetSqueezedIsNotRecorded(t *testing.T) {
 		t.Fatalf("grown to its limit, replayed: %+v %v", got, err)
 	}
 }
+
+// TestReadRecordRefusesImpossibleLengths: a record file is input packd
+// replay cannot trust; a secret whose length is past the file (a replay
+// would make a placeholder of that length) or a redaction that cannot be
+// in it is refused when the record is read.
+func TestReadRecordRefusesImpossibleLengths(t *testing.T) {
+	base := `{"packdRecord":1,"module":{"path":"m.wasm","sha256":"sha256:00"},"instance":"fresh"`
+	if _, err := host.ReadRecord([]byte(base + `}`)); err != nil {
+		t.Fatalf("a plain record: %v", err)
+	}
+	for _, bad := range []string{
+		`,"secrets":[{"name":"ctx.secrets.k","sha256":"sha256:00","length":1000000000000}]}`,
+		`,"secrets":[{"name":"ctx.secrets.k","sha256":"sha256:00","length":-1}]}`,
+		`,"redactions":[{"in":"output","offset":-5,"length":4,"secret":"ctx.secrets.k","form":"raw"}]}`,
+		`,"redactions":[{"in":"output","offset":0,"length":1000000000000,"secret":"ctx.secrets.k","form":"raw"}]}`,
+	} {
+		if _, err := host.ReadRecord([]byte(base + bad)); err == nil || !strings.Contains(err.Error(), "the record's") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+// TestARepeatedSecretIsBoundedInRedactions: a guest that echoes a secret
+// it holds many times makes a redaction for each, and they count against
+// the record's bound: past it the call is not recorded (too-large),
+// rather than kept with a redaction list many times the bound.
+func TestARepeatedSecretIsBoundedInRedactions(t *testing.T) {
+	p, err := host.Load(context.Background(), host.Config{IndexPath: filepath.Join("..", "wasm-examples", "echo", "index.json"),
+		Record: &host.RecordConfig{}, Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	call := func(times int) *host.Outcome {
+		msg := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":%q},"ctx":{"tenantId":"t","runId":"r","secrets":{"k":"abcd"}}}`, strings.Repeat("abcd ", times))
+		return p.Dispatch(context.Background(), []byte(msg), 0)
+	}
+	if o := call(10); !o.OK() || o.Record == nil || len(o.Record.Redactions) != 10+10+10+1 {
+		t.Fatalf("10 times: %s; record %v", o.Response, o.Record != nil)
+	}
+	if o := call(20000); !o.OK() || o.Record != nil || o.RecordSkipped != host.RecordTooLarge {
+		t.Fatalf("20,000 times: record %v, skipped %q", o.Record != nil, o.RecordSkipped)
+	}
+}

@@ -8,8 +8,6 @@ package host
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,8 +40,8 @@ type Replayer struct {
 }
 
 // replayKey is what makes a replay's module and snapshot: the module's
-// bytes, the limits, and the environment and tape of the snapshot ("" for
-// a fresh call's module).
+// hash, the limits, and the environment (joined by NULs) and id of the
+// snapshot ("" for a fresh call's module).
 type replayKey struct {
 	module   string
 	limits   sandbox.GuestLimits
@@ -120,8 +118,7 @@ func (r *Replay) Identical() bool { return r.Divergence == nil && len(r.Differen
 
 // Replay replays rec on the module wasm, within ctx.
 func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Replay, error) {
-	sum := sha256.Sum256(wasm)
-	out := &Replay{ModuleSHA256: "sha256:" + hex.EncodeToString(sum[:])}
+	out := &Replay{ModuleSHA256: ContentHash(wasm)}
 	out.ModuleChanged = out.ModuleSHA256 != rec.Module.SHA256
 	pooled := rec.Instance != sandbox.InstanceFresh
 	supplied := r.secrets(rec, out)
@@ -142,11 +139,17 @@ func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Repla
 		out.SnapshotID = rm.snapshotID
 		out.SnapshotChanged = out.SnapshotID != rec.Snapshot.ID
 	}
-	tape := &sandbox.Tape{Answers: restoredTape(rec, supplied)}
-	rep, err := m.Call(ctx, sandbox.Request{Body: restore(rec, "guestRequest", rec.GuestRequest, supplied), Env: env,
+	rs := newRestorer(rec, supplied)
+	tape := &sandbox.Tape{Answers: rs.tape(rec)}
+	rep, err := m.Call(ctx, sandbox.Request{Body: rs.restore("guestRequest", rec.GuestRequest), Env: env,
 		Fuel: rec.Fuel, MemoryLimit: rec.MemoryLimit, Fresh: !pooled, Replay: tape})
 	if errors.As(err, &out.Divergence) {
 		return out, nil
+	}
+	// A call its deadline stopped is never recorded: a deadline here is
+	// the replay's own (the sandbox may see it before ctx says so).
+	if errors.Is(err, sandbox.ErrDeadline) {
+		return nil, context.DeadlineExceeded
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -158,7 +161,7 @@ func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Repla
 	if tape.Unserved() > 0 {
 		out.Divergence = unserved(tape)
 	}
-	out.compare(rec, supplied)
+	out.compare(rec, rs)
 	return out, nil
 }
 
@@ -170,10 +173,10 @@ func unserved(t *sandbox.Tape) *sandbox.DivergenceError {
 }
 
 // compare notes how the replayed result differs from the recorded one.
-func (out *Replay) compare(rec *Record, supplied map[string]string) {
+func (out *Replay) compare(rec *Record, rs *restorer) {
 	want := rec.Result
-	wantOut := restore(rec, "output", want.Output, supplied)
-	wantErr := string(restore(rec, "error", []byte(want.Error), supplied))
+	wantOut := rs.restore("output", want.Output)
+	wantErr := string(rs.restore("error", []byte(want.Error)))
 	if out.Result.Status != want.Status {
 		out.Differences = append(out.Differences, fmt.Sprintf("status %s, recorded %s", statusName(out.Result.Status), statusName(want.Status)))
 	}
@@ -219,13 +222,7 @@ func around(b []byte, i int) string {
 func (r *Replayer) module(ctx context.Context, rec *Record, sum string, wasm []byte, env []string) (*replayModule, error) {
 	key := replayKey{module: sum, limits: rec.Limits}
 	if rec.Instance != sandbox.InstanceFresh {
-		h := sha256.New()
-		for _, kv := range env {
-			h.Write([]byte(kv))
-			h.Write([]byte{0})
-		}
-		key.env = hex.EncodeToString(h.Sum(nil))
-		key.snapshot = rec.Snapshot.ID
+		key.env, key.snapshot = strings.Join(env, "\x00"), rec.Snapshot.ID
 	}
 	r.mu.Lock()
 	if r.mods == nil {
@@ -257,6 +254,18 @@ func (r *Replayer) module(ctx context.Context, rec *Record, sum string, wasm []b
 	}
 	r.mu.Unlock()
 	rm.once.Do(func() { rm.build(ctx, r, rec, wasm, env) })
+	if rm.err != nil {
+		// An error (the replay's deadline, say) is this replay's, not the
+		// module's: the next record builds it anew.
+		r.mu.Lock()
+		if r.mods[key] == rm {
+			delete(r.mods, key)
+			if rm.m != nil {
+				_ = rm.m.Close(context.Background())
+			}
+		}
+		r.mu.Unlock()
+	}
 	return rm, rm.err
 }
 
@@ -319,8 +328,7 @@ func (r *Replayer) secrets(rec *Record, out *Replay) map[string]string {
 		if r.cfg.Secret != nil {
 			v, ok = r.cfg.Secret(s.Name)
 		}
-		sum := sha256.Sum256([]byte(v))
-		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != s.SHA256 {
+		if !ok || ContentHash([]byte(v)) != s.SHA256 {
 			v = strings.Repeat("*", s.Length)
 			out.Placeholders = append(out.Placeholders, s.Name)
 		}
@@ -329,22 +337,36 @@ func (r *Replayer) secrets(rec *Record, out *Replay) map[string]string {
 	return vals
 }
 
+// restorer writes back the secrets a replay has where a record redacted
+// them: the record's redactions by where they are, and each secret's
+// texts (its value, and as it is written inside a JSON string), worked out
+// once.
+type restorer struct {
+	at    map[string][]Redaction
+	texts map[string]map[string][]byte // by secret, by form
+}
+
+func newRestorer(rec *Record, supplied map[string]string) *restorer {
+	rs := &restorer{at: map[string][]Redaction{}, texts: map[string]map[string][]byte{}}
+	for _, red := range rec.Redactions {
+		rs.at[red.In] = append(rs.at[red.In], red)
+	}
+	for name, v := range supplied {
+		forms := map[string][]byte{"raw": []byte(v), "json": []byte(v)}
+		for _, f := range secretForms(v) {
+			forms[f.form] = f.text
+		}
+		rs.texts[name] = forms
+	}
+	return rs
+}
+
 // restore is b, a copy, with the secrets redacted in it (in) written back
 // where the replay has their values.
-func restore(rec *Record, in string, b []byte, supplied map[string]string) []byte {
+func (rs *restorer) restore(in string, b []byte) []byte {
 	b = bytes.Clone(b)
-	for _, red := range rec.Redactions {
-		if red.In != in {
-			continue
-		}
-		v := supplied[red.Secret]
-		if red.Form == "json" {
-			for _, f := range secretForms(v) {
-				if f.form == "json" {
-					v = f.text
-				}
-			}
-		}
+	for _, red := range rs.at[in] {
+		v := rs.texts[red.Secret][red.Form]
 		if len(v) == red.Length && red.Offset >= 0 && red.Offset+red.Length <= len(b) {
 			copy(b[red.Offset:], v)
 		}
@@ -352,11 +374,11 @@ func restore(rec *Record, in string, b []byte, supplied map[string]string) []byt
 	return b
 }
 
-// restoredTape is the record's tape with its secrets written back.
-func restoredTape(rec *Record, supplied map[string]string) []sandbox.TapeAnswer {
+// tape is the record's tape with its secrets written back.
+func (rs *restorer) tape(rec *Record) []sandbox.TapeAnswer {
 	tape := make([]sandbox.TapeAnswer, len(rec.Tape))
 	for i, a := range rec.Tape {
-		a.Value = restore(rec, fmt.Sprintf("tape/%d", i), a.Value, supplied)
+		a.Value = rs.restore(fmt.Sprintf("tape/%d", i), a.Value)
 		tape[i] = a
 	}
 	return tape

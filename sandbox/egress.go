@@ -43,13 +43,16 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	body := read(mod, abi.ImportHTTPRequest, bodyPtr, bodyLen)
 	charge(ctx, mod, httpRequestCost+int64(headLen)>>copyShift+int64(bodyLen)>>copyShift)
 	st.httpAnswer, st.httpBody = nil, nil
+	// The head is read once, and only within its bound.
+	var req abi.HTTPRequest
+	parsed := headLen <= maxHTTPHead && json.Unmarshal(head, &req) == nil
 	// On a tape: the request by its hash (and, in words, its method and
 	// URL), the answer and the body as the host gave them. A replayed
 	// call never reaches the network.
 	var arg uint64
 	var detail string
 	if st.record != nil || st.replay != nil {
-		arg, detail = requestKey(head, body)
+		arg, detail = requestKey(head, body, &req, parsed)
 	}
 	if st.replay != nil {
 		a, err := st.replay.take(abi.ImportHTTPRequest, arg, detail, -1, st.fuelUsed())
@@ -66,11 +69,10 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	var ans *abi.HTTPAnswer
 	var resp []byte
-	var req abi.HTTPRequest
 	switch {
 	case headLen > maxHTTPHead:
 		ans = refusedHTTP(abi.EgressBadRequest, "the request's method, URL and headers take more than 64 KiB")
-	case json.Unmarshal(head, &req) != nil:
+	case !parsed:
 		ans = refusedHTTP(abi.EgressBadRequest, `the request is not the JSON object {"method", "url", "headers"} (see abi/GUEST-ABI.md)`)
 	case st.egress == nil:
 		ans = refusedHTTP(abi.EgressNotAllowed, "this call may not use the network")
@@ -98,16 +100,16 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 
 // requestKey is what a tape knows an outbound request by: a hash of its
 // head and body (53 bits of FNV-1a: it tells a replay that the guest asked
-// for another request, against no adversary), and its method and URL
-// without the query (which may hold what a record must not).
-func requestKey(head, body []byte) (uint64, string) {
+// for another request, against no adversary), and the method and URL of
+// req, the head as read (parsed), without the query (which may hold what
+// a record must not). The hash's work is paid for in the request's fuel.
+func requestKey(head, body []byte, req *abi.HTTPRequest, parsed bool) (uint64, string) {
 	h := fnv.New64a()
 	h.Write(head)
 	h.Write([]byte{0})
 	h.Write(body)
-	var req abi.HTTPRequest
 	detail := "(not a request)"
-	if json.Unmarshal(head, &req) == nil {
+	if parsed {
 		u, _, _ := strings.Cut(req.URL, "?")
 		method := req.Method
 		if method == "" {

@@ -79,10 +79,11 @@ type snapshot struct {
 	env     []string  // the environment _initialize saw (a Go guest keeps it)
 	image   *memImage // memory in a sealed memfd, nil where that cannot be
 	taken   time.Time
-	// id is the SHA-256 of its memory and globals; tape what the host
-	// answered the initialisation that made it.
-	id   string
-	tape *Tape
+	// tape is what the host answered the initialisation that made it; id
+	// the SHA-256 of its memory and globals (ident).
+	tape   *Tape
+	idOnce sync.Once
+	id     string
 }
 
 // snapshotMaxAge: a snapshot is taken anew after this long, so that no
@@ -194,7 +195,7 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 		rep.Instance = InstanceHit
 	}
 	if req.Record != nil {
-		rep.SnapshotID, rep.SnapshotTape = pi.snap.id, pi.snap.tape
+		rep.SnapshotID, rep.SnapshotTape = pi.snap.ident(), pi.snap.tape
 	}
 	if req.MemoryLimit > 0 && int64(pi.memory.Size()) > req.MemoryLimit {
 		p.put(pi, now)

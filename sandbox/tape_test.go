@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -142,5 +143,19 @@ func TestATapeIsBoundedInAnswers(t *testing.T) {
 	}
 	if !tape.Truncated || len(tape.Answers) == 0 || len(tape.Answers) > (64<<10)/72 || tape.Size() > 64<<10 {
 		t.Fatalf("the tape: truncated %v, %d answers, size %d", tape.Truncated, len(tape.Answers), tape.Size())
+	}
+}
+
+// TestARecordedRequestHeadIsReadWithinItsBound: a recorded call's request
+// head past its 64 KiB bound is refused (bad-request) without being
+// decoded, for the tape as for the answer; before, recording decoded any
+// head the guest passed, of any size, to name it on the tape.
+func TestARecordedRequestHeadIsReadWithinItsBound(t *testing.T) {
+	m := compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), hostile("httpabi"))
+	tape := &sandbox.Tape{}
+	head := `{"url":"http://api.test/` + strings.Repeat("x", 70<<10) + `"}`
+	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte("c" + head), Egress: &fakeEgress{}, Record: tape})
+	if err != nil || !strings.Contains(string(rep.Body), abi.EgressBadRequest) || len(tape.Answers) != 1 || tape.Answers[0].Detail != "(not a request)" {
+		t.Fatalf("%q: %v; the tape: %+v", rep.Body, err, tape.Answers)
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -71,7 +69,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			return usageErr("--secrets %s: %v (a JSON object of strings)", secretsFile, err)
 		}
 	}
-	modules := &moduleFinder{module: module, index: index, root: moduleRoot, bytes: map[string][]byte{}}
+	modules := &moduleFinder{module: module, index: index, root: moduleRoot, bytes: map[string][]byte{}, sums: map[string]string{}}
 	if cacheDir != "" && cacheUsable(cacheDir) != nil {
 		cacheDir = ""
 	}
@@ -119,7 +117,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 
 // replayOne replays one record file and says what it found.
 func replayOne(ctx context.Context, rp *host.Replayer, modules *moduleFinder, file string, verbose bool, w io.Writer) (bool, error) {
-	data, err := readBounded(file, maxRecordFile)
+	data, err := readBounded(file, maxRecordFile, "a record")
 	if err != nil {
 		return false, err
 	}
@@ -171,8 +169,9 @@ func replayOne(ctx context.Context, rp *host.Replayer, modules *moduleFinder, fi
 // JSON (base64 included).
 const maxRecordFile = 32 << 20
 
-// readBounded reads a file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
+// readBounded reads a file of at most limit bytes (what it is: "a
+// record").
+func readBounded(path string, limit int64, what string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -180,7 +179,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err == nil && int64(len(b)) > limit {
-		err = fmt.Errorf("larger than a record can be (%d MiB)", limit>>20)
+		err = fmt.Errorf("larger than %s can be (%d MiB)", what, limit>>20)
 	}
 	return b, err
 }
@@ -231,10 +230,11 @@ func recordFiles(args []string) ([]string, error) {
 
 // moduleFinder finds the module a record names: the one --module names,
 // else among the index's modules the one of the record's hash, else the
-// one at the record's path.
+// one at the record's path. It reads each module once, as Load does.
 type moduleFinder struct {
 	module, index, root string
-	bytes, sums         map[string][]byte // by path: the bytes, and their hashes
+	bytes               map[string][]byte // by path
+	sums                map[string]string // by path: the bytes' hashes
 	paths               []string          // the index's module paths
 }
 
@@ -244,34 +244,16 @@ func (f *moduleFinder) read(p string) ([]byte, error) {
 	}
 	var b []byte
 	var err error
-	if f.module != "" {
-		b, err = os.ReadFile(p)
+	if f.module != "" { // the operator's own path, links and all
+		b, err = readBounded(p, sandbox.DefaultMaxModuleBytes, "a module")
 	} else {
-		var r *os.Root
-		if r, err = os.OpenRoot(f.root); err == nil {
-			b, err = r.ReadFile(filepath.FromSlash(p))
-			_ = r.Close()
-		}
+		b, err = host.ReadModuleFile(f.root, p)
 	}
 	if err != nil {
 		return nil, err
 	}
 	f.bytes[p] = b
 	return b, nil
-}
-
-// sum is the hash of a module's bytes, as a record names it.
-func (f *moduleFinder) sum(p string, b []byte) string {
-	if f.sums == nil {
-		f.sums = map[string][]byte{}
-	}
-	if s, ok := f.sums[p]; ok {
-		return string(s)
-	}
-	sum := sha256.Sum256(b)
-	s := "sha256:" + hex.EncodeToString(sum[:])
-	f.sums[p] = []byte(s)
-	return s
 }
 
 func (f *moduleFinder) find(rec *host.Record) ([]byte, string, error) {
@@ -291,15 +273,17 @@ func (f *moduleFinder) find(rec *host.Record) ([]byte, string, error) {
 		if f.root == "" {
 			f.root = filepath.Dir(f.index)
 		}
-		for _, t := range idx.Tools {
-			f.paths = append(f.paths, t.ModulePath)
-		}
-		for _, g := range idx.Guardrails {
-			f.paths = append(f.paths, g.ModulePath)
-		}
+		f.paths = idx.ModulePaths()
 	}
 	for _, p := range f.paths {
-		if b, err := f.read(p); err == nil && f.sum(p, b) == rec.Module.SHA256 {
+		b, err := f.read(p)
+		if err != nil {
+			continue
+		}
+		if _, ok := f.sums[p]; !ok {
+			f.sums[p] = host.ContentHash(b)
+		}
+		if f.sums[p] == rec.Module.SHA256 {
 			return b, p, nil
 		}
 	}
