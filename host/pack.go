@@ -171,6 +171,10 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 		root = filepath.Dir(cfg.IndexPath)
 	}
 	sbc := cfg.Sandbox
+	if cfg.Record != nil {
+		// A record carries its snapshot's tape, within the same bound.
+		sbc.SnapshotTapeBytes = recordLimit(cfg.Record)
+	}
 	if cfg.Replaces != nil {
 		sbc.ShareBudgetOf = cfg.Replaces.sb
 	}

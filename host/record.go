@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/internal/redact"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -103,7 +104,20 @@ type Record struct {
 	// was needed: the record is not kept.
 	room     int
 	overflow bool
+	// max is the per-call bound it was made under: Encode refuses to
+	// write more than max+RecordOverheadBytes.
+	max int
 }
+
+// RecordOverheadBytes is what a record file may hold besides the per-call
+// bound (RecordConfig.MaxCallBytes): its names, limits and the escaping
+// of what the guest made. A record file is never larger than the two
+// together (Encode says ErrRecordTooLarge).
+const RecordOverheadBytes = 64 << 10
+
+// ErrRecordTooLarge: a record's file would be larger than its per-call
+// bound and RecordOverheadBytes (the call is counted RecordTooLarge).
+var ErrRecordTooLarge = errors.New("host: the record is larger than its bound")
 
 // redactionCost is what a redaction counts against a record's bound: a
 // guest that repeats a secret it holds makes one for each repetition.
@@ -164,8 +178,10 @@ type RecordSecret struct {
 }
 
 // Redaction is one place a secret was: In ("guestRequest", "output",
-// "error", "request" or "tape/N"), at Offset, Length bytes, written as the
-// secret's value (Form "raw") or as it is inside a JSON string ("json").
+// "error", "request", "tape/N" or "tape/N/detail"), at Offset, Length
+// bytes, written in one of redact.Forms: as the secret's value (Form
+// "raw"), inside a JSON string ("json", "json-html") or percent-encoded
+// ("url", "url-path").
 type Redaction struct {
 	In     string `json:"in"`
 	Offset int    `json:"offset"`
@@ -219,6 +235,14 @@ func (b *Bytes) UnmarshalJSON(data []byte) error {
 // records (encoding it again was most of a Go echo call's record), after
 // the rest.
 func (r *Record) Encode() ([]byte, error) {
+	b, err := r.encode()
+	if err == nil && r.max > 0 && len(b) > r.max+RecordOverheadBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the bound %d and %d", ErrRecordTooLarge, len(b), r.max, RecordOverheadBytes)
+	}
+	return b, err
+}
+
+func (r *Record) encode() ([]byte, error) {
 	if r.Snapshot == nil || r.Snapshot.enc == nil {
 		b, err := json.Marshal(r)
 		return append(b, '\n'), err
@@ -284,9 +308,12 @@ func (p *Pack) recordTape() *sandbox.Tape {
 	return &sandbox.Tape{Max: p.recordLimit()}
 }
 
-func (p *Pack) recordLimit() int {
-	if p.record.MaxCallBytes > 0 {
-		return min(p.record.MaxCallBytes, sandbox.MaxTapeBytes)
+func (p *Pack) recordLimit() int { return recordLimit(p.record) }
+
+// recordLimit is the bound of one call's record (RecordConfig.MaxCallBytes).
+func recordLimit(c *RecordConfig) int {
+	if c.MaxCallBytes > 0 {
+		return min(c.MaxCallBytes, sandbox.MaxTapeBytes)
 	}
 	return DefaultRecordCallBytes
 }
@@ -303,7 +330,7 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 		o.RecordSkipped = RecordInterrupted
 		return
 	case call.Record.Truncated || rep.SnapshotTape != nil && rep.SnapshotTape.Truncated ||
-		call.Record.Size()+rep.SnapshotTape.Size()+len(call.Body)+len(rep.Body) > p.recordLimit():
+		call.Record.Size()+rep.SnapshotTape.Size()+len(call.Body)+len(rep.Body)+errLen(err) > p.recordLimit():
 		o.RecordSkipped = RecordTooLarge
 		return
 	}
@@ -339,12 +366,16 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 	}
 	// What the guest held is copied before it is redacted: the tape's
 	// answers are the record's own, the request and output are not.
-	r.room = p.recordLimit() / redactionCost
+	r.max = p.recordLimit()
+	r.room = r.max / redactionCost
 	r.GuestRequest = r.redact("guestRequest", bytes.Clone(call.Body), secrets)
 	r.Result.Output = r.redact("output", bytes.Clone(rep.Body), secrets)
 	r.Result.Error = string(r.redact("error", []byte(r.Result.Error), secrets))
 	for i := range r.Tape {
 		r.Tape[i].Value = r.redact(fmt.Sprintf("tape/%d", i), r.Tape[i].Value, secrets)
+		if d := r.Tape[i].Detail; d != "" {
+			r.Tape[i].Detail = string(r.redact(fmt.Sprintf("tape/%d/detail", i), []byte(d), secrets))
+		}
 	}
 	if r.overflow {
 		o.RecordSkipped = RecordTooLarge
@@ -353,11 +384,19 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 	o.Record, o.secrets = r, secrets
 }
 
+// errLen is the length of err's text.
+func errLen(err error) int {
+	if err == nil {
+		return 0
+	}
+	return len(err.Error())
+}
+
 // secret is one secret value of a call, by its record name, with its
 // hash and the forms it is looked for in.
 type secret struct {
 	name, value, hash string
-	forms             []secretForm
+	forms             []redact.Form
 }
 
 // callSecrets are a call's secrets: its ctx.secrets (the strings among
@@ -387,7 +426,7 @@ func (p *Pack) callSecrets(callCtx *ojson.Object) []secret {
 	for i := range out {
 		out[i].hash = ContentHash([]byte(out[i].value))
 		if len(out[i].value) >= minRedacted {
-			out[i].forms = secretForms(out[i].value)
+			out[i].forms = redact.Forms(out[i].value)
 		}
 	}
 	return out
@@ -408,14 +447,15 @@ func secretHash(secrets []secret, name, value string) string {
 // in the bytes a record holds (it would match what is not it).
 const minRedacted = 4
 
-// redact replaces every occurrence in b of a secret, as its value or as
-// it is written inside a JSON string, with asterisks of its length, and
+// redact replaces every occurrence in b of a secret, in every form
+// redact.Forms knows (its value, inside a JSON string, percent-encoded),
+// with asterisks of its length, and
 // notes where, while the record has room.
 func (r *Record) redact(in string, b []byte, secrets []secret) []byte {
 	for _, s := range secrets {
 		for _, f := range s.forms {
 			for at := 0; ; {
-				i := bytes.Index(b[at:], f.text)
+				i := bytes.Index(b[at:], f.Text)
 				if i < 0 {
 					break
 				}
@@ -424,30 +464,15 @@ func (r *Record) redact(in string, b []byte, secrets []secret) []byte {
 					return b
 				}
 				at += i
-				for j := range f.text {
+				for j := range f.Text {
 					b[at+j] = '*'
 				}
-				r.Redactions = append(r.Redactions, Redaction{In: in, Offset: at, Length: len(f.text), Secret: s.name, Form: f.form})
-				at += len(f.text)
+				r.Redactions = append(r.Redactions, Redaction{In: in, Offset: at, Length: len(f.Text), Secret: s.name, Form: f.Kind})
+				at += len(f.Text)
 			}
 		}
 	}
 	return b
-}
-
-type secretForm struct {
-	form string
-	text []byte
-}
-
-// secretForms are how a secret may be written: as it is, and inside a
-// JSON string when that differs.
-func secretForms(v string) []secretForm {
-	forms := []secretForm{{"raw", []byte(v)}}
-	if j := ojson.Encode(v); string(j[1:len(j)-1]) != v {
-		forms = append(forms, secretForm{"json", j[1 : len(j)-1]})
-	}
-	return forms
 }
 
 // recordMessage is the request message of a recorded call, its

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,7 +117,7 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 	defer bare.Close()
 	got, err = bare.Replay(context.Background(), rec, gonetWasm(t))
 	if err != nil || got.Identical() || !got.SnapshotChanged || strings.Join(got.Placeholders, " ") != "ctx.secrets.apiToken env.REGION_KEY" ||
-		got.Divergence == nil || !strings.Contains(got.Divergence.Error(), "http_request GET http://api.test:"+port+"/headers") {
+		got.Divergence == nil || !strings.Contains(got.Divergence.Error(), "http_request GET http://api.test #") {
 		t.Fatalf("the replay without the secrets: %+v %v", got, err)
 	}
 
@@ -265,5 +267,110 @@ func TestARepeatedSecretIsBoundedInRedactions(t *testing.T) {
 	}
 	if o := call(20000); !o.OK() || o.Record != nil || o.RecordSkipped != host.RecordTooLarge {
 		t.Fatalf("20,000 times: record %v, skipped %q", o.Record != nil, o.RecordSkipped)
+	}
+}
+
+// hostilePack loads testdata/hostile/NAME.wasm as the tool hostile.NAME
+// (which may reach api.test), recording under rc.
+func hostilePack(t *testing.T, name string, rc host.RecordConfig) *host.Pack {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", name+".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := `{"id":"hostile.` + name + `","input":{"type":"object"},"output":{},"modulePath":"` + name + `.wasm","network":{"kind":"allowlist","hosts":["api.test"]}}`
+	path := writePack(t, indexJSON(spec, ""), map[string][]byte{name + ".wasm": wasm})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Record: &rc, Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p
+}
+
+// TestARecordIsBoundedWhateverTheGuestAsks: at the defaults, a call
+// sending 300 requests with 60 KiB URLs (and a snapshot whose
+// _initialize sent 150) is recorded in a file of about what its tapes
+// count, with no URL in it (before, 300 such requests made an 18 MB
+// record, and 1,200 at the defaults 247 MB); and a record whose file
+// would pass its bound once encoded (2 MiB of random bytes on its
+// snapshot's tape are 2.7 MiB of base64) is too-large: a record file is
+// never larger than the per-call bound and host.RecordOverheadBytes.
+func TestARecordIsBoundedWhateverTheGuestAsks(t *testing.T) {
+	p := hostilePack(t, "urlflood", host.RecordConfig{})
+	pad := strings.Repeat("x", 200)
+	o := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.urlflood"},"input":{"pad":"`+pad+`"},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	if o.Record == nil {
+		t.Fatalf("not recorded: %q %s", o.RecordSkipped, o.Response)
+	}
+	file, err := o.Record.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Record.Tape) < 300 || len(o.Record.Snapshot.Tape) != 150 || len(file) > 256<<10 || strings.Contains(string(file), "evil.example/") {
+		t.Fatalf("a record of %d bytes, %d answers and %d on its snapshot's tape", len(file), len(o.Record.Tape), len(o.Record.Snapshot.Tape))
+	}
+	draw := hostilePack(t, "initdraw", host.RecordConfig{MaxCallBytes: 2<<20 + 16<<10})
+	o = draw.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.initdraw"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	if o.Record == nil {
+		t.Fatalf("initdraw under its bound: %q %s", o.RecordSkipped, o.Response)
+	}
+	if b, err := o.Record.Encode(); !errors.Is(err, host.ErrRecordTooLarge) {
+		t.Fatalf("initdraw's record encoded to %d bytes under a bound of %d: %v", len(b), 2<<20+16<<10+host.RecordOverheadBytes, err)
+	}
+}
+
+// TestARecordHoldsNoSecretOfItsURLs: a tool that puts a secret into the
+// URLs it fetches (in the query, as Telegram's API has it in the path)
+// leaves no trace of it in its record, which names a request by its
+// method, scheme, host and a hash of the rest (before, the record held
+// the URL three times); and a replay that differs never prints it,
+// neither in a divergence nor in quoting the output.
+func TestARecordHoldsNoSecretOfItsURLs(t *testing.T) {
+	p, port, _ := recordedNetPack(t, host.RecordConfig{}, "")
+	const token = "bot77-Zq9sECRET"
+	body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"http://api.test:%s/headers?bot=%s&t=%s"},"ctx":{"tenantId":"t","runId":"r","secrets":{"apiToken":%q}}}`, port, token, url.QueryEscape(token+"/x"), token)
+	o := p.Dispatch(context.Background(), []byte(body), 0)
+	if !o.OK() || o.Record == nil {
+		t.Fatalf("the call: %s (skipped %q)", o.Response, o.RecordSkipped)
+	}
+	file, err := o.Record.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(file), "Zq9s") {
+		t.Fatalf("the record holds the secret: %s", file)
+	}
+	rec, err := host.ReadRecord(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A replay given the secret, of a record whose output and request's
+	// hash were changed: it differs, and says where without the secret.
+	at := strings.Index(string(rec.Result.Output), "***")
+	if at < 1 {
+		t.Fatalf("the output holds no redacted secret: %s", rec.Result.Output)
+	}
+	rec.Result.Output[at-1] ^= 1
+	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}, Secret: func(name string) (string, bool) {
+		v, ok := map[string]string{"ctx.secrets.apiToken": token, "env.REGION_KEY": "eu-region-secret"}[name]
+		return v, ok
+	}})
+	defer rp.Close()
+	got, err := rp.Replay(context.Background(), rec, gonetWasm(t))
+	if err != nil || got.Identical() || len(got.Differences) == 0 {
+		t.Fatalf("the replay of a changed output: %+v %v", got, err)
+	}
+	if said := fmt.Sprint(got.Differences); strings.Contains(said, "Zq9s") || !strings.Contains(said, "***") {
+		t.Fatalf("the replay says %s", said)
+	}
+	for i, a := range rec.Tape {
+		if a.Import == "http_request" {
+			rec.Tape[i].Arg ^= 1
+		}
+	}
+	got, err = rp.Replay(context.Background(), rec, gonetWasm(t))
+	if err != nil || got.Divergence == nil || strings.Contains(got.Divergence.Error(), "Zq9s") || !strings.Contains(got.Divergence.Error(), "http://api.test #") {
+		t.Fatalf("the replay of another request: %+v %v", got, err)
 	}
 }

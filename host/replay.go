@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/redact"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -131,7 +132,9 @@ func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Repla
 		return nil, err
 	}
 	if rm.divergence != nil {
-		out.InInit, out.Divergence = true, rm.divergence
+		d := *rm.divergence
+		out.InInit, out.Divergence = true, &d
+		out.scrub(supplied)
 		return out, nil
 	}
 	m := rm.m
@@ -144,6 +147,7 @@ func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Repla
 	rep, err := m.Call(ctx, sandbox.Request{Body: rs.restore("guestRequest", rec.GuestRequest), Env: env,
 		Fuel: rec.Fuel, MemoryLimit: rec.MemoryLimit, Fresh: !pooled, Replay: tape})
 	if errors.As(err, &out.Divergence) {
+		out.scrub(supplied)
 		return out, nil
 	}
 	// A call its deadline stopped is never recorded: a deadline here is
@@ -162,7 +166,24 @@ func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Repla
 		out.Divergence = unserved(tape)
 	}
 	out.compare(rec, rs)
+	out.scrub(supplied)
 	return out, nil
+}
+
+// scrub keeps the secrets a replay was given out of what it says in
+// words (a difference quoting the output, a divergence naming a request):
+// a replay's report is read where a record is, and holds no more.
+func (out *Replay) scrub(supplied map[string]string) {
+	var set redact.Set
+	for name, v := range supplied {
+		set.Add(name, v, minRedacted)
+	}
+	for i, d := range out.Differences {
+		out.Differences[i] = set.String(d, "***")
+	}
+	if d := out.Divergence; d != nil {
+		d.Want, d.Got = set.String(d.Want, "***"), set.String(d.Got, "***")
+	}
 }
 
 // unserved is the divergence of a replay that asked the host for less
@@ -353,8 +374,8 @@ func newRestorer(rec *Record, supplied map[string]string) *restorer {
 	}
 	for name, v := range supplied {
 		forms := map[string][]byte{"raw": []byte(v), "json": []byte(v)}
-		for _, f := range secretForms(v) {
-			forms[f.form] = f.text
+		for _, f := range redact.Forms(v) {
+			forms[f.Kind] = f.Text
 		}
 		rs.texts[name] = forms
 	}
@@ -379,6 +400,9 @@ func (rs *restorer) tape(rec *Record) []sandbox.TapeAnswer {
 	tape := make([]sandbox.TapeAnswer, len(rec.Tape))
 	for i, a := range rec.Tape {
 		a.Value = rs.restore(fmt.Sprintf("tape/%d", i), a.Value)
+		if a.Detail != "" {
+			a.Detail = string(rs.restore(fmt.Sprintf("tape/%d/detail", i), []byte(a.Detail)))
+		}
 		tape[i] = a
 	}
 	return tape

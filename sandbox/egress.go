@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"strings"
+	"net/url"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -100,9 +100,8 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 
 // requestKey is what a tape knows an outbound request by: a hash of its
 // head and body (53 bits of FNV-1a: it tells a replay that the guest asked
-// for another request, against no adversary), and the method and URL of
-// req, the head as read (parsed), without the query (which may hold what
-// a record must not). The hash's work is paid for in the request's fuel.
+// for another request, against no adversary), and its detail (requestDetail).
+// The hash's work is paid for in the request's fuel.
 func requestKey(head, body []byte, req *abi.HTTPRequest, parsed bool) (uint64, string) {
 	h := fnv.New64a()
 	h.Write(head)
@@ -110,16 +109,38 @@ func requestKey(head, body []byte, req *abi.HTTPRequest, parsed bool) (uint64, s
 	h.Write(body)
 	detail := "(not a request)"
 	if parsed {
-		u, _, _ := strings.Cut(req.URL, "?")
-		method := req.Method
-		if method == "" {
-			method = "GET"
-		}
-		detail = method + " " + u
+		detail = requestDetail(req)
 	}
 	// 53 bits: a JSON number any reader (JavaScript's too) reads exactly.
 	return h.Sum64() & (1<<53 - 1), detail
 }
+
+// MaxDetailBytes bounds a tape answer's Detail.
+const MaxDetailBytes = 16 + 3 + 16 + 3 + maxDetailHost + 1 + 16
+
+const maxDetailHost = 255
+
+// requestDetail names a request in words, bounded whatever the guest
+// sent: its method, scheme and host, then "#" and a hash of the rest (its
+// port, path, query and fragment, where a secret may be: a URL's user is
+// never kept). A replay compares the request's hash; the detail only
+// tells a reader which request it was.
+func requestDetail(req *abi.HTTPRequest) string {
+	method := req.Method
+	if method == "" {
+		method = "GET"
+	}
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return cut(method, 16) + " (not a URL)"
+	}
+	rest := fnv.New64a()
+	rest.Write([]byte(u.Port() + " " + u.EscapedPath() + "?" + u.RawQuery + "#" + u.EscapedFragment()))
+	return fmt.Sprintf("%s %s://%s #%016x", cut(method, 16), cut(u.Scheme, 16), cut(u.Hostname(), maxDetailHost), rest.Sum64())
+}
+
+// cut is s, at most n bytes of it.
+func cut(s string, n int) string { return s[:min(len(s), n)] }
 
 // httpResponseRead copies the last request's answer and response body
 // (abi.ImportHTTPResponseRead), once.

@@ -81,6 +81,12 @@ type Config struct {
 	// (start function, _initialize, kindgi_abi_version, kindgi_describe).
 	LoadTimeout time.Duration
 	LoadFuel    int64
+	// SnapshotTapeBytes, when positive, keeps the tape of what the host
+	// answered the initialisation of every snapshot (Reply.SnapshotTape),
+	// bounded as a call's tape is (at most MaxTapeBytes; past it the tape
+	// is truncated, and no call on that snapshot can be replayed). 0 keeps
+	// none: a service that records no call holds no tape.
+	SnapshotTapeBytes int
 	// MemoryBudget bounds the linear memory of all instances together, in
 	// bytes (0: no bound). A call whose module's initial memory does not
 	// fit fails with ErrMemoryBudget before it starts; a memory.grow past

@@ -104,8 +104,8 @@ var errNotAdopted = errors.New("the instance that took the snapshot cannot map i
 // bytes, environment and tape give the same snapshot (Module.WarmReplay).
 func (p *instancePool) takeNew(ctx context.Context, env []string, replay *Tape) (*pooledInstance, error) {
 	tape, record := replay, (*Tape)(nil)
-	if tape == nil {
-		record = &Tape{}
+	if tape == nil && p.m.sb.cfg.SnapshotTapeBytes > 0 {
+		record = &Tape{Max: p.m.sb.cfg.SnapshotTapeBytes}
 		tape = record
 	}
 	pi, lctx, done, err := p.instantiate(ctx, env, p.m.sb.cfg.LoadFuel, nil, true, record, replay)

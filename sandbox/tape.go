@@ -23,8 +23,8 @@ type Tape struct {
 	next      int // replay: the answer served next
 }
 
-// Size is what the tape's answers count against its bound: their bytes,
-// and answerOverhead each.
+// Size is what the tape's answers count against its bound: their bytes
+// and details, and answerOverhead each.
 func (t *Tape) Size() int {
 	if t == nil {
 		return 0
@@ -40,7 +40,8 @@ type TapeAnswer struct {
 	Import string `json:"import"`
 	Arg    uint64 `json:"arg"`
 	// Detail says the call in words where Arg is a hash (an outbound
-	// request's method and URL, without its query).
+	// request's method, scheme and host, and a hash of the rest of its
+	// URL): at most MaxDetailBytes, counted against the tape's bound.
 	Detail string `json:"detail,omitempty"`
 	Value  []byte `json:"value"`
 	Fuel   int64  `json:"fuel"`
@@ -86,11 +87,12 @@ func (t *Tape) record(imp string, arg uint64, detail string, value []byte, fuel 
 	if t.Max > 0 {
 		limit = min(t.Max, limit)
 	}
-	if t.Truncated || t.size+len(value)+answerOverhead > limit {
+	n := len(value) + len(detail) + answerOverhead
+	if t.Truncated || t.size+n > limit {
 		t.Truncated = true
 		return
 	}
-	t.size += len(value) + answerOverhead
+	t.size += n
 	t.Answers = append(t.Answers, TapeAnswer{Import: imp, Arg: arg, Detail: detail, Value: append([]byte(nil), value...), Fuel: fuel})
 }
 

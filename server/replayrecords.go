@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -68,7 +69,7 @@ func OpenReplayRecords(dir string, maxBytes int64, m *Metrics, r *Recorder) (*Re
 	err := filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
 		if err == nil && !e.IsDir() {
 			if info, ierr := e.Info(); ierr == nil {
-				used += info.Size()
+				used += onDisk(info.Size())
 			}
 		}
 		return nil
@@ -132,11 +133,16 @@ func (d *ReplayRecords) writer() {
 // write writes one record, within the directory's bound.
 func (d *ReplayRecords) write(rec *host.Record) {
 	b, err := rec.Encode()
+	if errors.Is(err, host.ErrRecordTooLarge) {
+		d.count(host.RecordTooLarge)
+		return
+	}
 	if err != nil {
 		d.loss(replayFailed, "Cannot encode a call record: "+err.Error())
 		return
 	}
-	if d.max > 0 && d.used.Load()+int64(len(b)) > d.max {
+	size := onDisk(int64(len(b)))
+	if d.max > 0 && d.used.Load()+size > d.max {
 		d.loss(replayFull, fmt.Sprintf("The record directory holds its --record-max-mib of %d MiB", d.max>>20))
 		return
 	}
@@ -144,9 +150,16 @@ func (d *ReplayRecords) write(rec *host.Record) {
 		d.loss(replayFailed, "Cannot write a call record: "+err.Error())
 		return
 	}
-	d.used.Add(int64(len(b)))
+	d.used.Add(size)
 	d.count(replayWritten)
 }
+
+// diskBlock is what the directory's bound counts a file in: a file takes
+// whole blocks of the file system (4 KiB on most), and a small record one.
+const diskBlock = 4096
+
+// onDisk is what n bytes of a file take of the directory's bound.
+func onDisk(n int64) int64 { return (n + diskBlock - 1) / diskBlock * diskBlock }
 
 // WriteRecord writes one record into a file of its own in dir, as the
 // service does, and returns its path.

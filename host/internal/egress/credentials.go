@@ -11,9 +11,12 @@ package egress
 
 import (
 	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"io"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/kindgi/packd/abi"
@@ -52,6 +55,11 @@ func (k *Call) attachCredential(scheme, host string, h http.Header) *abi.HTTPAns
 	if _, set := h[http.CanonicalHeaderKey(c.Header)]; set {
 		return refused(abi.EgressBadRequest, "header %q is packd's to write for %s: the index binds a credential to it (%s)", c.Header, host, c.Name())
 	}
+	// A byte range of an answer that echoes the credential would hand it
+	// over a piece at a time, each too short to be known and scrubbed.
+	if _, set := h["Range"]; set {
+		return refused(abi.EgressBadRequest, "a request that carries the credential the index binds to %s (%s) may not ask for a Range", host, c.Name())
+	}
 	v, ok := "", false
 	if k.info.Secret != nil {
 		v, ok = k.info.Secret(c)
@@ -62,13 +70,16 @@ func (k *Call) attachCredential(scheme, host string, h http.Header) *abi.HTTPAns
 	if c.Scheme != "" {
 		v = c.Scheme + " " + v
 	}
-	// Scrubbed from answers: the value as sent, then the bare secret.
-	for _, s := range []string{v, strings.TrimPrefix(v, c.Scheme+" ")} {
-		if !slices.Contains(k.values, s) {
-			k.values = append(k.values, s)
-		}
-	}
+	// Scrubbed from answers: the value as sent, then the bare secret, in
+	// every form redact knows.
+	k.values.Add(c.Name(), v, 1)
+	k.values.Add(c.Name(), strings.TrimPrefix(v, c.Scheme+" "), 1)
 	h.Set(c.Header, v)
+	// An answer is scrubbed as the guest would read it: a server that
+	// compresses on request would hand back the credential where it is
+	// not verbatim. identity asks for none (and unscrub decodes or
+	// refuses what comes compressed nonetheless).
+	h.Set("Accept-Encoding", "identity")
 	k.attached, k.credential = http.CanonicalHeaderKey(c.Header), c.Name()
 	return nil
 }
@@ -108,28 +119,71 @@ func (c *Client) operatorAllows(host string) bool {
 // (a server that echoes its request's headers back would hand the guest
 // what it must not hold).
 func (k *Call) scrub(h http.Header) http.Header {
-	if len(k.values) == 0 {
+	if k.values.Empty() {
 		return h
 	}
-	for _, vs := range h {
+	for name, vs := range h {
 		for i, v := range vs {
-			for _, secret := range k.values {
-				v = strings.ReplaceAll(v, secret, redacted)
-			}
-			vs[i] = v
+			vs[i] = k.values.String(v, redacted)
+		}
+		if clean := k.values.String(name, redacted); clean != name {
+			delete(h, name)
+			h[clean] = vs
 		}
 	}
 	return h
 }
 
 // scrubBody removes the call's credential values from a response body.
-func (k *Call) scrubBody(b []byte) []byte {
-	for _, secret := range k.values {
-		if bytes.Contains(b, []byte(secret)) {
-			b = bytes.ReplaceAll(b, []byte(secret), []byte(redacted))
-		}
+func (k *Call) scrubBody(b []byte) []byte { return k.values.Replace(b, redacted) }
+
+// scrubText removes them from a text the guest reads (an error's: Go's
+// message for a malformed header line quotes it, a failed redirect names
+// its Location).
+func (k *Call) scrubText(s string) string { return k.values.String(s, redacted) }
+
+// maxDecoded bounds the body a compressed response decodes to, whatever
+// the per-response cap: a small body must not expand without bound.
+const maxDecoded = 1 << 30
+
+// decoded is a response body as the guest would read it, when the call
+// attached a credential and the server compressed its answer though asked
+// for identity: gzip and deflate are decoded (within limit, the same cap
+// as the body's), and the Content-Encoding and Content-Length dropped;
+// another encoding, which packd cannot look into, is refused rather than
+// handed over unscrubbed. ok is false with the refusal.
+func (k *Call) decoded(h http.Header, data []byte, limit int64) ([]byte, *abi.HTTPAnswer) {
+	enc := strings.ToLower(strings.TrimSpace(h.Get("Content-Encoding")))
+	if k.values.Empty() || enc == "" || enc == "identity" {
+		return data, nil
 	}
-	return b
+	var r io.Reader
+	switch enc {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, refused(abi.EgressFailed, "the response is gzip-encoded, but not gzip: %v", err)
+		}
+		zr.Multistream(true)
+		r = zr
+	case "deflate":
+		r = flate.NewReader(bytes.NewReader(data))
+		if zr, err := zlib.NewReader(bytes.NewReader(data)); err == nil {
+			r = zr // RFC 9110's deflate is zlib; some servers send raw deflate
+		}
+	default:
+		return nil, refused(abi.EgressFailed, "the response is %q-encoded, which packd cannot scrub of the credential it sent: ask for identity", enc)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, min(limit, maxDecoded)+1))
+	switch {
+	case int64(len(out)) > limit:
+		return nil, refused(abi.EgressResponseTooLarge, "the response body decodes to over the cap of %d bytes", limit)
+	case err != nil:
+		return nil, refused(abi.EgressFailed, "the response's %s encoding is broken: %v", enc, err)
+	}
+	h.Del("Content-Encoding")
+	h.Del("Content-Length")
+	return out, nil
 }
 
 // redacted is what a guest reads where a response held a credential.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/redact"
 )
 
 // Kinds of network policy (Policy.Kind), as kindgi's tool schema names them.
@@ -263,7 +264,7 @@ type Call struct {
 	// the values of every credential this call attached, which no answer
 	// hands the guest (credentials.go).
 	attached string
-	values   []string
+	values   redact.Set
 	// credential names the credential attached to any hop of the request
 	// being sent, for its event.
 	credential string
@@ -425,16 +426,21 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	case err != nil:
 		return k.failure(err)
 	}
+	data, ans := k.decoded(res.Header, data, limit)
+	if ans != nil {
+		return ans, nil
+	}
 	return &abi.HTTPAnswer{Status: res.StatusCode, Headers: k.scrub(res.Header)}, k.scrubBody(data)
 }
 
-// failure turns a failed exchange into its answer.
+// failure turns a failed exchange into its answer, its text scrubbed of
+// the call's credentials.
 func (k *Call) failure(err error) (*abi.HTTPAnswer, []byte) {
 	var r *refusal
 	if errors.As(err, &r) {
-		return refused(r.reason, "%s", r.message), nil
+		return refused(r.reason, "%s", k.scrubText(r.message)), nil
 	}
-	return refused(abi.EgressFailed, "%s", strings.TrimPrefix(err.Error(), "Get ")), nil
+	return refused(abi.EgressFailed, "%s", k.scrubText(strings.TrimPrefix(err.Error(), "Get "))), nil
 }
 
 // redirect checks a redirect as a new request: its host against the

@@ -442,3 +442,66 @@ func TestCredentialsGoOnlyWhereBound(t *testing.T) {
 		t.Errorf("events say credentials %q, want %q", creds, want)
 	}
 }
+
+// TestACredentialNeverComesBackDisguised: a server that echoes the
+// request's credential hands the guest none of it, however it echoes it:
+// gzip-compressed on the guest's Accept-Encoding (packd asks for identity
+// instead), compressed anyway (packd decodes before it scrubs), in an
+// encoding packd cannot read (refused), JSON- or URL-escaped, in Go's
+// error text for a malformed header line or an unparsable Location; and a
+// credentialed request asks for no byte range of what it echoes.
+func TestACredentialNeverComesBackDisguised(t *testing.T) {
+	f := newFixture(t, Config{})
+	pol := allow
+	pol.Hosts = append(slices.Clone(pol.Hosts), "127.0.0.1")
+	const token = "T0K/EN+12<34>&"
+	pol.Credentials = map[string]Credential{"127.0.0.1": {Secret: "tok", Header: "Authorization", Scheme: "Bearer"}}
+	k := f.client.ForCall(pol, CallInfo{Secret: func(c Credential) (string, bool) { return token, true }})
+	get := func(path string, headers map[string][]string) (*abi.HTTPAnswer, string) {
+		t.Helper()
+		return do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("127.0.0.1", path), Headers: headers}, "")
+	}
+	leaks := func(s string) bool {
+		for _, form := range []string{"T0K", "T0K%2FEN", "EN+12", "EN%2B12", `\u003c`} {
+			if strings.Contains(s, form) {
+				return true
+			}
+		}
+		return false
+	}
+	gz := map[string][]string{"Accept-Encoding": {"gzip"}}
+	for _, c := range []struct {
+		name, path string
+		headers    map[string][]string
+		want       string // the body, or the refusal's reason
+	}{
+		{"gzip asked for", "/zheaders", gz, "Authorization=[credential redacted by packd]"},
+		{"gzip forced", "/zheaders?force=gzip", gz, "Authorization=[credential redacted by packd]"},
+		{"brotli forced", "/zheaders?enc=br", gz, abi.EgressFailed},
+		{"a malformed header line", "/badline", nil, abi.EgressFailed},
+		{"an unparsable Location", "/badlocation", nil, abi.EgressFailed},
+		{"a range of it", "/headers", map[string][]string{"Range": {"bytes=14-16"}}, abi.EgressBadRequest},
+	} {
+		ans, body := get(c.path, c.headers)
+		got := body
+		if ans.Error != nil {
+			got = ans.Error.Reason
+			if leaks(ans.Error.Message) {
+				t.Errorf("%s: the error text holds the credential: %q", c.name, ans.Error.Message)
+			}
+		}
+		if got != c.want || leaks(body) || leaks(fmt.Sprint(ans.Headers)) {
+			t.Errorf("%s: %q %v, want %q", c.name, got, ans.Headers, c.want)
+		}
+		if ans.Error == nil && ans.Headers["Content-Encoding"] != nil {
+			t.Errorf("%s: the guest is told the body it reads is %v", c.name, ans.Headers["Content-Encoding"])
+		}
+	}
+	// Every escaped form of it, as an echo in JSON or a query would give.
+	k.values.Add("x", token, 1)
+	for _, echoed := range []string{`"T0K/EN+12\u003c34\u003e\u0026"`, "T0K%2FEN%2B12%3C34%3E%26", "Bearer+T0K%2FEN%2B12%3C34%3E%26", "T0K%2FEN+12%3C34%3E&"} {
+		if got := string(k.scrubBody([]byte(echoed))); leaks(got) {
+			t.Errorf("%s scrubbed is %s", echoed, got)
+		}
+	}
+}

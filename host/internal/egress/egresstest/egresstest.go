@@ -3,6 +3,7 @@
 package egresstest
 
 import (
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net"
@@ -22,8 +23,42 @@ import (
 //	/redirect  redirects to its query's "to"
 //	/slow      answers after 20 s, or when the client leaves
 //	/huge      answers 10 MiB
+//	/zheaders  answers as /headers, gzip-compressed when the request
+//	           accepts gzip or its query says force=gzip, in the query's
+//	           enc= encoding (named, not applied) when it names one
+//	/badline   answers a malformed header line holding the Authorization
+//	/badlocation redirects to a Location that is no URL, holding it
 func Server(t testing.TB) (*httptest.Server, string) {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/zheaders", func(w http.ResponseWriter, r *http.Request) {
+		text := "Authorization=" + r.Header.Get("Authorization")
+		if enc := r.URL.Query().Get("enc"); enc != "" {
+			w.Header().Set("Content-Encoding", enc)
+			io.WriteString(w, text)
+			return
+		}
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && r.URL.Query().Get("force") != "gzip" {
+			io.WriteString(w, text)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		io.WriteString(zw, text)
+		zw.Close()
+	})
+	mux.HandleFunc("/badline", func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n%s\r\n\r\n", r.Header.Get("Authorization"))
+		buf.Flush()
+	})
+	mux.HandleFunc("/badlocation", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "http://bad host/"+r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusFound)
+	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Seen", r.Header.Get("Authorization"))
