@@ -182,6 +182,9 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	s := &Sandbox{cfg: cfg}
 	if cfg.ShareBudgetOf != nil {
 		s.mem = cfg.ShareBudgetOf.mem
+		// Only its budget: a sandbox that kept the one it replaces would
+		// keep every sandbox before it (each reload's whole pack).
+		s.cfg.ShareBudgetOf = nil
 	} else {
 		s.mem = &memBudget{limit: max(cfg.MemoryBudget, 0)}
 	}
