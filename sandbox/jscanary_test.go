@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -138,5 +139,51 @@ func TestZodSchemasAreWarmInTheSnapshot(t *testing.T) {
 	plain := fuel(filepath.Join("..", "wasm-examples", "ts-echo", "echo.wasm"), "echo.message")
 	if zod-plain > 600_000 {
 		t.Fatalf("a zod echo burns %d, the JSON Schema echo %d", zod, plain)
+	}
+}
+
+// TestJSMathRandomIsEveryCallsOwn: Math.random in pooled JavaScript calls
+// draws numbers of each call's own, for two calls of one tenant and for
+// two tenants, not what the snapshot's seed gave (QuickJS seeds it when
+// _initialize makes the context, so every call drew the same sequence and
+// one tenant could predict another's); and a recorded call replays to the
+// same numbers (the seed is on its tape).
+func TestJSMathRandomIsEveryCallsOwn(t *testing.T) {
+	m := compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), jsCanary)
+	call := func(tenant string, tape, replay *sandbox.Tape) string {
+		t.Helper()
+		rep, err := m.Call(context.Background(), sandbox.Request{Record: tape, Replay: replay,
+			Body: []byte(`{"kind":"invoke","tool":{"id":"canary.random"},"input":{},"ctx":{"tenantId":"` + tenant + `","runId":"r"}}`)})
+		if err != nil || rep.Status != 0 {
+			t.Fatalf("status %d: %s (%v)", rep.Status, rep.Body, err)
+		}
+		return string(rep.Body)
+	}
+	type draws struct {
+		AtInit float64    `json:"atInit"`
+		Draws  [2]float64 `json:"draws"`
+	}
+	seen := map[float64]string{}
+	for i, tenant := range []string{"a", "a", "b", "b"} {
+		var d draws
+		body := call(tenant, nil, nil)
+		if err := json.Unmarshal([]byte(body), &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range d.Draws {
+			if r < 0 || r >= 1 || r == d.AtInit {
+				t.Fatalf("call %d drew %v (the snapshot's draw %v)", i, r, d.AtInit)
+			}
+			if prev, ok := seen[r]; ok {
+				t.Fatalf("call %d (tenant %s) drew %v, as %s did", i, tenant, r, prev)
+			}
+			seen[r] = fmt.Sprintf("call %d (tenant %s)", i, tenant)
+		}
+	}
+	tape := &sandbox.Tape{}
+	recorded := call("a", tape, nil)
+	tape.Rewind()
+	if replayed := call("a", nil, tape); replayed != recorded || len(tape.Answers) == 0 {
+		t.Fatalf("replayed %s, recorded %s (%d answers)", replayed, recorded, len(tape.Answers))
 	}
 }

@@ -10,6 +10,7 @@ let last: unknown = null;
 const tenants = new Set<string>();
 const heap: string[] = [];
 let jobs = 0;
+const drawnAtInit = Math.random();
 
 defineTool({
   id: "canary.keep",
@@ -35,4 +36,14 @@ defineTool({
     setTimeout(() => jobs++, 0);
     return found;
   },
+});
+
+// Math.random in a pooled call: two draws, and one made when the module
+// loaded (the snapshot's). Every call must draw numbers of its own.
+defineTool({
+  id: "canary.random",
+  version: "1.0.0",
+  input: { type: "object" },
+  output: { type: "object" },
+  handler: async () => ({ atInit: drawnAtInit, draws: [Math.random(), Math.random()] }),
 });

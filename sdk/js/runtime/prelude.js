@@ -231,6 +231,37 @@
     },
   };
 
+  // Math.random: xoshiro128** seeded from random_get at the first draw of
+  // each call. QuickJS seeds its own once, when the context is made in
+  // _initialize, so every call reset to the snapshot drew the same
+  // numbers, for every tenant. The seed is on the call's tape: a replay
+  // draws the same numbers.
+  const rs = new Uint32Array(4);
+  let seeded = false;
+  const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+  const next32 = () => {
+    const r = Math.imul(rotl(Math.imul(rs[1], 5), 7), 9) >>> 0;
+    const t = rs[1] << 9;
+    rs[2] ^= rs[0];
+    rs[3] ^= rs[1];
+    rs[1] ^= rs[2];
+    rs[0] ^= rs[3];
+    rs[2] ^= t;
+    rs[3] = rotl(rs[3], 11);
+    return r;
+  };
+  Math.random = function random() {
+    if (!seeded) {
+      do native.random(rs);
+      while ((rs[0] | rs[1] | rs[2] | rs[3]) === 0);
+      seeded = true;
+    }
+    return ((next32() >>> 5) * 67108864 + (next32() >>> 6)) / 9007199254740992;
+  };
+  const reseed = () => {
+    seeded = false;
+  };
+
   // Timers: run by the call's loop once its jobs are done, sleeping in
   // poll_oneoff until the next is due (packd ends a sleep at the deadline).
   let timers = [];
@@ -810,6 +841,7 @@
     },
     call(req) {
       outcome = null;
+      reseed();
       if (timers.length) timers = [];
       let v;
       try {
