@@ -16,14 +16,28 @@ const DefaultTenantShareWindow = 2 * time.Second
 const DefaultTenantSharePause = 250 * time.Millisecond
 
 // fairShare keeps one tenant from holding the whole concurrency cap, or
-// the whole memory budget, while other tenants call: with n tenants active
-// (a call in flight, or one begun or ended within the window), a tenant
-// may hold at most ceil(cap / n) calls, and its running calls at most
-// ceil(memory / n) bytes of linear memory; a tenant alone may hold it all.
-// A call over its tenant's share of the cap is refused
+// the whole memory budget, while other tenants call, and binds only then:
+// it is work-conserving, and keeps room for a newcomer.
+//
+//   - Slots. A reserve of k = max(1, cap/8) slots is kept for tenants not
+//     holding more than their share. With n tenants active (a call in
+//     flight, or one begun or ended within the window), a tenant's share
+//     is max(1, (cap-k)/n) calls. A call within its tenant's share is
+//     admitted whenever a slot is free; one past it only while the calls
+//     in flight, it included, leave the reserve free. So a tenant alone
+//     holds up to cap-k, one beside idle tenants takes what they leave,
+//     and while at most cap-k tenants call, their calls together leave k
+//     slots free: a newcomer's first call is admitted at once.
+//   - Memory. A reserve of an eighth of the budget is kept the same way.
+//     A tenant's running calls may hold the larger of its share,
+//     (budget - reserve) / n, and what the others leave of the budget less
+//     the reserve. A newcomer's call that needs at most the reserve finds
+//     it at once.
+//
+// A call past its tenant's share of slots is refused
 // (host.RefusalTenantShare) before any pack code runs; one whose
-// instance's memory does not fit in its tenant's share is refused with the
-// same code by the host, and a memory.grow past the share returns -1.
+// instance's memory does not fit in its tenant's allowance is refused
+// with the same code by the host, and a memory.grow past it returns -1.
 // Check-invokes, which carry no tenant, share one account ("").
 type fairShare struct {
 	capacity int
@@ -31,9 +45,10 @@ type fairShare struct {
 	window   time.Duration
 	now      func() time.Time
 
-	mu      sync.Mutex
-	tenants map[string]*tenantUse
-	pruned  time.Time
+	mu       sync.Mutex
+	tenants  map[string]*tenantUse
+	inFlight int // every tenant's
+	pruned   time.Time
 }
 
 type tenantUse struct {
@@ -46,6 +61,10 @@ func newFairShare(capacity int, memory int64, window time.Duration) *fairShare {
 	return &fairShare{capacity: capacity, memory: memory, window: window, now: time.Now, tenants: map[string]*tenantUse{}}
 }
 
+// reserve is the part of a total kept free for tenants within their
+// share: an eighth, at least one.
+func reserve[T int | int64](total T) T { return max(1, total/8) }
+
 // admit is the host.Admission of a service.
 func (f *fairShare) admit(call host.Call) (host.Grant, error) {
 	now := f.now()
@@ -54,32 +73,43 @@ func (f *fairShare) admit(call host.Call) (host.Grant, error) {
 	f.prune(now)
 	u := f.tenants[call.TenantID]
 	if u == nil {
-		u = &tenantUse{memory: &host.MemoryAccount{Share: f.memoryShare}}
+		u = &tenantUse{}
+		u.memory = &host.MemoryAccount{Share: func() int64 { return f.memoryShare(u) }}
 		f.tenants[call.TenantID] = u
 	}
 	u.seen = now
-	if share := (f.capacity + len(f.tenants) - 1) / len(f.tenants); u.inFlight >= share {
+	free := f.capacity - reserve(f.capacity)
+	if share := max(1, free/len(f.tenants)); u.inFlight >= share && f.inFlight+1 > free {
 		return host.Grant{}, &host.Deny{Code: host.RefusalTenantShare, Reason: "overloaded"}
 	}
 	u.inFlight++
+	f.inFlight++
 	return host.Grant{Memory: u.memory, Release: func() {
 		f.mu.Lock()
 		u.inFlight--
+		f.inFlight--
 		u.seen = f.now()
 		f.mu.Unlock()
 	}}, nil
 }
 
-// memoryShare is the bytes of the memory budget each active tenant may
-// hold, 0 (no bound) while one tenant is active or the budget has none.
-func (f *fairShare) memoryShare() int64 {
-	f.mu.Lock()
-	n := int64(len(f.tenants))
-	f.mu.Unlock()
-	if n <= 1 || f.memory <= 0 {
+// memoryShare is the bytes of the memory budget u's running calls may
+// hold: the larger of its share and what the other tenants leave of the
+// budget less the reserve (0: the budget has no bound).
+func (f *fairShare) memoryShare(u *tenantUse) int64 {
+	if f.memory <= 0 {
 		return 0
 	}
-	return (f.memory + n - 1) / n
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	free := f.memory - reserve(f.memory)
+	var others int64
+	for _, o := range f.tenants {
+		if o != u {
+			others += o.memory.Used()
+		}
+	}
+	return max(free/int64(max(1, len(f.tenants))), free-others)
 }
 
 // prune forgets the tenants that have no call in flight and none within

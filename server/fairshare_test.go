@@ -18,69 +18,86 @@ import (
 	"github.com/kindgi/packd/host"
 )
 
-// TestFairShareSplitsTheCapBetweenCallingTenants: a tenant alone may hold
-// the whole cap; once another tenant calls, each holds at most its share
-// (ceil(cap / tenants)), refused with RefusalTenantShare past it; a
-// tenant idle for the window no longer counts.
-func TestFairShareSplitsTheCapBetweenCallingTenants(t *testing.T) {
+// TestFairShareIsWorkConservingAndKeepsARoom: with a cap of 16 (a
+// reserve of 2), a tenant alone holds up to 14 calls; beside ten tenants
+// calling now and then (11 active, a share of one call each) it still
+// holds 14 while they hold nothing, where before it was refused past
+// ceil(16/11) = 2 with 14 slots idle; a newcomer's first call is admitted
+// beside it at once, up to its share; a slot freed goes to whoever asks,
+// the reserve staying free; a tenant idle for the window no longer
+// counts.
+func TestFairShareIsWorkConservingAndKeepsARoom(t *testing.T) {
 	now := time.Unix(1000, 0)
-	f := newFairShare(8, 0, 2*time.Second)
+	f := newFairShare(16, 0, 2*time.Second)
 	f.now = func() time.Time { return now }
 	call := func(tenant string) (func(), error) {
 		g, err := f.admit(host.Call{Correlation: host.Correlation{TenantID: tenant}})
 		return g.Release, err
 	}
-	var a []func()
-	for i := 0; i < 8; i++ {
-		r, err := call("A")
-		if err != nil {
-			t.Fatalf("A alone, call %d: %v", i, err)
+	refused := func(err error) bool {
+		var d *host.Deny
+		return errors.As(err, &d) && d.Code == host.RefusalTenantShare
+	}
+	hold := func(tenant string, n int) []func() {
+		t.Helper()
+		var rs []func()
+		for i := 0; i < n; i++ {
+			r, err := call(tenant)
+			if err != nil {
+				t.Fatalf("%s, call %d: %v", tenant, i, err)
+			}
+			rs = append(rs, r)
 		}
-		a = append(a, r)
+		return rs
 	}
-	rb, err := call("B")
-	if err != nil {
-		t.Fatalf("B beside A: %v", err)
+	a := hold("A", 14)
+	if _, err := call("A"); !refused(err) {
+		t.Fatalf("A alone past cap - reserve: %v", err)
 	}
-	for _, r := range a[:5] {
-		r()
-	}
-	// A holds 3 of its share of 4 (8 / 2 tenants): one more, then refused
-	if r, err := call("A"); err != nil {
-		t.Fatalf("A under its share: %v", err)
-	} else {
-		a = append(a[5:], r)
-	}
-	var d *host.Deny
-	if _, err := call("A"); !errors.As(err, &d) || d.Code != host.RefusalTenantShare {
-		t.Fatalf("A at its share: %v", err)
-	}
-	rb()
-	now = now.Add(3 * time.Second) // B has been idle for the window
-	if r, err := call("A"); err != nil {
-		t.Fatalf("A alone again: %v", err)
-	} else {
-		r()
+	for i := range 10 { // ten tenants, each calling once, done
+		for _, r := range hold(fmt.Sprint("t", i), 1) {
+			r()
+		}
 	}
 	for _, r := range a {
 		r()
 	}
-	if len(f.tenants) > 2 {
-		t.Fatalf("%d tenants kept", len(f.tenants))
+	a = hold("A", 14) // beside ten idle tenants: the whole cap less the reserve
+	if _, err := call("A"); !refused(err) {
+		t.Fatalf("A past cap - reserve beside idle tenants: %v", err)
+	}
+	b := hold("B", 1) // a newcomer, at once: the reserve
+	if _, err := call("B"); !refused(err) { // its share is 1 of 12 tenants', the reserve taken
+		t.Fatalf("B past its share, the cap full: %v", err)
+	}
+	b[0]()
+	a[0]()
+	a = append(a[1:], hold("A", 1)...) // a slot idle: A takes it back
+	b = hold("B", 1)                   // and B still finds the reserve
+	for _, r := range append(a, b...) {
+		r()
+	}
+	now = now.Add(3 * time.Second) // every tenant idle for the window
+	r := hold("A", 14)
+	for _, r := range r {
+		r()
+	}
+	if len(f.tenants) > 2 || f.inFlight != 0 {
+		t.Fatalf("%d tenants kept, %d calls in flight", len(f.tenants), f.inFlight)
 	}
 }
 
-// TestATenantCannotTakeTheWholeCap: with a cap of four, tenant B calling
-// and tenant A then holding every call it can in conformance.hold, B's
-// next call is answered (on main A took all four slots and B got 503
-// overloaded).
+// TestATenantCannotTakeTheWholeCap: with a cap of four (a reserve of
+// one), tenant B calling and tenant A then holding every call it can in
+// conformance.hold, A holds three (what B leaves idle) and B's next call
+// is answered at once beside them (on main A took all four slots and B
+// got 503 overloaded; then A was held to two while the cap had room).
 func TestATenantCannotTakeTheWholeCap(t *testing.T) {
-	_, ts := servedPack(t, conformanceIndex, host.SandboxConfig{}, Config{MaxConcurrency: 4})
-	post := func(tenant, tool, input string) (int, string) {
-		status, body, _ := invokeAs(t, ts, tenant, tool, input)
-		return status, body
+	_, ts := servedPack(t, conformanceIndex, host.SandboxConfig{}, Config{MaxConcurrency: 4, TenantSharePause: time.Millisecond})
+	post := func(tenant, tool, input string) (int, string, time.Duration) {
+		return invokeAs(t, ts, tenant, tool, input)
 	}
-	if status, body := post("B", "conformance.echo", `{"message":"alone"}`); status != 200 {
+	if status, body, _ := post("B", "conformance.echo", `{"message":"alone"}`); status != 200 {
 		t.Fatalf("B alone: %d %s", status, body)
 	}
 	var wg sync.WaitGroup
@@ -89,13 +106,13 @@ func TestATenantCannotTakeTheWholeCap(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			status, _ := post("A", "conformance.hold", `{"release":"r","ms":1500}`)
+			status, _, _ := post("A", "conformance.hold", `{"release":"r","ms":1500}`)
 			statuses <- status
 		}()
 	}
 	time.Sleep(500 * time.Millisecond) // A's calls hold what they were given
-	if status, body := post("B", "conformance.echo", `{"message":"beside A"}`); status != 200 || body != `{"v":2,"kind":"result","output":{"message":"beside A"}}` {
-		t.Errorf("B beside A's flood: %d %s", status, body)
+	if status, body, took := post("B", "conformance.echo", `{"message":"beside A"}`); status != 200 || body != `{"v":2,"kind":"result","output":{"message":"beside A"}}` || took > 500*time.Millisecond {
+		t.Errorf("B beside A's flood: %d %s after %v", status, body, took)
 	}
 	wg.Wait()
 	close(statuses)
@@ -105,16 +122,19 @@ func TestATenantCannotTakeTheWholeCap(t *testing.T) {
 			held++
 		}
 	}
-	if held != 2 {
-		t.Errorf("A held %d of the 4 slots, want its share of 2", held)
+	if held != 3 {
+		t.Errorf("A held %d of the 4 slots, want the 3 beyond the reserve", held)
 	}
 }
 
 // TestATenantCannotTakeTheWholeMemoryBudget: with a memory budget of
-// 400 MiB and hostile.hog (192 MiB, held for a second), tenant B calling and
-// tenant A then holding two hogs at once, B's hog beside them gets its
-// memory, and A's second hog is the one refused its grow (on main A held
-// all of it and B's memory.grow returned -1: "out of memory").
+// 1,600 MiB (a reserve of 200) and hostile.hog (192 MiB, held for a
+// second), tenant B calling and tenant A then holding eight hogs at once,
+// A gets seven (1,344 MiB, within the budget less the reserve; the eighth
+// is refused its grow) and B's hog beside them gets its memory at once.
+// Before, A was held to its share of 800 MiB (four hogs) with half the
+// budget idle; and a tenant alone in the window could take all of it, so
+// that a newcomer's memory.grow returned -1 ("out of memory").
 func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
 	dir := t.TempDir()
 	hog, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "hog.wasm"))
@@ -130,8 +150,8 @@ func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "index.json"), []byte(index), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, ts := servedPack(t, filepath.Join(dir, "index.json"), host.SandboxConfig{CacheDir: filepath.Join(dir, "cache"), MemoryBudget: 400 << 20, PoolSize: 4},
-		Config{MaxConcurrency: 8})
+	_, ts := servedPack(t, filepath.Join(dir, "index.json"), host.SandboxConfig{CacheDir: filepath.Join(dir, "cache"), MemoryBudget: 1600 << 20, PoolSize: 8},
+		Config{MaxConcurrency: 16})
 	hogFor := func(tenant string) string {
 		status, body, _ := invokeAs(t, ts, tenant, "hostile.hog", "{}")
 		return fmt.Sprintf("%d %s", status, body)
@@ -141,15 +161,15 @@ func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
 		t.Fatalf("B alone: %s", got)
 	}
 	var wg sync.WaitGroup
-	a := make(chan string, 2)
-	for i := 0; i < 2; i++ {
+	a := make(chan string, 8)
+	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			a <- hogFor("A")
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // A's hogs hold what they were given
+	time.Sleep(500 * time.Millisecond) // A's hogs hold what they were given
 	if got := hogFor("B"); got != fed {
 		t.Errorf("B beside A's hogs: %s", got)
 	}
@@ -160,8 +180,8 @@ func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
 		answers = append(answers, got)
 	}
 	sort.Strings(answers)
-	if len(answers) != 2 || answers[1] != fed || !strings.Contains(answers[0], "out of memory") {
-		t.Errorf("A's two hogs: %q, want one fed and one out of memory", answers)
+	if len(answers) != 8 || answers[1] != fed || !strings.Contains(answers[0], "out of memory") {
+		t.Errorf("A's eight hogs: %q, want seven fed and one out of memory", answers)
 	}
 }
 
