@@ -96,7 +96,8 @@ func (s *Server) invoke(c echo.Context) error {
 	defer release()
 	admitted := time.Now()
 
-	ctx := req.Context()
+	ctx, stop := s.callContext(req.Context())
+	defer stop()
 	if pin := s.cfg.TenantID; pin != "" {
 		ctx = host.WithTenantPin(ctx, pin) // the body's half of the pin; the header's is checked above
 	}

@@ -91,6 +91,10 @@ type Server struct {
 	sem       chan struct{}  // one slot per in-flight invoke
 	admit     host.Admission // each tenant's share of sem; nil: none
 	draining  atomic.Bool
+	// cut is done when a drain's timeout passes: every call still running
+	// is cancelled through it (callContext), and answers "cancelled".
+	cut       context.Context
+	cutCalls  context.CancelFunc
 	gen       atomic.Pointer[generation] // the pack served now
 	closeOnce sync.Once
 }
@@ -139,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		sem:       make(chan struct{}, cfg.MaxConcurrency),
 	}
+	s.cut, s.cutCalls = context.WithCancel(context.Background())
 	if !cfg.TenantShareOff {
 		s.admit = newFairShare(cfg.MaxConcurrency, cfg.Pack.MemoryBudget(), cfg.TenantShareWindow).admit
 	}
@@ -170,11 +175,13 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Drain stops taking calls (new invokes and /readyz answer 503 draining),
-// writes the `draining` record,
-// waits for in-flight calls up to the drain timeout, then shuts the server
-// down: answers already written are flushed, idle connections closed. Calls
-// still running when the timeout passes are cut off and their guests
-// cancelled.
+// writes the `draining` record, waits for in-flight calls up to the drain
+// timeout (or until ctx is done), then shuts the server down: answers
+// already written are flushed, idle connections closed. Calls still
+// running when the timeout passes are cut: their guests are cancelled,
+// and each answers `cancelled` with its call record and audit line, as
+// any call does, within cutGrace; only what outlasts that is cut off
+// with its connection.
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	// Said only once new calls are refused, so that whoever reads the
@@ -182,20 +189,31 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.cfg.Records.Lifecycle("draining", "info", "Draining in-flight calls")
 	// Taking every slot of the concurrency cap waits for every in-flight
 	// call, and keeps any new one from starting.
-	timer := time.NewTimer(s.cfg.DrainTimeout)
-	defer timer.Stop()
-	for range cap(s.sem) {
-		select {
-		case s.sem <- struct{}{}:
-		case <-timer.C:
-			return s.Close()
-		case <-ctx.Done():
-			return s.Close()
+	taken := 0
+	take := func(d time.Duration, done <-chan struct{}) bool {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		for ; taken < cap(s.sem); taken++ {
+			select {
+			case s.sem <- struct{}{}:
+			case <-timer.C:
+				return false
+			case <-done:
+				return false
+			}
 		}
+		return true
 	}
-	// Every call has answered; give the last answers a moment to reach
-	// their connections before closing them.
-	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	if !take(s.cfg.DrainTimeout, ctx.Done()) {
+		cut := cap(s.sem) - taken
+		s.cutCalls()
+		s.cfg.Records.Record("warn", fmt.Sprintf("The drain timed out: %d calls still running were cancelled", cut),
+			Field{"event", "drain-cut"}, Field{"kind", "drain-cut"}, Field{"calls", cut})
+		take(cutGrace, nil)
+	}
+	// Every call has answered; give the last answers (and their hooks) a
+	// moment to reach their connections before closing them.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
 	defer cancel()
 	if err := s.http.Shutdown(sctx); err != nil {
 		return s.Close()
@@ -203,10 +221,28 @@ func (s *Server) Drain(ctx context.Context) error {
 	return nil
 }
 
+// cutGrace is how long calls a drain cut have to answer: a guest stops
+// within a fuel slice of its cancellation, an outbound request at once.
+const cutGrace = 2 * time.Second
+
+// callContext is a call's context: its request's, cancelled too when a
+// drain cuts the calls still running. stop releases it.
+func (s *Server) callContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	unhook := context.AfterFunc(s.cut, cancel)
+	return ctx, func() {
+		unhook()
+		cancel()
+	}
+}
+
 // Close closes the listener and every connection at once. Safe twice.
 func (s *Server) Close() error {
 	var err error
-	s.closeOnce.Do(func() { err = s.http.Close() })
+	s.closeOnce.Do(func() {
+		s.cutCalls()
+		err = s.http.Close()
+	})
 	return err
 }
 

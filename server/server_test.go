@@ -3,13 +3,16 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,6 +238,77 @@ func TestDrainWaitsForInFlightThenCloses(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestADrainEndsTheCallsItCuts: a call still running when the drain's
+// timeout passes (hostile.loop with a deadline of a minute) is cancelled,
+// and answers `cancelled` with its call record and a hook's event before
+// Drain returns, as every dispatched call does; before, its connection
+// was closed under it, with no answer, no record and no audit line.
+func TestADrainEndsTheCallsItCuts(t *testing.T) {
+	var log bytes.Buffer
+	var mu sync.Mutex
+	var events []Event
+	rec := NewRecorder(&syncWriter{w: &log, mu: &mu})
+	s := newServer(t, Config{DrainTimeout: 300 * time.Millisecond, Records: rec, Hooks: []Hook{CallRecords(rec), HookFunc(func(e Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	answer := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/invoke", strings.NewReader(
+			`{"v":2,"kind":"invoke","tool":{"id":"hostile.loop"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`))
+		req.Header.Set("kindgi-pack-token", "tok")
+		req.Header.Set("content-type", "application/json")
+		req.Header.Set("kindgi-timeout-ms", "60000")
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+	for i := 0; i < 100 && len(s.sem) == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(s.sem) != 1 {
+		t.Fatal("the call never started")
+	}
+	if err := s.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	said := log.String()
+	got := slices.Clone(events)
+	mu.Unlock()
+	if len(got) != 1 || got[0].Outcome != "cancelled" {
+		t.Fatalf("the hooks saw %+v by the drain's end", got)
+	}
+	if !strings.Contains(said, `"kind":"drain-cut"`) || !strings.Contains(said, `"outcome":"cancelled"`) {
+		t.Fatalf("the records: %s", said)
+	}
+	if a := <-answer; !strings.HasPrefix(a, "200 ") || !strings.Contains(a, `"code":"cancelled"`) {
+		t.Fatalf("the cut call's answer: %s", a)
+	}
+}
+
+type syncWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
 
 // TestSlowBodiesDoNotHoldTheCap: eight clients trickling their bodies do not
