@@ -14,7 +14,7 @@ import (
 // any other wrong method (on main: 404 "No route"); a pack token sent twice
 // ("right", "wrong") is 401, and a tenant header sent twice ("A", "B") to a
 // service pinned to A is 421 (on main both were admitted on their first
-// value).
+// value); a Content-Type is application/json by its media type.
 func TestHTTPEdges(t *testing.T) {
 	p, _ := host.Load(context.Background(), host.Config{
 		IndexPath: filepath.Join("..", "testdata", "hostile", "index.json"),
@@ -57,6 +57,11 @@ func TestHTTPEdges(t *testing.T) {
 		{"POST", "/v1/invoke", map[string][]string{"Kindgi-Pack-Token": {"tok"}}, 421,
 			`{"error":"The kindgi-tenant-id header is required by this pack service","code":"pack-tenant-mismatch"}`},
 		{"POST", "/v1/invoke", ok, 200, ""},
+		// the media type, not a substring of the header (on main these two
+		// were 200)
+		{"POST", "/v1/invoke", withType(ok, "text/plain; note=application/json"), 415, `{"error":"Content-Type must be application/json"}`},
+		{"POST", "/v1/invoke", withType(ok, "application/json-seq"), 415, `{"error":"Content-Type must be application/json"}`},
+		{"POST", "/v1/invoke", withType(ok, "Application/JSON; charset=utf-8"), 200, ""},
 	} {
 		status, body := do(c.method, c.path, c.headers)
 		if status != c.status || c.body != "" && body != c.body {
@@ -78,4 +83,13 @@ func TestPathMatches(t *testing.T) {
 			t.Errorf("pathMatches(%q, %q) = %v", c.pattern, c.path, got)
 		}
 	}
+}
+
+// withType is headers with a Content-Type.
+func withType(headers map[string][]string, contentType string) map[string][]string {
+	out := map[string][]string{"Content-Type": {contentType}}
+	for k, v := range headers {
+		out[k] = v
+	}
+	return out
 }

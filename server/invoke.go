@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -58,7 +58,7 @@ func (s *Server) invoke(c echo.Context) error {
 		return s.overloaded(c)
 	}
 	req := c.Request()
-	if !strings.Contains(strings.ToLower(req.Header.Get(echo.HeaderContentType)), "application/json") {
+	if !isJSON(req.Header.Get(echo.HeaderContentType)) {
 		return s.refuse(c, refuseContentType, "")
 	}
 	body, refused := s.readBody(c)
@@ -165,6 +165,14 @@ func (s *Server) invoke(c echo.Context) error {
 	// slot, and not for ever.
 	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(writeTimeout(len(out.Response))))
 	return send(c, http.StatusOK, out.Response)
+}
+
+// isJSON says whether a Content-Type is application/json, with any
+// parameters (charset=utf-8): its media type, not a substring of it
+// (text/plain; note=application/json is not, nor application/json-seq).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return (err == nil || errors.Is(err, mime.ErrInvalidMediaParameter)) && mt == "application/json"
 }
 
 // pause waits d, or until ctx is done: a call refused for its tenant's

@@ -359,8 +359,10 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 	if !k.policy.Allows(ev.Host) {
 		return refused(abi.EgressHostNotAllowed, "%s is not on this tool's allowlist", ev.Host), nil
 	}
-	if k.policy.ReadOnly && !Safe(method) {
-		return refused(abi.EgressReadOnly, "%s: the tool is read-only (mutating: false in the index) and sends only GET, HEAD and OPTIONS", method), nil
+	if k.policy.ReadOnly {
+		if ans := readOnly(method, u, r.Headers, body); ans != nil {
+			return ans, nil
+		}
 	}
 	if int64(len(body)) > k.c.cfg.MaxRequestBytes {
 		return refused(abi.EgressTooLarge, "the request body of %d bytes is over the cap of %d", len(body), k.c.cfg.MaxRequestBytes), nil
@@ -431,6 +433,34 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 		return ans, nil
 	}
 	return &abi.HTTPAnswer{Status: res.StatusCode, Headers: k.scrub(res.Header)}, k.scrubBody(data)
+}
+
+// overrides are the headers and query parameters by which servers take a
+// request for another method than the one sent (Rails', Laravel's,
+// Google's and others' conventions).
+var overrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+
+// readOnly refuses what a read-only tool (mutating: false) may not send:
+// another method than GET, HEAD and OPTIONS, a body with one of them, or
+// a request that asks the server to take it for another method.
+func readOnly(method string, u *url.URL, headers map[string][]string, body []byte) *abi.HTTPAnswer {
+	const why = "the tool is read-only (mutating: false in the index) and sends only GET, HEAD and OPTIONS"
+	switch {
+	case !Safe(method):
+		return refused(abi.EgressReadOnly, "%s: %s", method, why)
+	case len(body) > 0:
+		return refused(abi.EgressReadOnly, "a %s with a body: %s, without one", method, why)
+	case u.Query().Has("_method"):
+		return refused(abi.EgressReadOnly, "a _method query parameter: %s, and asks for no other method", why)
+	}
+	for name := range headers {
+		for _, o := range overrides {
+			if strings.EqualFold(name, o) {
+				return refused(abi.EgressReadOnly, "header %q: %s, and asks for no other method", name, why)
+			}
+		}
+	}
+	return nil
 }
 
 // failure turns a failed exchange into its answer, its text scrubbed of

@@ -321,8 +321,9 @@ func TestTracerSpansEveryRequestSent(t *testing.T) {
 }
 
 // TestReadOnlySendsOnlySafeMethods: a read-only policy (mutating: false)
-// sends GET, HEAD and OPTIONS; any other method is refused read-only
-// before anything is sent, and counted.
+// sends GET, HEAD and OPTIONS; any other method, a body, or a request
+// asking the server for another method (X-HTTP-Method-Override, _method)
+// is refused read-only before anything is sent, and counted.
 func TestReadOnlySendsOnlySafeMethods(t *testing.T) {
 	f := newFixture(t, Config{})
 	ro := allow
@@ -338,7 +339,20 @@ func TestReadOnlySendsOnlySafeMethods(t *testing.T) {
 			t.Errorf("%s from a read-only tool: %s", m, reason(ans))
 		}
 	}
-	if s := k.Summary(); s.Requests != 3 || s.Refused != 4 || s.BytesSent != 0 {
+	// a safe method that would write nonetheless (on main all three were sent)
+	for _, r := range []struct {
+		req  abi.HTTPRequest
+		body string
+	}{
+		{abi.HTTPRequest{Method: "GET", URL: f.url("api.test", "/echo")}, "a body"},
+		{abi.HTTPRequest{Method: "GET", URL: f.url("api.test", "/echo"), Headers: map[string][]string{"x-http-method-override": {"DELETE"}}}, ""},
+		{abi.HTTPRequest{Method: "GET", URL: f.url("api.test", "/echo?_method=DELETE")}, ""},
+	} {
+		if ans, _ := do(t, k, context.Background(), r.req, r.body); reason(ans) != abi.EgressReadOnly {
+			t.Errorf("%+v with %q from a read-only tool: %s", r.req, r.body, reason(ans))
+		}
+	}
+	if s := k.Summary(); s.Requests != 3 || s.Refused != 7 || s.BytesSent != 0 {
 		t.Errorf("summary %+v", s)
 	}
 }
