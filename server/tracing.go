@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +45,12 @@ type Tracing struct {
 	// backoff how long they last rested (countingExporter).
 	resumeAt atomic.Int64
 	backoff  time.Duration
+	// queued counts the spans handed to the batch processor and not yet
+	// exported or lost: its queue holds at most maxQueue, and a span that
+	// would not fit is dropped here, counted, rather than by the
+	// processor, which counts nothing anyone can read.
+	queued   atomic.Int64
+	maxQueue int64
 }
 
 // maxAttributeLength bounds a span attribute's value by default.
@@ -62,8 +70,8 @@ func NewTracing(ctx context.Context, version string, rec *Recorder) (*Tracing, e
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry's resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
 	}
-	t := &Tracing{}
-	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, t})
+	t := &Tracing{maxQueue: int64(envInt("OTEL_BSP_MAX_QUEUE_SIZE", sdktrace.DefaultMaxQueueSize))}
+	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, t}, sdktrace.WithMaxQueueSize(int(t.maxQueue)))
 	// A caller names the tenant and the tool: no value it sends reaches
 	// the collector longer than this, unless OTEL_*_VALUE_LENGTH_LIMIT
 	// says otherwise.
@@ -128,15 +136,31 @@ func (c countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Read
 		t.backoff = 0
 	}
 	t.mu.Unlock()
-	t.count(err == nil, len(spans))
+	t.queued.Add(-int64(len(spans)))
+	t.count(map[bool]string{true: spansOK, false: spansFailed}[err == nil], len(spans))
 	return err
 }
 
-// count counts spans exported (ok) or lost.
-func (t *Tracing) count(ok bool, n int) {
+// The outcomes packd_trace_spans_total counts.
+const (
+	spansOK      = "ok"      // exported
+	spansFailed  = "failed"  // the collector was down or refused them, or exports rested after it was
+	spansDropped = "dropped" // the export queue was full: the collector is slower than the spans come
+)
+
+// count counts n spans by outcome.
+func (t *Tracing) count(outcome string, n int) {
 	if m := t.spans; m != nil {
-		m.WithLabelValues(map[bool]string{true: "ok", false: "failed"}[ok]).Add(float64(n))
+		m.WithLabelValues(outcome).Add(float64(n))
 	}
+}
+
+// envInt is a positive integer of the environment, else def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // restingProcessor is the batch processor, but for the spans that end
@@ -147,8 +171,15 @@ type restingProcessor struct {
 }
 
 func (p restingProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
-	if time.Now().UnixNano() < p.t.resumeAt.Load() {
-		p.t.count(false, 1)
+	switch {
+	case !s.SpanContext().IsSampled():
+		return // the batch processor takes sampled spans only
+	case time.Now().UnixNano() < p.t.resumeAt.Load():
+		p.t.count(spansFailed, 1)
+		return
+	case p.t.queued.Add(1) > p.t.maxQueue:
+		p.t.queued.Add(-1)
+		p.t.count(spansDropped, 1)
 		return
 	}
 	p.SpanProcessor.OnEnd(s)
@@ -157,7 +188,7 @@ func (p restingProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 // register adds packd_trace_spans_total to the service's registry.
 func (t *Tracing) register(reg prometheus.Registerer) error {
 	spans := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "packd_trace_spans_total", Help: "Spans handed to the OTLP exporter, by outcome: ok (exported) or failed (lost: the collector was down or refused them).",
+		Name: "packd_trace_spans_total", Help: "Spans handed to the OTLP exporter, by outcome: ok (exported), failed (lost: the collector was down or refused them) or dropped (lost: the export queue was full).",
 	}, []string{"outcome"})
 	if err := reg.Register(spans); err != nil {
 		return err
