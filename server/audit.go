@@ -25,6 +25,10 @@ type AuditLog struct {
 	path            string     // "" for a writer given to newAuditLog
 	wmu             sync.Mutex // guards w, which Reopen swaps
 	w               io.WriteCloser
+	// torn: the last write to w ended inside its line (a disk that filled
+	// up mid-line); the next line written begins with the newline that
+	// ends it, so that the cut line is never glued to a whole one.
+	torn            bool
 	queue           chan []byte
 	metrics         *Metrics
 	records         *Recorder
@@ -64,7 +68,7 @@ func (a *AuditLog) Reopen() error {
 	}
 	a.wmu.Lock()
 	old := a.w
-	a.w = f
+	a.w, a.torn = f, false
 	a.wmu.Unlock()
 	return old.Close()
 }
@@ -178,7 +182,15 @@ func (a *AuditLog) writer() {
 	defer close(a.done)
 	for line := range a.queue {
 		a.wmu.Lock()
-		_, err := a.w.Write(line)
+		if a.torn {
+			line = append([]byte{'\n'}, line...)
+		}
+		n, err := a.w.Write(line)
+		if err == nil {
+			a.torn = false
+		} else if n > 0 {
+			a.torn = true
+		}
 		a.wmu.Unlock()
 		if err != nil {
 			a.lost(&a.errors, func(m *Metrics) prometheus.Counter { return m.AuditErrors }, "audit-error", "Cannot write the audit log: "+err.Error())
