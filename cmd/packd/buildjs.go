@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,11 +21,8 @@ func buildJSCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: packd build-js [-o pack.wasm] bundle.js")
 		fset.PrintDefaults()
 	}
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fset, args); !ok {
+		return code
 	}
 	if fset.NArg() != 1 {
 		fmt.Fprintln(stderr, "packd build-js: name one bundle (packd build-js bundle.js)")

@@ -18,8 +18,8 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var lf loadFlags
 	lf.register(fs, os.Getenv)
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "packd check: unexpected argument %q\n", fs.Arg(0))

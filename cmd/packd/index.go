@@ -44,11 +44,8 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Writes the index from what each module describes; with no modules, those the index names.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "packd index: "+format+"\n", a...)

@@ -38,8 +38,8 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&config, "config", "{}", "the check config: JSON or @file")
 	fs.StringVar(&trace, "trace", "{}", "the run trace the check evaluates: JSON or @file")
 	fs.Int64Var(&timeoutMs, "timeout-ms", host.DefaultTimeout.Milliseconds(), "the call's deadline in milliseconds")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	usageErr := func(err error) int {
 		fmt.Fprintln(stderr, "packd invoke:", err)

@@ -18,6 +18,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -125,4 +127,17 @@ func usage(w io.Writer) {
   packd version
 Run "packd serve -h", "packd invoke -h" or "packd check -h" for every flag.
 `)
+}
+
+// parseFlags parses a command's flags; ok is false when the command is to
+// exit at once with code: 0 for -h or --help (the usage was printed), 2
+// for any other bad flag, as every command has it.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK, false
+	case err != nil:
+		return exitUsage, false
+	}
+	return 0, true
 }

@@ -39,8 +39,8 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "usage: packd replay [--index I | --module M] [--secrets FILE] RECORD|DIR ...\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "packd replay: "+format+"\n", a...)
@@ -169,9 +169,15 @@ func replayOne(ctx context.Context, rp *host.Replayer, modules *moduleFinder, fi
 // JSON (base64 included).
 const maxRecordFile = 32 << 20
 
-// readBounded reads a file of at most limit bytes (what it is: "a
-// record").
+// readBounded reads a regular file of at most limit bytes (what it is: "a
+// record"): a FIFO or a device, whose reading would wait for ever or never
+// end, is refused before it is opened.
 func readBounded(path string, limit int64, what string) ([]byte, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s), so not %s", st.Mode().Type(), what)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -213,8 +219,8 @@ func recordFiles(args []string) ([]string, error) {
 				if e.IsDir() {
 					return filepath.SkipDir
 				}
-			case !e.IsDir() && strings.HasSuffix(e.Name(), ".json"):
-				files = append(files, p)
+			case e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json"):
+				files = append(files, p) // a FIFO or device of that name is no record
 			}
 			return nil
 		})

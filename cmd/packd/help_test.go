@@ -1,0 +1,30 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestEveryCommandsHelpExitsZero: -h and --help print a command's usage
+// and exit 0 for every command alike (before, check, invoke and replay
+// exited 2 on -h), and an unknown flag exits 2 (serve reports it
+// as a config-invalid record, exit 1, as every config problem).
+func TestEveryCommandsHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"serve", "dev", "check", "invoke", "replay", "index", "init", "build-js"} {
+		for _, flag := range []string{"-h", "--help"} {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{cmd, flag}, strings.NewReader(""), &stdout, &stderr); code != exitOK || stdout.Len()+stderr.Len() == 0 {
+				t.Errorf("packd %s %s: exit %d, %d bytes of usage", cmd, flag, code, stdout.Len()+stderr.Len())
+			}
+		}
+		want := exitUsage
+		if cmd == "serve" {
+			want = 1
+		}
+		var out bytes.Buffer
+		if code := run([]string{cmd, "--no-such-flag"}, strings.NewReader(""), &out, &out); code != want {
+			t.Errorf("packd %s --no-such-flag: exit %d, want %d", cmd, code, want)
+		}
+	}
+}
