@@ -83,7 +83,14 @@ func devCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	flags = append([]string{"--host", "127.0.0.1"}, flags...)
 	for {
-		if d.build(context.Background()) {
+		// A stop during the build stops it (and what make started).
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		built := d.build(ctx)
+		stop()
+		if ctx.Err() != nil {
+			return exitOK
+		}
+		if built {
 			code, loadErr := serveWith(flags, getenv, stdout, stderr, d.watch)
 			if loadErr == nil {
 				return code
@@ -91,7 +98,7 @@ func devCmd(args []string, stdout, stderr io.Writer) int {
 			d.problems("the pack did not load", loadErr)
 		}
 		// Nothing serves yet: wait for a change, or for the user to stop.
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		ctx, stop = signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		changed := d.wait(ctx)
 		stop()
 		if !changed {
@@ -239,10 +246,16 @@ func (d *devPack) build(ctx context.Context) bool {
 	fmt.Fprintf(d.out, "packd dev: make (in %s)\n", d.dir)
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "PACKD="+d.self)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = d.dir, d.out, d.out
+	ownGroup(cmd)
+	cmd.WaitDelay = 5 * time.Second // then killed, output or not
 	err := cmd.Run()
 	// make writes the index and what .gitignore names; anything else that
 	// changed meanwhile is an edit this build may have missed.
 	d.again = d.fingerprint(false) != before
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(d.out, "packd dev: the build was stopped\n")
+		return false
+	}
 	if err != nil {
 		fmt.Fprintf(d.out, "packd dev: the build failed (%v): fix it, and packd dev builds again on the next change; the last good pack goes on serving\n", err)
 		return false

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -146,5 +148,41 @@ func TestDevReloadsAPackWithoutAMakefile(t *testing.T) {
 	}
 	if v := version(); v != "dev-2" {
 		t.Fatalf("after an index that does not load, serving %q", v)
+	}
+}
+
+// TestDevStoppedDuringABuildStopsIt: packd dev stopped (SIGTERM) while
+// make runs stops make and what make started, and exits 0 (before, the
+// build went on after packd dev had gone).
+func TestDevStoppedDuringABuildStopsIt(t *testing.T) {
+	dir := t.TempDir()
+	makefile := "all:\n\tsh -c 'echo $$$$ > child.pid; exec sleep 60'\n"
+	if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeHostileIndex(t, filepath.Join(dir, "index.json"), "dev-1", "counter=counter.wasm")
+	s := &service{token: randomToken(), exited: make(chan error, 1)}
+	s.cmd = exec.Command(packdPath, "dev", "--cache-dir", cacheDir, "--metrics-addr", "off", dir)
+	s.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "PORT=0", tokenEnv + "=" + s.token}
+	s.begin(t)
+	var pid int
+	for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the build never started:\n%s", strings.Join(s.stderr.snapshot(), "\n"))
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "child.pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("packd dev exited %d", code)
+	}
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the build's sleep goes on after packd dev stopped")
+		}
 	}
 }
