@@ -9,7 +9,10 @@ import (
 
 // lineWriter collects one call's output on one stream and forwards it to its
 // sink as whole lines. A line longer than maxLine is cut and marked; once the
-// call has forwarded maxTotal bytes, the rest is dropped with one marker line.
+// call has forwarded its budget, the rest is dropped with one marker line.
+// Each line counts its bytes and lineOverhead, and the budget keeps room
+// for the marker: what a call puts on a stream, the markers a queue writes
+// before its lines included, never passes its budget.
 type lineWriter struct {
 	sink     lineSink
 	maxLine  int
@@ -22,6 +25,11 @@ type lineWriter struct {
 const (
 	truncMark   = " [packd: line truncated]\n"
 	droppedMark = "[packd: output limit reached, further lines dropped]\n"
+	// lineOverhead is what a line counts against its call's budget besides
+	// its bytes: at least the longest marker a queue puts before a line it
+	// writes after dropping others, so that a call of many tiny lines
+	// cannot put more than its budget on a stream in markers.
+	lineOverhead = 96
 )
 
 // Write forwards p; once the call's budget is spent, p is not even read.
@@ -69,12 +77,13 @@ func (w *lineWriter) emit(line []byte) {
 	if w.exceeded {
 		return
 	}
-	if len(line) > w.budget {
+	cost := len(line) + lineOverhead
+	if cost > w.budget-len(droppedMark) {
 		w.exceeded = true
 		w.sink.emit([]byte(droppedMark))
 		return
 	}
-	w.budget -= len(line)
+	w.budget -= cost
 	w.sink.emit(line)
 }
 

@@ -39,13 +39,17 @@ func New(w io.Writer, size int, marker func(dropped int64) []byte, onDrop func()
 		size = DefaultLines
 	}
 	if marker == nil {
-		marker = func(n int64) []byte {
-			return fmt.Appendf(nil, "[packd: %d lines dropped: the output was not read fast enough]\n", n)
-		}
+		marker = DefaultMarker
 	}
 	q := &Queue{ch: make(chan []byte, size), w: w, marker: marker, onDrop: onDrop, done: make(chan struct{})}
 	go q.run()
 	return q
+}
+
+// DefaultMarker is the line that reports n lines dropped, when New is
+// given no marker.
+func DefaultMarker(n int64) []byte {
+	return fmt.Appendf(nil, "[packd: %d lines dropped: the output was not read fast enough]\n", n)
 }
 
 // Write queues a copy of p (one or more whole lines) and never blocks.
