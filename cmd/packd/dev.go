@@ -86,8 +86,9 @@ func devCmd(args []string, stdout, stderr io.Writer) int {
 		// A stop during the build stops it (and what make started).
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		built := d.build(ctx)
-		stop()
-		if ctx.Err() != nil {
+		stopped := ctx.Err() != nil
+		stop() // which cancels ctx too
+		if stopped {
 			return exitOK
 		}
 		if built {

@@ -279,3 +279,39 @@ func TestReplayRefusesBadRecords(t *testing.T) {
 		t.Errorf("a spinning module: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestARecordOfHostileURLsIsBounded: packd invoke --record at the
+// defaults, of a call sending 450 requests with 60 KiB URLs (each refused:
+// its host is off the allowlist) from a snapshot whose _initialize sent
+// 150, writes a record within --record-call-kib and 64 KiB that holds no
+// URL, and it replays identically (before, such a record held every URL
+// whole: about 27 MB).
+func TestARecordOfHostileURLsIsBounded(t *testing.T) {
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", "hostile", "urlflood.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	index := `{"v":1,"packId":"flood","packVersion":"1.0.0","artifactVersion":"flood-1","publishedAt":"2026-12-04T00:00:00.000Z","agents":[],"flows":[],"guardrails":[],` +
+		`"tools":[{"id":"hostile.urlflood","version":"1.0.0","input":{"type":"object"},"output":{},"modulePath":"urlflood.wasm","network":{"kind":"allowlist","hosts":["api.test"]}}]}`
+	for name, data := range map[string][]byte{"index.json": []byte(index), "urlflood.wasm": wasm} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	records := filepath.Join(dir, "records")
+	input := `{"pad":"` + strings.Repeat("x", 300) + `"}` // the guest's request is some 450 bytes: as many requests
+	r := packdProc(t, "invoke", "--index", filepath.Join(dir, "index.json"), "--pool-size", "1", "--tool", "hostile.urlflood", "--input", input, "--record", records)
+	files, _ := filepath.Glob(filepath.Join(records, "*.json"))
+	if r.code != 0 || len(files) != 1 {
+		t.Fatalf("packd invoke --record: %d, %d records\n%s%s", r.code, len(files), r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(files[0])
+	if len(b) > 1<<20+64<<10 || strings.Contains(string(b), "evil.example/") || strings.Count(string(b), `"import":"http_request"`) < 450 {
+		t.Fatalf("a record of %d bytes, with %d requests", len(b), strings.Count(string(b), `"import":"http_request"`))
+	}
+	r = replayProc(t, nil, "--index", filepath.Join(dir, "index.json"), records)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 records replayed identically") {
+		t.Fatalf("packd replay: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -3,13 +3,13 @@
   ;; allowlist has (each refused at once), so that only what a tape keeps
   ;; of the request's detail could grow: _initialize makes 150 of them
   ;; (the snapshot's tape), kindgi_call as many as its request is long,
-  ;; then answers "ok".
+  ;; then answers {}.
   (import "kindgi" "response_write" (func $response_write (param i32 i32)))
   (import "kindgi" "request_len" (func $request_len (result i32)))
   (import "kindgi" "http_request" (func $http_request (param i32 i32 i32 i32) (result i64)))
   (memory (export "memory") 4)
   (data (i32.const 0) "{\"tools\":[\"hostile.urlflood\"],\"checks\":[]}")
-  (data (i32.const 64) "ok")
+  (data (i32.const 64) "{}")
   (data (i32.const 65536) "{\"url\":\"http://evil.example/")
   (func (export "kindgi_abi_version") (result i32) (i32.const 1))
   (func (export "kindgi_describe") (result i32)
