@@ -92,7 +92,8 @@ type Server struct {
 	admit     host.Admission // each tenant's share of sem; nil: none
 	draining  atomic.Bool
 	// cut is done when a drain's timeout passes: every call still running
-	// is cancelled through it (callContext), and answers "cancelled".
+	// is cancelled through it (the base of every request's context), and
+	// answers "cancelled".
 	cut       context.Context
 	cutCalls  context.CancelFunc
 	gen       atomic.Pointer[generation] // the pack served now
@@ -155,6 +156,10 @@ func New(cfg Config) (*Server, error) {
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+		// Every request's context descends from cut: a drain that times out
+		// cancels the calls still running through it, their connections
+		// open for their answers, at no cost to a call.
+		BaseContext: func(net.Listener) context.Context { return s.cut },
 	}
 	return s, nil
 }
@@ -225,16 +230,6 @@ func (s *Server) Drain(ctx context.Context) error {
 // within a fuel slice of its cancellation, an outbound request at once.
 const cutGrace = 2 * time.Second
 
-// callContext is a call's context: its request's, cancelled too when a
-// drain cuts the calls still running. stop releases it.
-func (s *Server) callContext(parent context.Context) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
-	unhook := context.AfterFunc(s.cut, cancel)
-	return ctx, func() {
-		unhook()
-		cancel()
-	}
-}
 
 // Close closes the listener and every connection at once. Safe twice.
 func (s *Server) Close() error {
