@@ -1,6 +1,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net"
@@ -19,7 +20,8 @@ import (
 // Authorization, X-Api-Key and Idempotency-Key of every request: /headers answers the
 // Authorization and Idempotency-Key headers it got, /reflect echoes its request's
 // Authorization in its body and a header (as a hostile or careless API
-// may), /redirect redirects to ?to=.
+// may), /gzip does so gzip-compressed when asked for gzip (as most web
+// servers compress on request), /redirect redirects to ?to=.
 func upstream(t *testing.T, addr string, seen *[]string, mu *sync.Mutex) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
@@ -40,6 +42,15 @@ func upstream(t *testing.T, addr string, seen *[]string, mu *sync.Mutex) string 
 		case "/reflect":
 			w.Header().Set("X-Seen", r.Header.Get("Authorization"))
 			io.WriteString(w, "you sent "+r.Header.Get("Authorization"))
+		case "/gzip":
+			if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				io.WriteString(w, "you sent "+r.Header.Get("Authorization"))
+				return
+			}
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			io.WriteString(zw, "you sent "+r.Header.Get("Authorization"))
+			zw.Close()
 		case "/redirect":
 			http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
 		}
@@ -170,6 +181,12 @@ func TestBoundCredentialsNeverReachThePack(t *testing.T) {
 	}
 	if o := call("net.offline", `{"url":"`+a+`/headers"}`, "k-1"); o.Status != 200 {
 		t.Errorf("a read-only tool's GET: %+v", o)
+	}
+	// A pack asking for gzip gets the reflection uncompressed and
+	// redacted: packd asked for identity (before, the pack got it
+	// compressed, unscrubbed, and gunzipped the token).
+	if o := call("net.fetch", `{"url":"`+a+`/gzip","headers":{"Accept-Encoding":"gzip"}}`, "k-1"); o.Body != "you sent [credential redacted by packd]" {
+		t.Errorf("the credential reflected compressed reached the pack as %q", o.Body)
 	}
 
 	// Nothing packd writes holds either secret.
