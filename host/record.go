@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -140,12 +141,17 @@ type RecordSnapshot struct {
 	enc *encodedTape
 }
 
-// encodedTape is a snapshot's tape, encoded when first asked.
+// encodedTape is a snapshot's tape, encoded when first asked, with the
+// environment's values pack code saw (secrets) starred out of the
+// requests' details: an initialisation's request to a host named after
+// one. Its answers hold none (an initialisation reaches no network), and
+// a replay compares requests by their hash, not their detail.
 type encodedTape struct {
-	tape *sandbox.Tape
-	once sync.Once
-	b    []byte
-	err  error
+	tape    *sandbox.Tape
+	secrets *redact.Set
+	once    sync.Once
+	b       []byte
+	err     error
 }
 
 func (e *encodedTape) json() ([]byte, error) {
@@ -154,6 +160,19 @@ func (e *encodedTape) json() ([]byte, error) {
 		if answers == nil {
 			answers = []sandbox.TapeAnswer{}
 		}
+		if !e.secrets.Empty() {
+			answers = slices.Clone(answers)
+			for i, a := range answers {
+				if a.Detail != "" {
+					b := []byte(a.Detail)
+					e.secrets.Each(b, func(at int, _ string, f redact.Form) bool {
+						copy(b[at:], bytes.Repeat([]byte{'*'}, len(f.Text)))
+						return true
+					})
+					answers[i].Detail = string(b)
+				}
+			}
+		}
 		e.b, e.err = json.Marshal(answers)
 	})
 	return e.b, e.err
@@ -161,11 +180,12 @@ func (e *encodedTape) json() ([]byte, error) {
 
 // snapshotTape is the encoding of a module's snapshot's tape: one per
 // snapshot, made anew when the snapshot is.
-func (m *module) snapshotTape(t *sandbox.Tape) *encodedTape {
+// secrets gives what to star out of it, asked once per snapshot.
+func (m *module) snapshotTape(t *sandbox.Tape, secrets func() *redact.Set) *encodedTape {
 	if e := m.snapTape.Load(); e != nil && e.tape == t {
 		return e
 	}
-	e := &encodedTape{tape: t}
+	e := &encodedTape{tape: t, secrets: secrets()}
 	m.snapTape.Store(e)
 	return e
 }
@@ -349,14 +369,14 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 	if err != nil {
 		r.Result.Error = err.Error()
 	}
+	secrets := p.callSecrets(callCtx)
 	if rep.SnapshotTape != nil {
-		r.Snapshot = &RecordSnapshot{ID: rep.SnapshotID, Tape: rep.SnapshotTape.Answers, enc: mod.snapshotTape(rep.SnapshotTape)}
+		r.Snapshot = &RecordSnapshot{ID: rep.SnapshotID, Tape: rep.SnapshotTape.Answers, enc: mod.snapshotTape(rep.SnapshotTape, func() *redact.Set { return envSecrets(secrets) })}
 	}
 	if r.Tape == nil {
 		r.Tape = []sandbox.TapeAnswer{} // [] in the file, not null
 	}
 	r.Env = []string{}
-	secrets := p.callSecrets(callCtx)
 	for _, kv := range call.Env {
 		name, _, _ := strings.Cut(kv, "=")
 		r.Env = append(r.Env, name)
@@ -382,6 +402,18 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 		return
 	}
 	o.Record, o.secrets = r, secrets
+}
+
+// envSecrets are the secrets of a call that are the pack's, not the
+// call's: the environment's values (a snapshot's initialisation saw them).
+func envSecrets(secrets []secret) *redact.Set {
+	var set redact.Set
+	for _, s := range secrets {
+		if strings.HasPrefix(s.name, "env.") {
+			set.Add(s.name, s.value, minRedacted)
+		}
+	}
+	return &set
 }
 
 // errLen is the length of err's text.

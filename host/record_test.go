@@ -374,3 +374,34 @@ func TestARecordHoldsNoSecretOfItsURLs(t *testing.T) {
 		t.Fatalf("the replay of another request: %+v %v", got, err)
 	}
 }
+
+// TestASnapshotsTapeHoldsNoSecretOfItsEnvironment: an _initialize that
+// sends a request to a host named after an environment value (refused:
+// no initialisation reaches the network) leaves the value out of the
+// record of a call on its snapshot: the detail is starred (before, the
+// snapshot's tape was written as it was, the host in the clear).
+func TestASnapshotsTapeHoldsNoSecretOfItsEnvironment(t *testing.T) {
+	wasm, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "initenv.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := `{"id":"hostile.initenv","input":{"type":"object"},"output":{},"modulePath":"initenv.wasm","network":{"kind":"allowlist","hosts":["api.test"]}}`
+	path := writePack(t, indexJSON(spec, "", `"env":{"required":["TENANT_HOST"],"optional":[]}`), map[string][]byte{"initenv.wasm": wasm})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Record: &host.RecordConfig{}, Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 1},
+		LookupEnv: func(k string) (string, bool) { return "acme-s3cr3t-tenant", k == "TENANT_HOST" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	o := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.initenv"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	if o.Record == nil || o.Record.Snapshot == nil || len(o.Record.Snapshot.Tape) != 1 {
+		t.Fatalf("the call: %s, skipped %q", o.Response, o.RecordSkipped)
+	}
+	file, err := o.Record.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(file), "s3cr3t") || !strings.Contains(string(file), `http://****************** #`) {
+		t.Fatalf("the record: %s", file)
+	}
+}
