@@ -33,7 +33,7 @@ func BenchmarkDispatchEcho(b *testing.B) {
 	msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if o := p.Dispatch(ctx, msg, 0); !o.OK() {
+		if o := p.Dispatch(ctx, host.Request{Body: msg}); !o.OK() {
 			b.Fatalf("%s", o.Response)
 		}
 	}
@@ -64,7 +64,7 @@ func BenchmarkDispatchEchoRecording(b *testing.B) {
 			defer p.Close(ctx)
 			b.ReportAllocs()
 			for b.Loop() {
-				o := p.Dispatch(ctx, msg, 0)
+				o := p.Dispatch(ctx, host.Request{Body: msg})
 				if !o.OK() || (o.Record != nil) != c.record {
 					b.Fatalf("%s (record %v)", o.Response, o.Record != nil)
 				}
@@ -132,7 +132,7 @@ func BenchmarkEgress(b *testing.B) {
 		msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"` + srv.URL + `/ping","times":` + strconv.Itoa(egressTimes) + `},"ctx":{"tenantId":"t","runId":"r"}}`)
 		b.ReportAllocs()
 		for b.Loop() {
-			if o := p.Dispatch(ctx, msg, 0); !o.OK() || o.Usage.Egress.Requests != egressTimes {
+			if o := p.Dispatch(ctx, host.Request{Body: msg}); !o.OK() || o.Usage.Egress.Requests != egressTimes {
 				b.Fatalf("%s", o.Response)
 			}
 		}

@@ -66,7 +66,7 @@ func TestEveryErrorCodeIsProduced(t *testing.T) {
 	}
 	seen := map[abi.Code]bool{}
 	for _, c := range cases {
-		o := c.pack.Dispatch(context.Background(), []byte(c.body), c.timeout)
+		o := c.pack.Dispatch(context.Background(), host.Request{Body: []byte(c.body), Timeout: c.timeout})
 		if o.Code != c.code {
 			t.Errorf("%s: got %s", c.body, o.Response)
 		}
@@ -74,7 +74,7 @@ func TestEveryErrorCodeIsProduced(t *testing.T) {
 	}
 
 	// A check's shape problem says what it answered and what it must answer.
-	o := hostile.Dispatch(context.Background(), []byte(`{"v":2,"kind":"check-invoke","check":{"id":"hostile.badcheck"},"config":{},"trace":{}}`), 0)
+	o := hostile.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"check-invoke","check":{"id":"hostile.badcheck"},"config":{},"trace":{}}`)})
 	if want := `{"v":2,"kind":"error","code":"check-shape-invalid","message":"Check \"hostile.badcheck\" returned a result without a boolean ` + "`passed`" +
 		`: {\"passed\":\"yes\"} (a check answers an object with a boolean \"passed\", e.g. {\"passed\":false,\"reason\":\"too short\"})","checkId":"hostile.badcheck"}`; string(o.Response) != want {
 		t.Errorf("check shape:\n got %s\nwant %s", o.Response, want)
@@ -83,7 +83,7 @@ func TestEveryErrorCodeIsProduced(t *testing.T) {
 	// cancelled: the caller goes away while the guest sleeps.
 	cctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
-	o = conf.Dispatch(cctx, []byte(inv("conformance.sleep", `{"ms":60000}`)), 0)
+	o = conf.Dispatch(cctx, host.Request{Body: []byte(inv("conformance.sleep", `{"ms":60000}`))})
 	if string(o.Response) != `{"v":2,"kind":"error","code":"cancelled","message":"conformance.sleep was cancelled","toolId":"conformance.sleep"}` {
 		t.Errorf("cancel: %s", o.Response)
 	}
@@ -109,7 +109,7 @@ func FuzzDispatch(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		o := p.Dispatch(context.Background(), body, time.Second)
+		o := p.Dispatch(context.Background(), host.Request{Body: body, Timeout: time.Second})
 		if o.Refusal == nil && len(o.Response) == 0 {
 			t.Fatal("no response")
 		}

@@ -42,7 +42,7 @@ func TestTheDeadlineCoversTheWholeCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 100*time.Millisecond)
+	o := p.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), Timeout: 100 * time.Millisecond})
 	if o.Code != abi.CodeDeadlineExceeded {
 		t.Fatalf("got %s", o.Response)
 	}
@@ -74,7 +74,7 @@ func TestManyKeysAreAnsweredInTime(t *testing.T) {
 		{"1,100,000-key answer", `{"v":2,"kind":"invoke","tool":{"id":"hostile.manykeys"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`, 90 * time.Second},
 	} {
 		start := time.Now()
-		o := p.Dispatch(context.Background(), []byte(c.body), c.within)
+		o := p.Dispatch(context.Background(), host.Request{Body: []byte(c.body), Timeout: c.within})
 		if !o.OK() {
 			t.Fatalf("%s: %.200s", c.name, o.Response)
 		}

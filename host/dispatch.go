@@ -69,12 +69,30 @@ func (o *Outcome) fail(e *abi.Error) *Outcome {
 	return o
 }
 
-// Dispatch runs one request message. timeout is what the caller named (≤ 0:
-// nothing; see DefaultTimeout and MaxTimeout); it starts once the message
-// has parsed. ctx carries the caller's cancellation.
-func (p *Pack) Dispatch(ctx context.Context, body []byte, timeout time.Duration) *Outcome {
+// Request is one call for Dispatch: the protocol request message, and
+// what its face decided of it.
+type Request struct {
+	Body []byte
+	// Timeout is the time limit the caller named (≤ 0: none; see
+	// DefaultTimeout and MaxTimeout); it starts once the message has
+	// parsed.
+	Timeout time.Duration
+	// TenantPin, when set, refuses a tool call whose ctx.tenantId names
+	// another tenant (RefusalTenantMismatch), before and whatever the
+	// pack's gate: a face that pins its tenant (an HTTP header) pins the
+	// body's half with it. A check-invoke carries no ctx: the face checks
+	// its tenant.
+	TenantPin string
+	// Admit, when set, gives the call its share of the service once its
+	// tenant is known, after the pin and the gate allowed it.
+	Admit Admission
+}
+
+// Dispatch runs one request message; ctx carries the caller's
+// cancellation.
+func (p *Pack) Dispatch(ctx context.Context, req Request) *Outcome {
 	o := &Outcome{}
-	doc, err := ojson.Decode(body)
+	doc, err := ojson.Decode(req.Body)
 	if err != nil {
 		return o.fail(&abi.Error{Code: abi.CodeMalformedMessage, Message: "Request body is not valid JSON"})
 	}
@@ -88,13 +106,13 @@ func (p *Pack) Dispatch(ctx context.Context, body []byte, timeout time.Duration)
 	kind, hasKind := msg.Get("kind")
 	// The deadline covers everything from here: the gate, validation, the
 	// guest, decoding and validating what it answered.
-	ctx, cancel := context.WithTimeout(ctx, callTimeout(timeout))
+	ctx, cancel := context.WithTimeout(ctx, callTimeout(req.Timeout))
 	defer cancel()
 	switch kind {
 	case abi.KindInvoke:
-		return p.invoke(ctx, msg, o).recordMessage(msg)
+		return p.invoke(ctx, &req, msg, o).recordMessage(msg)
 	case abi.KindCheckInvoke:
-		return p.checkInvoke(ctx, msg, o).recordMessage(msg)
+		return p.checkInvoke(ctx, &req, msg, o).recordMessage(msg)
 	}
 	return o.fail(&abi.Error{Code: abi.CodeUnexpectedMessageKind, Message: "Unknown request kind " + jsText(kind, hasKind)})
 }
@@ -146,7 +164,7 @@ func malformed(msg string) *abi.Error {
 	return &abi.Error{Code: abi.CodeMalformedMessage, Message: msg}
 }
 
-func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outcome {
+func (p *Pack) invoke(ctx context.Context, req *Request, msg *ojson.Object, o *Outcome) *Outcome {
 	toolObj, id := named(msg, "tool")
 	if id == "" {
 		return o.fail(malformed("`tool.id` is required"))
@@ -174,7 +192,7 @@ func (p *Pack) invoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outco
 		return o.fail(rerr)
 	}
 	t.Version = entry.spec.Version
-	grant, r := p.consultGate(ctx, t)
+	grant, r := p.consultGate(ctx, req, t)
 	defer grant.Release()
 	if r != nil {
 		o.Refusal = r
@@ -252,7 +270,7 @@ func versionList(entries []*tool) string {
 	return strings.Join(vs, ", ")
 }
 
-func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *Outcome {
+func (p *Pack) checkInvoke(ctx context.Context, req *Request, msg *ojson.Object, o *Outcome) *Outcome {
 	_, id := named(msg, "check")
 	if id == "" {
 		return o.fail(malformed("`check.id` is required"))
@@ -269,7 +287,7 @@ func (p *Pack) checkInvoke(ctx context.Context, msg *ojson.Object, o *Outcome) *
 	if c == nil {
 		return o.fail(t.errorFor(abi.CodeCheckNotInPack, fmt.Sprintf("This pack has no check %q", id)))
 	}
-	grant, r := p.consultGate(ctx, t)
+	grant, r := p.consultGate(ctx, req, t)
 	defer grant.Release()
 	if r != nil {
 		o.Refusal = r

@@ -89,7 +89,7 @@ func (np *netPack) fetch(t *testing.T, tool string, input map[string]any, timeou
 	body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":%q},"input":%s,"ctx":{"tenantId":"acme","runId":"r","secrets":{"apiToken":"tok-123"}}}`, tool, in)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	o := np.pack.Dispatch(ctx, []byte(body), timeout)
+	o := np.pack.Dispatch(ctx, host.Request{Body: []byte(body), Timeout: timeout})
 	var m struct {
 		Output map[string]any `json:"output"`
 	}
@@ -156,7 +156,7 @@ func TestSlowServerIsCutAtTheCallsDeadline(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start = time.Now()
-	o = np.pack.Dispatch(ctx, []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"`+np.url("api.test", "/slow")+`"},"ctx":{"tenantId":"t","runId":"r"}}`), time.Minute)
+	o = np.pack.Dispatch(ctx, host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"` + np.url("api.test", "/slow") + `"},"ctx":{"tenantId":"t","runId":"r"}}`), Timeout: time.Minute})
 	if o.Code == "" || time.Since(start) > 10*time.Second {
 		t.Errorf("a cancelled call: code %q after %v", o.Code, time.Since(start))
 	}
@@ -235,7 +235,7 @@ func TestKindgiNetworkAndLimitsAreEnforced(t *testing.T) {
 		}
 	}
 	call := func(tool, input string) (*host.Outcome, string) {
-		o := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"`+tool+`"},"input":`+input+`,"ctx":{"tenantId":"t","runId":"r"}}`), time.Minute)
+		o := p.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"` + tool + `"},"input":` + input + `,"ctx":{"tenantId":"t","runId":"r"}}`), Timeout: time.Minute})
 		return o, string(o.Response)
 	}
 	if o, out := call("net.fetch", `{"url":"`+srv.URL+`/customers/42"}`); o.Code != "" || !strings.Contains(out, `"body":"customer 42"`) {

@@ -22,7 +22,7 @@ func ExamplePack_Dispatch() {
 		return
 	}
 	defer pack.Close(ctx)
-	out := pack.Dispatch(ctx, []byte(`{"v":2,"kind":"invoke","tool":{"id":"acme.ledger.record-expense"},"input":{"vendor":"v","amountCents":5},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	out := pack.Dispatch(ctx, host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"acme.ledger.record-expense"},"input":{"vendor":"v","amountCents":5},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	fmt.Println(string(out.Response))
 	// Output: {"v":2,"kind":"result","output":{"expenseId":"exp-1"}}
 }

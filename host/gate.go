@@ -46,19 +46,20 @@ type Refusal struct {
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
 func (r *Refusal) Unwrap() error { return r.Err }
 
-// consultGate asks the tenant pin, the gate and the admission (in that
-// order) whether a call may run; when it may, the grant's Release (never
-// nil) gives back the call's share when the call ends.
-func (p *Pack) consultGate(ctx context.Context, req *Call) (g Grant, r *Refusal) {
+// consultGate asks the request's tenant pin, the gate and the request's
+// admission (in that order) whether a call may run; when it may, the
+// grant's Release (never nil) gives back the call's share when the call
+// ends.
+func (p *Pack) consultGate(ctx context.Context, req *Request, call *Call) (g Grant, r *Refusal) {
 	var err error
-	if pin, ok := ctx.Value(pinKey{}).(tenantPin); ok {
-		err = pin.Check(ctx, *req) // the transport's pin, before any gate
+	if req.TenantPin != "" {
+		err = tenantPin(req.TenantPin).Check(ctx, *call) // the face's pin, before any gate
 	}
 	if err == nil && p.gate != nil {
-		err = p.gate.Check(ctx, *req)
+		err = p.gate.Check(ctx, *call)
 	}
-	if admit, ok := ctx.Value(admitKey{}).(Admission); ok && err == nil {
-		g, err = admit(*req)
+	if req.Admit != nil && err == nil {
+		g, err = req.Admit(*call)
 	}
 	if g.Release == nil || err != nil {
 		g.Release = func() {}
@@ -96,25 +97,7 @@ type Grant struct {
 	Memory  *MemoryAccount
 }
 
-type admitKey struct{}
-
-// WithAdmission makes the dispatches under ctx ask admit for each call's
-// share before any pack code runs.
-func WithAdmission(ctx context.Context, admit Admission) context.Context {
-	return context.WithValue(ctx, admitKey{}, admit)
-}
-
-type pinKey struct{}
-
-// WithTenantPin makes the dispatches under ctx refuse a tool call whose
-// ctx.tenantId is not tenant (RefusalTenantMismatch), whatever gate the
-// pack was loaded with: a transport that pins its tenant by header pins
-// the body's half with it.
-func WithTenantPin(ctx context.Context, tenant string) context.Context {
-	return context.WithValue(ctx, pinKey{}, tenantPin(tenant))
-}
-
-// tenantPin is the pin WithTenantPin sets: a tool call whose ctx.tenantId
+// tenantPin is a Request's TenantPin: a tool call whose ctx.tenantId
 // names another tenant is refused with RefusalTenantMismatch. (A
 // check-invoke carries no ctx; the transport checks its tenant header.)
 type tenantPin string

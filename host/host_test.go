@@ -192,7 +192,7 @@ func versionsPack(t *testing.T, gate host.Gate) *host.Pack {
 }
 
 func dispatch(p *host.Pack, body string) (*host.Outcome, map[string]any) {
-	o := p.Dispatch(context.Background(), []byte(body), 0)
+	o := p.Dispatch(context.Background(), host.Request{Body: []byte(body)})
 	var m map[string]any
 	_ = json.Unmarshal(o.Response, &m)
 	return o, m
@@ -302,17 +302,16 @@ func TestGateDeniesAndFailsClosed(t *testing.T) {
 
 func TestPinTenantRefusesOtherTenants(t *testing.T) {
 	p := versionsPack(t, nil)
-	pinned := host.WithTenantPin(context.Background(), "t-pinned")
 	msg := func(tenant string) []byte {
 		return []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.counter","version":"1.0.0"},"input":{},"ctx":{"tenantId":"` + tenant + `","runId":"r"}}`)
 	}
-	if o := p.Dispatch(pinned, msg("t-other"), 0); o.Refusal == nil || o.Refusal.Code != host.RefusalTenantMismatch || o.Response != nil {
+	if o := p.Dispatch(context.Background(), host.Request{Body: msg("t-other"), TenantPin: "t-pinned"}); o.Refusal == nil || o.Refusal.Code != host.RefusalTenantMismatch || o.Response != nil {
 		t.Fatalf("other tenant: %+v", o)
 	}
-	if o := p.Dispatch(pinned, msg("t-pinned"), 0); !o.OK() {
+	if o := p.Dispatch(context.Background(), host.Request{Body: msg("t-pinned"), TenantPin: "t-pinned"}); !o.OK() {
 		t.Fatalf("pinned tenant: %s", o.Response)
 	}
-	if o := p.Dispatch(context.Background(), msg("t-other"), 0); !o.OK() {
+	if o := p.Dispatch(context.Background(), host.Request{Body: msg("t-other")}); !o.OK() {
 		t.Fatalf("unpinned: %s", o.Response)
 	}
 }

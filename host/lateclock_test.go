@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/host"
 )
 
 // lateTimer is a context whose deadline has passed but whose timer has not
@@ -25,11 +26,11 @@ func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
 func TestNoResultAfterTheDeadline(t *testing.T) {
 	conf := loadIndex(t, filepath.Join("..", "wasm-examples", "conformance", "index.json"), false)
 	ctx := lateTimer{Context: context.Background(), deadline: time.Now().Add(-time.Millisecond)}
-	o := conf.Dispatch(ctx, []byte(`{"v":2,"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"hi"},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	o := conf.Dispatch(ctx, host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"hi"},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	if o.Code != abi.CodeDeadlineExceeded {
 		t.Fatalf("%s", o.Response)
 	}
-	o = conf.Dispatch(ctx, []byte(`{"v":2,"kind":"check-invoke","check":{"id":"conformance.checks.min-length"},"config":{},"trace":{"output":"long enough"}}`), 0)
+	o = conf.Dispatch(ctx, host.Request{Body: []byte(`{"v":2,"kind":"check-invoke","check":{"id":"conformance.checks.min-length"},"config":{},"trace":{"output":"long enough"}}`)})
 	if o.Code != abi.CodeDeadlineExceeded {
 		t.Fatalf("%s", o.Response)
 	}

@@ -16,15 +16,16 @@ func TestACallOverItsMemoryShareIsRefused(t *testing.T) {
 	conf := loadIndex(t, filepath.Join("..", "wasm-examples", "conformance", "index.json"), false)
 	share := int64(64 << 10) // under the module's initial memory
 	account := &host.MemoryAccount{Share: func() int64 { return share }}
-	ctx := host.WithAdmission(context.Background(), func(host.Call) (host.Grant, error) {
+	ctx := context.Background()
+	admit := func(host.Call) (host.Grant, error) {
 		return host.Grant{Memory: account}, nil
-	})
+	}
 	body := []byte(`{"v":2,"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"hi"},"ctx":{"tenantId":"t","runId":"r"}}`)
-	if o := conf.Dispatch(ctx, body, 0); o.Refusal == nil || o.Refusal.Code != host.RefusalTenantShare || o.Response != nil {
+	if o := conf.Dispatch(ctx, host.Request{Body: body, Admit: admit}); o.Refusal == nil || o.Refusal.Code != host.RefusalTenantShare || o.Response != nil {
 		t.Fatalf("over its share: refusal %+v, answer %s", o.Refusal, o.Response)
 	}
 	share = 0
-	if o := conf.Dispatch(ctx, body, 0); o.Refusal != nil || string(o.Response) != `{"v":2,"kind":"result","output":{"message":"hi"}}` {
+	if o := conf.Dispatch(ctx, host.Request{Body: body, Admit: admit}); o.Refusal != nil || string(o.Response) != `{"v":2,"kind":"result","output":{"message":"hi"}}` {
 		t.Fatalf("unbounded: refusal %+v, answer %s", o.Refusal, o.Response)
 	}
 	if account.Used() != 0 {

@@ -70,7 +70,7 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 	p, port, requests := recordedNetPack(t, host.RecordConfig{}, "")
 	const token = "tok-abcdef123456"
 	body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"http://api.test:%s/headers?q=1"},"ctx":{"tenantId":"t","runId":"r","secrets":{"apiToken":%q}}}`, port, token)
-	o := p.Dispatch(context.Background(), []byte(body), 0)
+	o := p.Dispatch(context.Background(), host.Request{Body: []byte(body)})
 	if !o.OK() || o.Record == nil || requests.Load() != 1 {
 		t.Fatalf("the call: %s (record %v, skipped %q, %d requests)", o.Response, o.Record != nil, o.RecordSkipped, requests.Load())
 	}
@@ -121,7 +121,7 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 		t.Fatalf("the replay without the secrets: %+v %v", got, err)
 	}
 
-	off := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.offline"},"input":{"url":"http://x/"},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	off := p.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.offline"},"input":{"url":"http://x/"},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	if !off.OK() || off.Record != nil || off.RecordSkipped != "" {
 		t.Fatalf("a target whose limits.record is false: %s, record %v", off.Response, off.Record != nil)
 	}
@@ -145,7 +145,7 @@ func TestARecordIsBoundedWithItsSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = p.Close(context.Background()) })
-		return p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.`+name+`"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+		return p.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.` + name + `"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	}
 	for _, name := range []string{"initdraw", "clockflood"} {
 		if o := call(name, host.RecordConfig{}); o.Record != nil || o.RecordSkipped != host.RecordTooLarge {
@@ -179,11 +179,11 @@ func TestRecordMarkedTargetsOnly(t *testing.T) {
 		return []byte(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"http://api.test:` + port + `/echo"},"ctx":{"tenantId":"t","runId":"r"}}`)
 	}
 	p, port, _ := recordedNetPack(t, host.RecordConfig{Marked: true}, `,"limits":{"record":true}`)
-	if o := p.Dispatch(context.Background(), body(port), 0); !o.OK() || o.Record == nil {
+	if o := p.Dispatch(context.Background(), host.Request{Body: body(port)}); !o.OK() || o.Record == nil {
 		t.Fatalf("a marked target: %s, record %v", o.Response, o.Record != nil)
 	}
 	p, port, _ = recordedNetPack(t, host.RecordConfig{Marked: true}, "")
-	if o := p.Dispatch(context.Background(), body(port), 0); !o.OK() || o.Record != nil || o.RecordSkipped != "" {
+	if o := p.Dispatch(context.Background(), host.Request{Body: body(port)}); !o.OK() || o.Record != nil || o.RecordSkipped != "" {
 		t.Fatalf("an unmarked target: %s, record %v", o.Response, o.Record != nil)
 	}
 	path := writePack(t, indexJSON(`{"id":"x","input":{},"output":{},"modulePath":"c.wasm","limits":{"record":"yes"}}`, ""), map[string][]byte{"c.wasm": counterWasm(t)})
@@ -209,7 +209,7 @@ func TestACallTheBudgetSqueezedIsNotRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = p.Close(context.Background()) })
-		return p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.grow"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+		return p.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.grow"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	}
 	if o := call(sandbox.Config{MemoryBudget: 4 << 20}); o.Record != nil || o.RecordSkipped != host.RecordOverloaded {
 		t.Fatalf("grown to the budget: record %v, skipped %q (%s)", o.Record != nil, o.RecordSkipped, o.Response)
@@ -260,7 +260,7 @@ func TestARepeatedSecretIsBoundedInRedactions(t *testing.T) {
 	defer p.Close(context.Background())
 	call := func(times int) *host.Outcome {
 		msg := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":%q},"ctx":{"tenantId":"t","runId":"r","secrets":{"k":"abcd"}}}`, strings.Repeat("abcd ", times))
-		return p.Dispatch(context.Background(), []byte(msg), 0)
+		return p.Dispatch(context.Background(), host.Request{Body: []byte(msg)})
 	}
 	if o := call(10); !o.OK() || o.Record == nil || len(o.Record.Redactions) != 10+10+10+1 {
 		t.Fatalf("10 times: %s; record %v", o.Response, o.Record != nil)
@@ -299,7 +299,7 @@ func hostilePack(t *testing.T, name string, rc host.RecordConfig) *host.Pack {
 func TestARecordIsBoundedWhateverTheGuestAsks(t *testing.T) {
 	p := hostilePack(t, "urlflood", host.RecordConfig{})
 	pad := strings.Repeat("x", 200)
-	o := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.urlflood"},"input":{"pad":"`+pad+`"},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	o := p.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.urlflood"},"input":{"pad":"` + pad + `"},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	if o.Record == nil {
 		t.Fatalf("not recorded: %q %s", o.RecordSkipped, o.Response)
 	}
@@ -311,7 +311,7 @@ func TestARecordIsBoundedWhateverTheGuestAsks(t *testing.T) {
 		t.Fatalf("a record of %d bytes, %d answers and %d on its snapshot's tape", len(file), len(o.Record.Tape), len(o.Record.Snapshot.Tape))
 	}
 	draw := hostilePack(t, "initdraw", host.RecordConfig{MaxCallBytes: 2<<20 + 16<<10})
-	o = draw.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.initdraw"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	o = draw.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.initdraw"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	if o.Record == nil {
 		t.Fatalf("initdraw under its bound: %q %s", o.RecordSkipped, o.Response)
 	}
@@ -330,7 +330,7 @@ func TestARecordHoldsNoSecretOfItsURLs(t *testing.T) {
 	p, port, _ := recordedNetPack(t, host.RecordConfig{}, "")
 	const token = "bot77-Zq9sECRET"
 	body := fmt.Sprintf(`{"v":2,"kind":"invoke","tool":{"id":"net.fetch"},"input":{"url":"http://api.test:%s/headers?bot=%s&t=%s"},"ctx":{"tenantId":"t","runId":"r","secrets":{"apiToken":%q}}}`, port, token, url.QueryEscape(token+"/x"), token)
-	o := p.Dispatch(context.Background(), []byte(body), 0)
+	o := p.Dispatch(context.Background(), host.Request{Body: []byte(body)})
 	if !o.OK() || o.Record == nil {
 		t.Fatalf("the call: %s (skipped %q)", o.Response, o.RecordSkipped)
 	}
@@ -393,7 +393,7 @@ func TestASnapshotsTapeHoldsNoSecretOfItsEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	o := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.initenv"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	o := p.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.initenv"},"input":{},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	if o.Record == nil || o.Record.Snapshot == nil || len(o.Record.Snapshot.Tape) != 1 {
 		t.Fatalf("the call: %s, skipped %q", o.Response, o.RecordSkipped)
 	}

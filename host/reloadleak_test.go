@@ -36,7 +36,7 @@ func TestAReplacedPackIsFreed(t *testing.T) {
 	var old []weak.Pointer[host.Pack]
 	var first uint64
 	for i := range 200 {
-		if o := cur.Dispatch(ctx, call, 0); !o.OK() {
+		if o := cur.Dispatch(ctx, host.Request{Body: call}); !o.OK() {
 			t.Fatalf("reload %d: %s", i, o.Response)
 		}
 		cfg.Replaces = cur

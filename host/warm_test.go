@@ -30,7 +30,7 @@ func TestTheFirstCallFindsThePoolWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = p.Close(context.Background()) }()
-	o := p.Dispatch(context.Background(), []byte(`{"v":2,"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"m"},"ctx":{"tenantId":"t","runId":"r"}}`), 0)
+	o := p.Dispatch(context.Background(), host.Request{Body: []byte(`{"v":2,"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"m"},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	if !o.OK() || string(o.Response) != `{"v":2,"kind":"result","output":{"message":"m"}}` {
 		t.Fatalf("echo: %s", o.Response)
 	}

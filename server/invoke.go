@@ -97,13 +97,9 @@ func (s *Server) invoke(c echo.Context) error {
 	admitted := time.Now()
 
 	ctx := req.Context()
-	if pin := s.cfg.TenantID; pin != "" {
-		ctx = host.WithTenantPin(ctx, pin) // the body's half of the pin; the header's is checked above
-	}
-	if s.admit != nil {
-		ctx = host.WithAdmission(ctx, s.admit)
-	}
-	out := g.pack.Dispatch(ctx, body, timeoutFrom(req.Header.Get(headerTimeout)))
+	out := g.pack.Dispatch(ctx, host.Request{Body: body, Timeout: timeoutFrom(req.Header.Get(headerTimeout)),
+		TenantPin: s.cfg.TenantID, // the body's half of the pin; the header's is checked above
+		Admit:     s.admit})
 	release()
 	if rr := s.cfg.ReplayRecords; rr != nil && (out.Record != nil || out.RecordSkipped != "") {
 		defer rr.Keep(out.Record, out.RecordSkipped, g.artifactVersion[0]) // once the answer is written

@@ -118,7 +118,7 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer pack.Close(context.Background())
 
-	out := pack.Dispatch(ctx, ojson.Encode(msg), time.Duration(timeoutMs)*time.Millisecond)
+	out := pack.Dispatch(ctx, host.Request{Body: ojson.Encode(msg), Timeout: time.Duration(timeoutMs) * time.Millisecond})
 	_ = pack.Close(context.Background()) // writes out the guest's last lines first
 	fmt.Fprintf(stderr, "packd invoke: fuel used: %d\n", out.Usage.Fuel)
 	if hc.Record != nil {
