@@ -22,9 +22,9 @@ import (
 // a write fails (a full disk) the line is lost; both are counted in metrics
 // and said in a record, and the service goes on.
 type AuditLog struct {
-	path            string     // "" for a writer given to newAuditLog
-	wmu             sync.Mutex // guards w, which Reopen swaps
-	w               io.WriteCloser
+	path string     // "" for a writer given to newAuditLog
+	wmu  sync.Mutex // guards w, which Reopen swaps
+	w    io.WriteCloser
 	// torn: the last write to w ended inside its line (a disk that filled
 	// up mid-line); the next line written begins with the newline that
 	// ends it, so that the cut line is never glued to a whole one.

@@ -66,7 +66,7 @@ func TestFairShareIsWorkConservingAndKeepsARoom(t *testing.T) {
 	if _, err := call("A"); !refused(err) {
 		t.Fatalf("A past cap - reserve beside idle tenants: %v", err)
 	}
-	b := hold("B", 1) // a newcomer, at once: the reserve
+	b := hold("B", 1)                       // a newcomer, at once: the reserve
 	if _, err := call("B"); !refused(err) { // its share is 1 of 12 tenants', the reserve taken
 		t.Fatalf("B past its share, the cap full: %v", err)
 	}

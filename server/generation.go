@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 
 	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/internal/ojson"
 )
 
 // generation is one loaded pack and what the server answers from it. The
@@ -29,7 +28,7 @@ func newGeneration(p *host.Pack, missingEnv []string) *generation {
 	if missingEnv == nil {
 		missingEnv = []string{}
 	}
-	g := &generation{pack: p, missingEnv: missingEnv, info: infoOf(p.Index(), missingEnv),
+	g := &generation{pack: p, missingEnv: missingEnv, info: p.Info(missingEnv),
 		artifactVersion: []string{p.Index().ArtifactVersion}, released: make(chan struct{})}
 	g.refs.Store(1) // the server's
 	return g
@@ -78,23 +77,3 @@ func (s *Server) Replace(p *host.Pack, missingEnv []string) <-chan struct{} {
 
 // Pack is the pack served now.
 func (s *Server) Pack() *host.Pack { return s.gen.Load().pack }
-
-// infoOf is the /v1/info answer of a pack.
-func infoOf(idx host.Index, missingEnv []string) []byte {
-	tools := make([]any, 0, len(idx.Tools))
-	for _, t := range idx.Tools {
-		o := &ojson.Object{Keys: []string{"id"}, Vals: []any{t.ID}}
-		if t.Version != "" {
-			o.Set("version", t.Version)
-		}
-		tools = append(tools, o)
-	}
-	checks := make([]string, 0, len(idx.Guardrails))
-	for _, g := range idx.Guardrails {
-		checks = append(checks, g.InvokeID())
-	}
-	return ojson.Encode(&ojson.Object{
-		Keys: []string{"protocol", "packId", "packVersion", "artifactVersion", "indexHash", "tools", "checks", "missingEnv"},
-		Vals: []any{2.0, idx.PackID, idx.PackVersion, idx.ArtifactVersion, idx.Hash, tools, checks, missingEnv},
-	})
-}

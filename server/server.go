@@ -230,7 +230,6 @@ func (s *Server) Drain(ctx context.Context) error {
 // within a fuel slice of its cancellation, an outbound request at once.
 const cutGrace = 2 * time.Second
 
-
 // Close closes the listener and every connection at once. Safe twice.
 func (s *Server) Close() error {
 	var err error
