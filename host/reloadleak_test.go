@@ -62,6 +62,7 @@ func TestAReplacedPackIsFreed(t *testing.T) {
 			kept++
 		}
 	}
+	t.Logf("heap after the first reload %.1f MiB, after 200 %.1f MiB", float64(first)/(1<<20), float64(after)/(1<<20))
 	if kept > 0 || after > first+4<<20 {
 		t.Fatalf("after 200 reloads %d replaced packs are still reachable; the heap is %.1f MiB, %.1f MiB after the first",
 			kept, float64(after)/(1<<20), float64(first)/(1<<20))
