@@ -355,7 +355,7 @@ func (p *Pack) limitProblems(modules map[string]*module) []string {
 		}
 	}
 	for _, path := range slices.Sorted(maps.Keys(modules)) {
-		if m := modules[path]; m.mod != nil && m.mod.ImportsHTTP() && !m.mod.JavaScript() && !mayReach[path] {
+		if m := modules[path]; m.mod != nil && m.mod.ImportsHTTP() && !m.mod.CarriesBundle() && !mayReach[path] {
 			problems = append(problems, fmt.Sprintf("%s: the module imports %s.%s, but none of its tools or checks may use the network (network in the index)",
 				path, abi.ImportModule, abi.ImportHTTPRequest))
 		}
