@@ -121,6 +121,23 @@ func (t *Tape) Rewind() { t.next = 0 }
 // asked the host for less than the recording did diverged too.
 func (t *Tape) Unserved() int { return len(t.Answers) - t.next }
 
+// taped is how a host import answers the guest from outside it: live
+// writes the live answer into b (guest memory, or a buffer the import
+// copies from), and taped puts it on the call's tape when it records one,
+// or, when the call replays a tape, writes the recorded answer into b
+// instead and live never runs. Every answer a guest could compute
+// something else from goes through here (clocks, random bytes, poll
+// wake-ups; outbound requests, whose answers are not of a size the guest
+// names, are taped in httpRequest), so that a recorded call replays
+// exactly.
+func (st *callState) taped(imp string, arg uint64, b []byte, live func()) {
+	if st.replayed(imp, arg, b) {
+		return
+	}
+	live()
+	st.recorded(imp, arg, b)
+}
+
 // replayed fills b, guest memory, with the recorded answer to a host
 // call when the call replays a tape, and says whether it did; a call that
 // asks for another answer than the tape holds stops there.

@@ -181,11 +181,10 @@ func clockTimeGet(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = errnoFault
 		return
 	}
-	if st := stateFrom(ctx); !st.replayed("clock_time_get", uint64(id), b) {
+	stateFrom(ctx).taped("clock_time_get", uint64(id), b, func() {
 		t, _ := now(id)
 		binary.LittleEndian.PutUint64(b, uint64(t))
-		st.recorded("clock_time_get", uint64(id), b)
-	}
+	})
 	stack[0] = errnoSuccess
 }
 
@@ -270,10 +269,8 @@ func randomGet(ctx context.Context, mod api.Module, stack []uint64) {
 	for len(b) > 0 {
 		c := min(len(b), hostChunk)
 		charge(ctx, mod, int64(c)*randomCost)
-		if !st.replayed("random_get", uint64(c), b[:c]) {
-			_, _ = rand.Read(b[:c])
-			st.recorded("random_get", uint64(c), b[:c])
-		}
+		chunk := b[:c]
+		st.taped("random_get", uint64(c), chunk, func() { _, _ = rand.Read(chunk) })
 		b = b[c:]
 	}
 	stack[0] = errnoSuccess
@@ -302,10 +299,9 @@ func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 		n = poll(ctx, subs, nsub, events)
 	} else {
 		answer := make([]byte, nsub*pollEventSize+4)
-		if !st.replayed("poll_oneoff", uint64(nsub), answer) {
+		st.taped("poll_oneoff", uint64(nsub), answer, func() {
 			binary.LittleEndian.PutUint32(answer[nsub*pollEventSize:], poll(ctx, subs, nsub, answer))
-			st.recorded("poll_oneoff", uint64(nsub), answer)
-		}
+		})
 		n = min(binary.LittleEndian.Uint32(answer[nsub*pollEventSize:]), nsub)
 		copy(events, answer[:n*pollEventSize])
 	}
