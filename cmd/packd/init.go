@@ -24,10 +24,10 @@ import (
 func initCmd(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("packd init", flag.ContinueOnError)
 	fset.SetOutput(stderr)
-	lang := fset.String("lang", "go", `the pack's language: "go", "c" or "ts" (TypeScript)`)
+	lang := fset.String("lang", "go", "the pack's language: "+languageNames(`"%s" (%s)`, ", "))
 	id := fset.String("pack-id", "", "the pack's id (default: the directory's name)")
 	fset.Usage = func() {
-		fmt.Fprintln(stderr, "usage: packd init [--lang go|c|ts] [--pack-id ID] DIR")
+		fmt.Fprintf(stderr, "usage: packd init [--lang %s] [--pack-id ID] DIR\n", languageNames("%[1]s", "|"))
 		fset.PrintDefaults()
 	}
 	if code, ok := parseFlags(fset, args); !ok {
@@ -41,9 +41,9 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "name one directory to create (packd init DIR)")
 	}
 	dir := fset.Arg(0)
-	templates := map[string]map[string]string{"go": goPackFiles, "c": cPackFiles, "ts": tsPackFiles}[*lang]
-	if templates == nil {
-		return fail(exitUsage, "--lang %q: packd init writes Go (--lang go), C (--lang c) and TypeScript (--lang ts) packs; for other languages see abi/GUEST-ABI.md", *lang)
+	language, ok := languageNamed(*lang)
+	if !ok {
+		return fail(exitUsage, "--lang %q: packd init writes %s packs; for other languages see abi/GUEST-ABI.md", *lang, languageNames("%[2]s (--lang %[1]s)", ", "))
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fail(exitUsage, "%s exists and is not empty: name a new directory", dir)
@@ -57,20 +57,19 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "pack id %q: use lowercase letters, digits, '-' and '.', starting with a letter (--pack-id)", pack)
 	}
 	files := map[string]string{}
-	for name, tmpl := range templates {
+	for name, tmpl := range language.templates {
 		var b strings.Builder
 		if err := template.Must(template.New(name).Parse(tmpl)).Execute(&b, map[string]string{"Pack": pack, "Name": wasmName(pack)}); err != nil {
 			return fail(exitError, "%v", err)
 		}
 		files[strings.ReplaceAll(name, "NAME", wasmName(pack))] = b.String()
 	}
-	switch *lang {
-	case "c":
-		files["kindgi.h"] = string(csdk.Header)
-		return initC(dir, pack, files, stdout, stderr)
-	case "ts":
-		return initTS(dir, pack, files, stdout, stderr)
-	}
+	return language.scaffold(dir, pack, files, stdout, stderr)
+}
+
+// initGo writes a Go pack with a copy of the Go SDK, builds it when Go
+// is installed, and writes its index.
+func initGo(dir, pack string, files map[string]string, stdout, stderr io.Writer) int {
 	if err := fs.WalkDir(guest.Source, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {
 			return err
@@ -79,10 +78,12 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 		files[path.Join("sdk", p)] = string(b)
 		return err
 	}); err != nil {
-		return fail(exitError, "copying the SDK: %v", err)
+		fmt.Fprintf(stderr, "packd init: copying the SDK: %v\n", err)
+		return exitError
 	}
 	if err := writeFiles(dir, files); err != nil {
-		return fail(exitError, "%v", err)
+		fmt.Fprintf(stderr, "packd init: %v\n", err)
+		return exitError
 	}
 	fmt.Fprintf(stderr, "packd init: wrote a Go pack %q in %s\n", pack, dir)
 
@@ -95,7 +96,8 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	build.Dir, build.Env = dir, append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	build.Stdout, build.Stderr = stderr, stderr
 	if err := build.Run(); err != nil {
-		return fail(exitError, "building the module (in %s: make build): %v", dir, err)
+		fmt.Fprintf(stderr, "packd init: building the module (in %s: make build): %v\n", dir, err)
+		return exitError
 	}
 	return writeIndex(dir, pack, stdout, stderr, "make test")
 }
@@ -117,6 +119,7 @@ func writeFiles(dir string, files map[string]string) error {
 // initC writes a C pack, builds it with clang when it is installed, and
 // writes its index.
 func initC(dir, pack string, files map[string]string, stdout, stderr io.Writer) int {
+	files["kindgi.h"] = string(csdk.Header)
 	if err := writeFiles(dir, files); err != nil {
 		fmt.Fprintf(stderr, "packd init: %v\n", err)
 		return exitError
