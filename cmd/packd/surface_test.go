@@ -1,0 +1,101 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// surfaceBudget is how many exported identifiers each layer's package may
+// have (top-level functions, types, variables and constants, and methods
+// of exported types): packd's packages are the application's internals
+// (RATIONALE.md, "Why sandbox, host and server are not a library"), so
+// their surface only shrinks. A change that must add to it raises the
+// budget here, in the same commit, saying why.
+var surfaceBudget = map[string]int{
+	"abi":     0, // the protocol's vocabulary: not budgeted
+	"sandbox": 95,
+	"host":    107,
+	"server":  59,
+}
+
+// TestSurfaceStaysWithinItsBudget counts each package's exported
+// identifiers (tests excluded) against surfaceBudget.
+func TestSurfaceStaysWithinItsBudget(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for pkg, budget := range surfaceBudget {
+		if budget == 0 {
+			continue
+		}
+		names := exported(t, filepath.Join(root, pkg))
+		if len(names) > budget {
+			t.Errorf("%s exports %d identifiers, over its budget of %d: trim it, or raise the budget saying why\n%s",
+				pkg, len(names), budget, strings.Join(names, " "))
+		}
+		if len(names) < budget {
+			t.Logf("%s exports %d identifiers: lower its budget of %d", pkg, len(names), budget)
+		}
+	}
+}
+
+// exported lists the exported identifiers of the package in dir.
+func exported(t *testing.T, dir string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv != nil {
+					recv := d.Recv.List[0].Type
+					if s, ok := recv.(*ast.StarExpr); ok {
+						recv = s.X
+					}
+					if id, ok := recv.(*ast.Ident); !ok || !id.IsExported() {
+						continue
+					}
+					names = append(names, recv.(*ast.Ident).Name+"."+d.Name.Name)
+					continue
+				}
+				names = append(names, d.Name.Name)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							names = append(names, s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
