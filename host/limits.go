@@ -24,12 +24,12 @@ import (
 // (the sandbox's side) or bound (the clock); then host/index.schema.json and docs/index-format.md, whose test
 // holds the two to the same answer.
 type Limits struct {
-	// Fuel is the budget of one call (0: the service's default):
-	// limits.fuel, or limits.cpuMs × FuelPerMs, the lesser when both are set.
-	Fuel int64
-	// MemoryLimit is limits.memMB in bytes: the instance memory limit of a
-	// call (0: the service's).
-	MemoryLimit int64
+	// CallLimits are what the sandbox bounds a call by, recorded with it:
+	// Fuel is the budget of one call (0: the service's default),
+	// limits.fuel, or limits.cpuMs × FuelPerMs, the lesser when both are
+	// set; MemoryLimit is limits.memMB in bytes, the instance memory limit
+	// of a call (0: the service's).
+	sandbox.CallLimits
 	// CPUTime is limits.cpuMs: it sets Fuel and caps the pack code's run
 	// by the clock at CPUDeadline(CPUTime).
 	CPUTime time.Duration
@@ -47,7 +47,7 @@ type Limits struct {
 
 // request is the sandbox request of one call under l.
 func (l Limits) request(body []byte) sandbox.Request {
-	return sandbox.Request{Body: body, Fuel: l.Fuel, Fresh: l.Fresh, MemoryLimit: l.MemoryLimit}
+	return sandbox.Request{Body: body, CallLimits: l.CallLimits, Fresh: l.Fresh}
 }
 
 // bound is the context a call's pack code runs under: the call's, capped

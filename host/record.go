@@ -75,12 +75,11 @@ type Record struct {
 	// replaced by its hash.
 	Request json.RawMessage `json:"request"`
 	Module  RecordModule    `json:"module"`
-	// Limits are the sandbox's settings that change what a guest computes;
-	// Fuel is the call's budget and MemoryLimit its memory limit (0: the
-	// sandbox's).
-	Limits      sandbox.GuestLimits `json:"limits"`
-	Fuel        int64               `json:"fuel"`
-	MemoryLimit int64               `json:"memoryLimit,omitempty"`
+	// Limits are the sandbox's settings that change what a guest computes,
+	// and CallLimits the call's own (its fuel budget, its memory limit):
+	// the file holds them as fields of the record ("fuel", "memoryLimit").
+	Limits             sandbox.GuestLimits `json:"limits"`
+	sandbox.CallLimits                     // the call's; Fuel never 0 (the sandbox's default then)
 	// Instance is what the call ran in (sandbox.InstanceHit, …Miss,
 	// …Fresh); Snapshot, for a pooled one, the snapshot it was reset to.
 	Instance string          `json:"instance"`
@@ -355,14 +354,15 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 		return
 	}
 	limits := p.sb.GuestLimits()
-	fuel := call.Fuel
-	if fuel <= 0 {
-		fuel = limits.DefaultFuel
+	lim := call.CallLimits
+	if lim.Fuel <= 0 {
+		lim.Fuel = limits.DefaultFuel
 	}
+	lim.Fuel = min(lim.Fuel, sandbox.MaxFuel)
 	r := &Record{Format: RecordFormat, RecordedAt: time.Now().UTC(), PackID: p.index.PackID,
 		Target: t.Target, ID: t.ID, Version: t.Version,
 		Module: RecordModule{Path: mod.path, SHA256: mod.sum},
-		Limits: limits, Fuel: min(fuel, sandbox.MaxFuel), MemoryLimit: call.MemoryLimit, Instance: rep.Instance,
+		Limits: limits, CallLimits: lim, Instance: rep.Instance,
 		Tape:   call.Record.Answers,
 		Result: RecordResult{Status: int(rep.Status), Output: Bytes(rep.Body), Fuel: rep.FuelUsed},
 	}

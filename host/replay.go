@@ -145,7 +145,7 @@ func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Repla
 	rs := newRestorer(rec, supplied)
 	tape := &sandbox.Tape{Answers: rs.tape(rec)}
 	rep, err := m.Call(ctx, sandbox.Request{Body: rs.restore("guestRequest", rec.GuestRequest), Env: env,
-		Fuel: rec.Fuel, MemoryLimit: rec.MemoryLimit, Fresh: !pooled, Replay: tape})
+		CallLimits: rec.CallLimits, Fresh: !pooled, Replay: tape})
 	if errors.As(err, &out.Divergence) {
 		out.scrub(supplied)
 		return out, nil

@@ -47,16 +47,16 @@ const (
 )
 
 // Request is one call: the request message the guest reads, the whole
-// environment it sees (KEY=VALUE), and its fuel budget (0: the default).
+// environment it sees (KEY=VALUE), and its own limits (CallLimits).
 // Output, when set, receives the call's whole lines (stream "stdout" or
 // "stderr", each line ending in a newline) instead of Config.Stdout and
 // Config.Stderr; it is called on the guest's goroutine and must not block.
 // Fresh asks for a fresh instance even when the module's instances are
 // pooled.
 type Request struct {
-	Body   []byte
-	Env    []string
-	Fuel   int64
+	Body []byte
+	Env  []string
+	CallLimits
 	Output func(stream string, line []byte)
 	Fresh  bool
 	// Record, when set, gets every answer the host gives the guest (the
@@ -67,14 +67,23 @@ type Request struct {
 	// Egress sends the call's outbound HTTP requests; nil refuses them
 	// (the guest's http_request answers network-not-allowed).
 	Egress Egress
+	// Account is the memory account the call's instance memory is charged
+	// to while it runs (nil: the budget alone).
+	Account *MemoryAccount
+}
+
+// CallLimits are a call's own settings that change what its guest
+// computes. A record carries them as one value and a replay runs under
+// them (host.Record), so a limit added here is recorded and replayed by
+// construction.
+type CallLimits struct {
+	// Fuel is the call's fuel budget (0: Config.DefaultFuel).
+	Fuel int64 `json:"fuel"`
 	// MemoryLimit bounds the call's linear memory, in bytes, below
 	// Config.MemoryLimitPages (0: that limit alone): its memory.grow past
 	// it returns -1, and an instance already over it does not run the call
 	// (ErrMemoryLimit).
-	MemoryLimit int64
-	// Account is the memory account the call's instance memory is charged
-	// to while it runs (nil: the budget alone).
-	Account *MemoryAccount
+	MemoryLimit int64 `json:"memoryLimit,omitempty"`
 }
 
 // budgetFor is a call's fuel budget: the request's, else the default.

@@ -29,7 +29,7 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 	defer cancel()
 	var said loadStderr
 	var lines loadLines
-	rep, err := m.run(lctx, abi.ExportDescribe, Request{Fuel: m.sb.cfg.LoadFuel, Output: func(stream string, line []byte) {
+	rep, err := m.run(lctx, abi.ExportDescribe, Request{CallLimits: CallLimits{Fuel: m.sb.cfg.LoadFuel}, Output: func(stream string, line []byte) {
 		lines.add(stream, line)
 		if stream == "stderr" {
 			said.add(line)

@@ -83,16 +83,16 @@ func TestCallMemoryLimit(t *testing.T) {
 			restore()
 			m := compile(t, sb, hostile("grow"))
 			ctx := context.Background()
-			rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`), MemoryLimit: 1 << 20})
+			rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`), CallLimits: sandbox.CallLimits{MemoryLimit: 1 << 20}})
 			var trap *sandbox.TrapError
 			if !errors.As(err, &trap) || rep.MemoryBytes != 1<<20 {
 				t.Errorf("%s, pool %d: grown to %d bytes (%v), want the limit of 1 MiB", mode, pool, rep.MemoryBytes, err)
 			}
-			rep, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`), MemoryLimit: 4 << 20})
+			rep, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`), CallLimits: sandbox.CallLimits{MemoryLimit: 4 << 20}})
 			if rep.MemoryBytes != 4<<20 {
 				t.Errorf("%s, pool %d: grown to %d bytes, want 4 MiB", mode, pool, rep.MemoryBytes)
 			}
-			if _, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`), MemoryLimit: 32 << 10}); !errors.Is(err, sandbox.ErrMemoryLimit) {
+			if _, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`), CallLimits: sandbox.CallLimits{MemoryLimit: 32 << 10}}); !errors.Is(err, sandbox.ErrMemoryLimit) {
 				t.Errorf("%s, pool %d: a limit below the module's memory: %v", mode, pool, err)
 			}
 		}

@@ -14,7 +14,7 @@ func callFuel(t *testing.T, m *sandbox.Module, budget int64, timeout time.Durati
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: budget})
+	return m.Call(ctx, sandbox.Request{Body: []byte(`{}`), CallLimits: sandbox.CallLimits{Fuel: budget}})
 }
 
 func TestSameCallBurnsTheSameFuel(t *testing.T) {

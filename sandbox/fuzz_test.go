@@ -33,7 +33,7 @@ func FuzzCompileAndCall(f *testing.F) {
 			}
 			_, _ = m.Describe(ctx)
 			for i := 0; i < 2; i++ { // a pooled module: the second call reuses
-				_, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: 10_000_000})
+				_, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`), CallLimits: sandbox.CallLimits{Fuel: 10_000_000}})
 			}
 			_ = m.Close(context.Background())
 			cancel()

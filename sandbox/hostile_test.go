@@ -65,7 +65,7 @@ func TestTableGrowIsClamped(t *testing.T) {
 		sb := newSandbox(t, sandbox.Config{MaxTableElements: limit})
 		m := compile(t, sb, hostile("tablegrow"))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: sandbox.MaxFuel})
+		rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`), CallLimits: sandbox.CallLimits{Fuel: sandbox.MaxFuel}})
 		cancel()
 		if err != nil || rep.Status != abi.StatusOK || string(rep.Body) != `{}` {
 			t.Fatalf("limit %d: %d %s %v", limit, rep.Status, rep.Body, err)

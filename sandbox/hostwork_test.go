@@ -71,7 +71,7 @@ func BenchmarkDeadlineOvershoot(b *testing.B) {
 			for b.Loop() {
 				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 				deadline, _ := ctx.Deadline()
-				_, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`), Fuel: sandbox.MaxFuel})
+				_, _ = m.Call(ctx, sandbox.Request{Body: []byte(`{}`), CallLimits: sandbox.CallLimits{Fuel: sandbox.MaxFuel}})
 				over := time.Since(deadline)
 				cancel()
 				worst, sum = max(worst, over), sum+over

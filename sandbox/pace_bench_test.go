@@ -56,7 +56,7 @@ func BenchmarkFuelPace(b *testing.B) {
 				case "freshfill":
 					budget = 20_000_000_000 // 17e9 of it to grow
 				}
-				rep, err := m.Call(ctx, sandbox.Request{Body: body, Fuel: budget})
+				rep, err := m.Call(ctx, sandbox.Request{Body: body, CallLimits: sandbox.CallLimits{Fuel: budget}})
 				wall += time.Since(start)
 				cancel()
 				// grow writes past its memory at the end, the others run

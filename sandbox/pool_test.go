@@ -27,7 +27,7 @@ func canaryCall(t *testing.T, m *sandbox.Module, how string) (sandbox.Reply, err
 		defer cancel()
 		how, fuel = "spin", 0
 	}
-	return m.Call(ctx, sandbox.Request{Body: []byte(how), Fuel: fuel})
+	return m.Call(ctx, sandbox.Request{Body: []byte(how), CallLimits: sandbox.CallLimits{Fuel: fuel}})
 }
 
 // eachResetMode runs test once per way a pool can reset an instance (the

@@ -37,7 +37,7 @@ func TestAPoolMissRunsOnTheCallsFuel(t *testing.T) {
 	}()
 	<-missed
 	time.Sleep(100 * time.Millisecond) // the snapshot is taken; the first call sleeps
-	_, err := m.Call(ctx, sandbox.Request{Body: body, Fuel: 100_000})
+	_, err := m.Call(ctx, sandbox.Request{Body: body, CallLimits: sandbox.CallLimits{Fuel: 100_000}})
 	if !errors.Is(err, sandbox.ErrOutOfFuel) {
 		t.Errorf("a miss with 100,000 units: %v", err)
 	}
@@ -48,7 +48,7 @@ func TestAPoolMissRunsOnTheCallsFuel(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); _, firstErr = m.Call(ctx, sandbox.Request{Body: body}) }()
 	time.Sleep(100 * time.Millisecond)
-	if _, err := m.Call(ctx, sandbox.Request{Body: body, Fuel: 100_000_000}); err != nil {
+	if _, err := m.Call(ctx, sandbox.Request{Body: body, CallLimits: sandbox.CallLimits{Fuel: 100_000_000}}); err != nil {
 		t.Errorf("a miss with enough fuel: %v", err)
 	}
 	wg.Wait()
