@@ -104,7 +104,7 @@ func BenchmarkEgress(b *testing.B) {
 	})
 	b.Run("host", func(b *testing.B) {
 		c := egress.New(egress.Config{AllowAddresses: allow, MaxRequests: 1 << 30})
-		defer c.Close()
+		defer c.Close(context.Background())
 		k := c.ForCall(egress.Policy{Kind: egress.KindAllowlist, Hosts: []string{"127.0.0.1"}}, egress.CallInfo{})
 		b.ReportAllocs()
 		for b.Loop() {

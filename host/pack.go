@@ -421,7 +421,7 @@ func serves(ids []string, id string) bool {
 func (p *Pack) Close(ctx context.Context) error {
 	var err error
 	p.closeOne.Do(func() {
-		p.egress.Close()
+		_ = p.egress.Close(ctx)
 		err = p.sb.Close(ctx)
 	})
 	return err

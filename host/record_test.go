@@ -104,7 +104,7 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 		v, ok := map[string]string{"ctx.secrets.apiToken": token, "env.REGION_KEY": "eu-region-secret"}[name]
 		return v, ok
 	}})
-	defer rp.Close()
+	defer rp.Close(context.Background())
 	got, err := rp.Replay(context.Background(), rec, gonetWasm(t))
 	if err != nil || !got.Identical() || got.ModuleChanged || got.SnapshotChanged || len(got.Placeholders) != 0 {
 		t.Fatalf("the replay with the secrets: %+v %v", got, err)
@@ -114,7 +114,7 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 	}
 
 	bare := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
-	defer bare.Close()
+	defer bare.Close(context.Background())
 	got, err = bare.Replay(context.Background(), rec, gonetWasm(t))
 	if err != nil || got.Identical() || !got.SnapshotChanged || strings.Join(got.Placeholders, " ") != "ctx.secrets.apiToken env.REGION_KEY" ||
 		got.Divergence == nil || !strings.Contains(got.Divergence.Error(), "http_request GET http://api.test #") {
@@ -163,7 +163,7 @@ func TestARecordIsBoundedWithItsSnapshot(t *testing.T) {
 		t.Fatalf("initdraw under 4 MiB: %d bytes on the snapshot's tape; skipped %q, %s", drawn, o.RecordSkipped, o.Response)
 	}
 	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
-	defer rp.Close()
+	defer rp.Close(context.Background())
 	wasm, _ := os.ReadFile(filepath.Join("..", "testdata", "hostile", "initdraw.wasm"))
 	got, err := rp.Replay(context.Background(), o.Record, wasm)
 	if err != nil || !got.Identical() || got.SnapshotChanged {
@@ -219,7 +219,7 @@ func TestACallTheBudgetSqueezedIsNotRecorded(t *testing.T) {
 		t.Fatalf("grown to its limit: skipped %q (%s)", o.RecordSkipped, o.Response)
 	}
 	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
-	defer rp.Close()
+	defer rp.Close(context.Background())
 	got, err := rp.Replay(context.Background(), o.Record, wasm)
 	if err != nil || !got.Identical() {
 		t.Fatalf("grown to its limit, replayed: %+v %v", got, err)
@@ -356,7 +356,7 @@ func TestARecordHoldsNoSecretOfItsURLs(t *testing.T) {
 		v, ok := map[string]string{"ctx.secrets.apiToken": token, "env.REGION_KEY": "eu-region-secret"}[name]
 		return v, ok
 	}})
-	defer rp.Close()
+	defer rp.Close(context.Background())
 	got, err := rp.Replay(context.Background(), rec, gonetWasm(t))
 	if err != nil || got.Identical() || len(got.Differences) == 0 {
 		t.Fatalf("the replay of a changed output: %+v %v", got, err)

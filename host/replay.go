@@ -71,19 +71,19 @@ func NewReplayer(cfg ReplayConfig) *Replayer {
 	return &Replayer{cfg: cfg, sbs: map[sandbox.GuestLimits]*sandbox.Sandbox{}, mods: map[replayKey]*replayModule{}}
 }
 
-// Close closes its sandboxes.
-func (r *Replayer) Close() error {
+// Close closes its modules and sandboxes. Safe twice.
+func (r *Replayer) Close(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
 	for _, rm := range r.mods {
 		if rm.m != nil {
-			errs = append(errs, rm.m.Close(context.Background()))
+			errs = append(errs, rm.m.Close(ctx))
 		}
 	}
 	r.mods = nil
 	for _, sb := range r.sbs {
-		errs = append(errs, sb.Close(context.Background()))
+		errs = append(errs, sb.Close(ctx))
 	}
 	r.sbs = nil
 	return errors.Join(errs...)

@@ -255,8 +255,11 @@ func (s *Sandbox) Close(ctx context.Context) error {
 			p.close()
 		}
 		s.poolsMu.Unlock()
-		s.stdout.Close(time.Second)
-		s.stderr.Close(time.Second)
+		// The guests' last lines, a second at most.
+		wait, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = s.stdout.Close(wait)
+		_ = s.stderr.Close(wait)
+		cancel()
 		if s.rt != nil {
 			s.closeErr = s.rt.Close(ctx)
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,7 @@ type AuditLog struct {
 	closeOnce       sync.Once
 	sending         sync.RWMutex // held to send on queue, and to close it
 	closed          bool
+	closeErr        error
 	mu              sync.Mutex // guards the counters below
 	errors, dropped int64
 }
@@ -198,10 +200,9 @@ func (a *AuditLog) writer() {
 	}
 }
 
-// Close writes out what is queued (waiting at most timeout) and closes the
-// file; a call that ends later is counted as dropped. Safe twice.
-func (a *AuditLog) Close(timeout time.Duration) error {
-	var err error
+// Close writes out what is queued (waiting until ctx is done) and closes
+// the file; a call that ends later is counted as dropped. Safe twice.
+func (a *AuditLog) Close(ctx context.Context) error {
 	a.closeOnce.Do(func() {
 		a.sending.Lock()
 		a.closed = true
@@ -209,11 +210,11 @@ func (a *AuditLog) Close(timeout time.Duration) error {
 		a.sending.Unlock()
 		select {
 		case <-a.done:
-		case <-time.After(timeout):
+		case <-ctx.Done():
 		}
 		a.wmu.Lock()
-		err = a.w.Close()
+		a.closeErr = a.w.Close()
 		a.wmu.Unlock()
 	})
-	return err
+	return a.closeErr
 }

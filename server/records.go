@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"slices"
 	"strconv"
@@ -210,5 +211,5 @@ func (s guestStream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close writes what is queued (waiting up to wait) and stops.
-func (g *guestRecords) Close(wait time.Duration) { g.q.Close(wait) }
+// Close writes what is queued (waiting until ctx is done) and stops.
+func (g *guestRecords) Close(ctx context.Context) error { return g.q.Close(ctx) }

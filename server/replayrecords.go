@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/kindgi/packd/host"
 )
@@ -205,17 +205,19 @@ func fileSafe(id string) string {
 	return id[:min(len(id), 64)]
 }
 
-// Close writes out what is queued, waiting at most timeout; a call that
-// ends later is counted as dropped. Safe twice.
-func (d *ReplayRecords) Close(timeout time.Duration) {
+// Close writes out what is queued, waiting until ctx is done (then its
+// error); a call that ends later is counted as dropped. Safe twice.
+func (d *ReplayRecords) Close(ctx context.Context) error {
 	d.closeOnce.Do(func() {
 		d.sending.Lock()
 		d.closed = true
 		close(d.queue)
 		d.sending.Unlock()
-		select {
-		case <-d.done:
-		case <-time.After(timeout):
-		}
 	})
+	select {
+	case <-d.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

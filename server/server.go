@@ -221,7 +221,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
 	defer cancel()
 	if err := s.http.Shutdown(sctx); err != nil {
-		return s.Close()
+		return s.Close(ctx)
 	}
 	return nil
 }
@@ -230,8 +230,9 @@ func (s *Server) Drain(ctx context.Context) error {
 // within a fuel slice of its cancellation, an outbound request at once.
 const cutGrace = 2 * time.Second
 
-// Close closes the listener and every connection at once. Safe twice.
-func (s *Server) Close() error {
+// Close closes the listener and every connection at once, cancelling the
+// calls still running (ctx is not waited on). Safe twice.
+func (s *Server) Close(context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.cutCalls()

@@ -332,10 +332,10 @@ func (s *Service) teardown() {
 		_ = s.metrics.Close()
 	}
 	if s.audit != nil {
-		_ = s.audit.Close(5 * time.Second)
+		_ = closeWithin(s.audit, 5*time.Second)
 	}
 	if s.replays != nil {
-		s.replays.Close(5 * time.Second)
+		_ = closeWithin(s.replays, 5*time.Second)
 	}
 	s.packMu.Lock()
 	s.stopping = true
@@ -351,13 +351,18 @@ func (s *Service) teardown() {
 		_ = p.Close(context.Background())
 	}
 	if s.tracing != nil { // the last spans; a collector that is down waits no longer
-		ctx, cancel := context.WithTimeout(context.Background(), tracesFlushWait)
-		_ = s.tracing.Close(ctx)
-		cancel()
+		_ = closeWithin(s.tracing, tracesFlushWait)
 	}
 	if s.guest != nil {
-		s.guest.Close(time.Second) // after the pack's close has flushed into it
+		_ = closeWithin(s.guest, time.Second) // after the pack's close has flushed into it
 	}
+}
+
+// closeWithin closes c, waiting at most d for what it still writes.
+func closeWithin(c interface{ Close(context.Context) error }, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return c.Close(ctx)
 }
 
 // problemFields are the fields of a record that says why a pack did not

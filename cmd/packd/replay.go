@@ -85,7 +85,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			return v, ok
 		},
 	})
-	defer rp.Close()
+	defer rp.Close(context.Background())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	same, differ := 0, 0

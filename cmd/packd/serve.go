@@ -229,7 +229,11 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 	// Records go out in batches: one write(2) per record was a system call
 	// per call served (and a wake-up of stderr's reader when it is a pipe).
 	records := lineq.NewBatch(stderr)
-	defer records.Close(recordsFlushWait)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), recordsFlushWait)
+		defer cancel()
+		_ = records.Close(ctx)
+	}()
 	rec := server.NewRecorder(records)
 	cfg, problems := readServiceConfig(args, getenv, stderr)
 	if cfg.help {

@@ -1,6 +1,7 @@
 package lineq
 
 import (
+	"context"
 	"io"
 	"sync"
 	"time"
@@ -101,9 +102,10 @@ func (b *Batch) run() {
 	}
 }
 
-// Close writes what is pending, waiting up to wait for it, and stops:
-// later writes go straight to the writer. Safe twice.
-func (b *Batch) Close(wait time.Duration) {
+// Close writes what is pending, waiting for it until ctx is done (then
+// its error), and stops: later writes go straight to the writer. Safe
+// twice.
+func (b *Batch) Close(ctx context.Context) error {
 	b.mu.Lock()
 	first := !b.closing
 	b.closing = true
@@ -116,6 +118,8 @@ func (b *Batch) Close(wait time.Duration) {
 	}
 	select {
 	case <-b.done:
-	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -39,7 +39,7 @@ func TestBatchWritesEveryLineInOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	b.Close(10 * time.Second)
+	b.Close(within(t, 10*time.Second))
 	next := map[string]int{}
 	lines := strings.Split(strings.TrimSuffix(w.got.String(), "\n"), "\n")
 	if len(lines) != 8*500 {
@@ -65,7 +65,7 @@ func TestBatchCoalescesWhatArrivesDuringAWrite(t *testing.T) {
 		_, _ = fmt.Fprintf(b, "line %d\n", i)
 	}
 	close(w.release)
-	b.Close(10 * time.Second)
+	b.Close(within(t, 10*time.Second))
 	want := "first\n"
 	for i := 0; i < 100; i++ {
 		want += fmt.Sprintf("line %d\n", i)
@@ -81,7 +81,7 @@ func TestBatchCoalescesWhatArrivesDuringAWrite(t *testing.T) {
 		_, _ = b.Write([]byte("b\n"))
 	}
 	close(gate)
-	b.Close(10 * time.Second)
+	b.Close(within(t, 10*time.Second))
 	if c.writes > 2 {
 		t.Fatalf("101 lines written while the writer was busy took %d writes, want at most 2", c.writes)
 	}
@@ -125,7 +125,7 @@ func TestBatchHoldsItsWritersPastMaxPending(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the held write did not go through once the reader read")
 	}
-	b.Close(10 * time.Second)
+	b.Close(within(t, 10*time.Second))
 	if got := w.got.String(); got != "taken\n"+string(big)+"held\n" {
 		t.Fatalf("got %d bytes, want %d", len(got), len("taken\n")+len(big)+len("held\n"))
 	}
@@ -139,7 +139,7 @@ func TestBatchCloseWaitsBoundedThenWritesDirectly(t *testing.T) {
 	b := NewBatch(w)
 	_, _ = b.Write([]byte("stuck\n"))
 	start := time.Now()
-	b.Close(50 * time.Millisecond)
+	b.Close(within(t, 50*time.Millisecond))
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Close waited %v on a writer that never returns", d)
 	}
@@ -147,8 +147,8 @@ func TestBatchCloseWaitsBoundedThenWritesDirectly(t *testing.T) {
 	c := &counting{}
 	b = NewBatch(c)
 	_, _ = b.Write([]byte("before\n"))
-	b.Close(10 * time.Second)
-	b.Close(10 * time.Second) // twice
+	b.Close(within(t, 10*time.Second))
+	b.Close(within(t, 10*time.Second)) // twice
 	_, _ = b.Write([]byte("after\n"))
 	if got := c.got.String(); got != "before\nafter\n" || c.writes != 2 {
 		t.Fatalf("got %q in %d writes", got, c.writes)

@@ -6,11 +6,11 @@
 package lineq
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Queue is a bounded queue of lines in front of a writer. Write never
@@ -88,9 +88,9 @@ func (q *Queue) run() {
 	}
 }
 
-// Close stops taking lines and waits up to wait for the queued ones to be
-// written. Safe twice.
-func (q *Queue) Close(wait time.Duration) {
+// Close stops taking lines and waits for the queued ones to be written
+// until ctx is done (then its error). Safe twice.
+func (q *Queue) Close(ctx context.Context) error {
 	q.mu.Lock()
 	if !q.closed {
 		q.closed = true
@@ -99,6 +99,8 @@ func (q *Queue) Close(wait time.Duration) {
 	q.mu.Unlock()
 	select {
 	case <-q.done:
-	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -44,7 +44,7 @@ func TestWriteNeverBlocksAndSaysWhatItDropped(t *testing.T) {
 		t.Fatalf("dropped %d, counted %d", q.Dropped(), drops)
 	}
 	close(w.release)
-	q.Close(10 * time.Second)
+	q.Close(within(t, 10*time.Second))
 	out := w.got.String()
 	if !strings.Contains(out, "lines dropped: the output was not read fast enough]\n") || strings.Count(out, "line\n") != 100-int(q.Dropped()) {
 		t.Fatalf("got %q", out)
@@ -52,5 +52,5 @@ func TestWriteNeverBlocksAndSaysWhatItDropped(t *testing.T) {
 	if _, err := q.Write([]byte("late\n")); err != nil || strings.Contains(w.got.String(), "late") {
 		t.Fatal("a closed queue took a line")
 	}
-	q.Close(time.Second)
+	q.Close(within(t, time.Second))
 }

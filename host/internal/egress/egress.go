@@ -221,8 +221,11 @@ func orDefault[T int | int64](v *T, d T) {
 	}
 }
 
-// Close closes the client's idle connections.
-func (c *Client) Close() { c.transport.CloseIdleConnections() }
+// Close closes the client's idle connections. Safe twice.
+func (c *Client) Close(context.Context) error {
+	c.transport.CloseIdleConnections()
+	return nil
+}
 
 // Unrestricted reports whether the operator allows KindUnrestricted.
 func (c *Client) Unrestricted() bool { return c.cfg.Unrestricted }

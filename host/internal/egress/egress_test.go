@@ -61,7 +61,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 		f.mu.Unlock()
 	}
 	f.client = New(cfg)
-	t.Cleanup(f.client.Close)
+	t.Cleanup(func() { _ = f.client.Close(context.Background()) })
 	return f
 }
 
