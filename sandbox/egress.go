@@ -115,8 +115,8 @@ func requestKey(head, body []byte, req *abi.HTTPRequest, parsed bool) (uint64, s
 	return h.Sum64() & (1<<53 - 1), detail
 }
 
-// MaxDetailBytes bounds a tape answer's Detail.
-const MaxDetailBytes = 16 + 3 + 16 + 3 + maxDetailHost + 1 + 16
+// maxDetailBytes bounds a tape answer's Detail (310 bytes).
+const maxDetailBytes = 16 + 3 + 16 + 3 + maxDetailHost + 1 + 16
 
 const maxDetailHost = 255
 

@@ -179,3 +179,6 @@ func MakePooled(m *Module) error {
 	m.pool.put(pi, time.Unix(0, m.pool.clock.Load()))
 	return nil
 }
+
+// MaxDetailBytes is maxDetailBytes, for the tape tests.
+const MaxDetailBytes = maxDetailBytes

@@ -41,7 +41,7 @@ type TapeAnswer struct {
 	Arg    uint64 `json:"arg"`
 	// Detail says the call in words where Arg is a hash (an outbound
 	// request's method, scheme and host, and a hash of the rest of its
-	// URL): at most MaxDetailBytes, counted against the tape's bound.
+	// URL): at most 310 bytes, counted against the tape's bound.
 	Detail string `json:"detail,omitempty"`
 	Value  []byte `json:"value"`
 	Fuel   int64  `json:"fuel"`
