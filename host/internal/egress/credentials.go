@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/kindgi/packd/abi"
@@ -172,7 +173,10 @@ func (k *Call) decoded(h http.Header, data []byte, limit int64) ([]byte, *abi.HT
 			r = zr // RFC 9110's deflate is zlib; some servers send raw deflate
 		}
 	default:
-		return nil, refused(abi.EgressFailed, "the response is %q-encoded, which packd cannot scrub of the credential it sent: ask for identity", enc)
+		// The server names the encoding: it is scrubbed like any text of
+		// its answer, and cut (an echo may put anything there).
+		return nil, refused(abi.EgressFailed, "the response is %s-encoded, which packd cannot scrub of the credential it sent: ask for identity",
+			k.scrubText(strconv.Quote(enc[:min(len(enc), 64)])))
 	}
 	out, err := io.ReadAll(io.LimitReader(r, min(limit, maxDecoded)+1))
 	switch {

@@ -492,6 +492,7 @@ func TestACredentialNeverComesBackDisguised(t *testing.T) {
 		{"gzip asked for", "/zheaders", gz, "Authorization=[credential redacted by packd]"},
 		{"gzip forced", "/zheaders?force=gzip", gz, "Authorization=[credential redacted by packd]"},
 		{"brotli forced", "/zheaders?enc=br", gz, abi.EgressFailed},
+		{"an encoding named after it", "/zheaders?enc=echo", gz, abi.EgressFailed},
 		{"a malformed header line", "/badline", nil, abi.EgressFailed},
 		{"an unparsable Location", "/badlocation", nil, abi.EgressFailed},
 		{"a range of it", "/headers", map[string][]string{"Range": {"bytes=14-16"}}, abi.EgressBadRequest},

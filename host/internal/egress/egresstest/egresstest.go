@@ -25,7 +25,8 @@ import (
 //	/huge      answers 10 MiB
 //	/zheaders  answers as /headers, gzip-compressed when the request
 //	           accepts gzip or its query says force=gzip, in the query's
-//	           enc= encoding (named, not applied) when it names one
+//	           enc= encoding (named, not applied) when it names one, or
+//	           named after the request's Authorization with enc=echo
 //	/badline   answers a malformed header line holding the Authorization
 //	/badlocation redirects to a Location that is no URL, holding it
 func Server(t testing.TB) (*httptest.Server, string) {
@@ -33,6 +34,9 @@ func Server(t testing.TB) (*httptest.Server, string) {
 	mux.HandleFunc("/zheaders", func(w http.ResponseWriter, r *http.Request) {
 		text := "Authorization=" + r.Header.Get("Authorization")
 		if enc := r.URL.Query().Get("enc"); enc != "" {
+			if enc == "echo" { // the request's credential, as the encoding's name
+				enc = r.Header.Get("Authorization")
+			}
 			w.Header().Set("Content-Encoding", enc)
 			io.WriteString(w, text)
 			return
