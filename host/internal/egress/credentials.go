@@ -154,7 +154,8 @@ const maxDecoded = 1 << 30
 // another encoding, which packd cannot look into, is refused rather than
 // handed over unscrubbed. ok is false with the refusal.
 func (k *Call) decoded(h http.Header, data []byte, limit int64) ([]byte, *abi.HTTPAnswer) {
-	enc := strings.ToLower(strings.TrimSpace(h.Get("Content-Encoding")))
+	named := strings.TrimSpace(h.Get("Content-Encoding"))
+	enc := strings.ToLower(named)
 	if k.values.Empty() || enc == "" || enc == "identity" {
 		return data, nil
 	}
@@ -176,7 +177,7 @@ func (k *Call) decoded(h http.Header, data []byte, limit int64) ([]byte, *abi.HT
 		// The server names the encoding: it is scrubbed like any text of
 		// its answer, and cut (an echo may put anything there).
 		return nil, refused(abi.EgressFailed, "the response is %s-encoded, which packd cannot scrub of the credential it sent: ask for identity",
-			k.scrubText(strconv.Quote(enc[:min(len(enc), 64)])))
+			k.scrubText(strconv.Quote(named[:min(len(named), 64)])))
 	}
 	out, err := io.ReadAll(io.LimitReader(r, min(limit, maxDecoded)+1))
 	switch {
