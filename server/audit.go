@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/internal/ojson"
 )
 
@@ -30,13 +31,10 @@ type AuditLog struct {
 	// up mid-line); the next line written begins with the newline that
 	// ends it, so that the cut line is never glued to a whole one.
 	torn            bool
-	queue           chan []byte
+	work            *lineq.Worker[[]byte]
 	metrics         *Metrics
 	records         *Recorder
-	done            chan struct{}
 	closeOnce       sync.Once
-	sending         sync.RWMutex // held to send on queue, and to close it
-	closed          bool
 	closeErr        error
 	mu              sync.Mutex // guards the counters below
 	errors, dropped int64
@@ -79,9 +77,8 @@ func newAuditLog(w io.WriteCloser, m *Metrics, r *Recorder) *AuditLog {
 	if r == nil {
 		r = NewRecorder(io.Discard)
 	}
-	a := &AuditLog{w: w, queue: make(chan []byte, auditQueue),
-		metrics: m, records: r, done: make(chan struct{})}
-	go a.writer()
+	a := &AuditLog{w: w, metrics: m, records: r}
+	a.work = lineq.NewWorker(auditQueue, a.write, nil)
 	return a
 }
 
@@ -120,22 +117,12 @@ func (a *AuditLog) OnCall(e Event) { a.queue1(a.line(e)) }
 
 // queue1 queues one line without waiting.
 func (a *AuditLog) queue1(line []byte) {
-	a.sending.RLock()
-	queued := false
-	if !a.closed {
-		select {
-		case a.queue <- line:
-			queued = true
-		default:
-		}
-	}
-	closed := a.closed
-	a.sending.RUnlock()
-	switch {
+	switch queued, closed := a.work.Put(line); {
 	case closed:
 		a.lost(&a.dropped, func(m *Metrics) prometheus.Counter { return m.AuditDropped }, "audit-dropped", "A call ended after the audit log closed")
 	case !queued:
 		a.lost(&a.dropped, func(m *Metrics) prometheus.Counter { return m.AuditDropped }, "audit-dropped", "The audit log fell behind")
+	default: // queued
 	}
 }
 
@@ -180,23 +167,21 @@ func (a *AuditLog) line(e Event) []byte {
 	return append(ojson.Encode(o), '\n')
 }
 
-func (a *AuditLog) writer() {
-	defer close(a.done)
-	for line := range a.queue {
-		a.wmu.Lock()
-		if a.torn {
-			line = append([]byte{'\n'}, line...)
-		}
-		n, err := a.w.Write(line)
-		if err == nil {
-			a.torn = false
-		} else if n > 0 {
-			a.torn = true
-		}
-		a.wmu.Unlock()
-		if err != nil {
-			a.lost(&a.errors, func(m *Metrics) prometheus.Counter { return m.AuditErrors }, "audit-error", "Cannot write the audit log: "+err.Error())
-		}
+// write writes one line (the worker's).
+func (a *AuditLog) write(line []byte) {
+	a.wmu.Lock()
+	if a.torn {
+		line = append([]byte{'\n'}, line...)
+	}
+	n, err := a.w.Write(line)
+	if err == nil {
+		a.torn = false
+	} else if n > 0 {
+		a.torn = true
+	}
+	a.wmu.Unlock()
+	if err != nil {
+		a.lost(&a.errors, func(m *Metrics) prometheus.Counter { return m.AuditErrors }, "audit-error", "Cannot write the audit log: "+err.Error())
 	}
 }
 
@@ -204,14 +189,7 @@ func (a *AuditLog) writer() {
 // the file; a call that ends later is counted as dropped. Safe twice.
 func (a *AuditLog) Close(ctx context.Context) error {
 	a.closeOnce.Do(func() {
-		a.sending.Lock()
-		a.closed = true
-		close(a.queue)
-		a.sending.Unlock()
-		select {
-		case <-a.done:
-		case <-ctx.Done():
-		}
+		_ = a.work.Close(ctx)
 		a.wmu.Lock()
 		a.closeErr = a.w.Close()
 		a.wmu.Unlock()

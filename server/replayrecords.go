@@ -11,10 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/lineq"
 )
 
 // ReplayRecords writes the records of recorded calls (host.Record), one
@@ -28,17 +28,13 @@ import (
 // written is counted in packd_replay_records_total by why, and said in a
 // replay-record-lost record for the first and every thousandth.
 type ReplayRecords struct {
-	dir       string
-	max       int64
-	used      atomic.Int64
-	queue     chan *host.Record
-	metrics   *Metrics
-	records   *Recorder
-	done      chan struct{}
-	sending   sync.RWMutex // held to send on queue, and to close it
-	closed    bool
-	closeOnce sync.Once
-	lost      atomic.Int64
+	dir     string
+	max     int64
+	used    atomic.Int64
+	work    *lineq.Worker[*host.Record]
+	metrics *Metrics
+	records *Recorder
+	lost    atomic.Int64
 }
 
 // replayQueue is how many records may wait for the disk: with records of
@@ -64,7 +60,7 @@ func OpenReplayRecords(dir string, maxBytes int64, m *Metrics, r *Recorder) (*Re
 	if r == nil {
 		r = NewRecorder(io.Discard)
 	}
-	d := &ReplayRecords{dir: dir, max: maxBytes, queue: make(chan *host.Record, replayQueue), metrics: m, records: r, done: make(chan struct{})}
+	d := &ReplayRecords{dir: dir, max: maxBytes, metrics: m, records: r}
 	var used int64
 	err := filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
 		if err == nil && !e.IsDir() {
@@ -78,7 +74,7 @@ func OpenReplayRecords(dir string, maxBytes int64, m *Metrics, r *Recorder) (*Re
 		return nil, fmt.Errorf("opening the record directory: %w", err)
 	}
 	d.used.Store(used)
-	go d.writer()
+	d.work = lineq.NewWorker(replayQueue, d.write, nil)
 	return d, nil
 }
 
@@ -92,17 +88,7 @@ func (d *ReplayRecords) Keep(rec *host.Record, skipped, artifactVersion string) 
 		return
 	}
 	rec.ArtifactVersion = artifactVersion
-	d.sending.RLock()
-	queued := false
-	if !d.closed {
-		select {
-		case d.queue <- rec:
-			queued = true
-		default:
-		}
-	}
-	d.sending.RUnlock()
-	if !queued {
+	if queued, _ := d.work.Put(rec); !queued {
 		d.loss(replayDropped, "The record writer fell behind")
 	}
 }
@@ -120,13 +106,6 @@ func (d *ReplayRecords) loss(outcome, why string) {
 	if n := d.lost.Add(1); n == 1 || n%1000 == 0 {
 		d.records.Record("warn", fmt.Sprintf("%s: %d call records not written so far", why, n),
 			Field{"event", "replay-record-lost"}, Field{"kind", "replay-record-lost"}, Field{"reason", outcome}, Field{"lost", int(n)})
-	}
-}
-
-func (d *ReplayRecords) writer() {
-	defer close(d.done)
-	for rec := range d.queue {
-		d.write(rec)
 	}
 }
 
@@ -207,17 +186,4 @@ func fileSafe(id string) string {
 
 // Close writes out what is queued, waiting until ctx is done (then its
 // error); a call that ends later is counted as dropped. Safe twice.
-func (d *ReplayRecords) Close(ctx context.Context) error {
-	d.closeOnce.Do(func() {
-		d.sending.Lock()
-		d.closed = true
-		close(d.queue)
-		d.sending.Unlock()
-	})
-	select {
-	case <-d.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (d *ReplayRecords) Close(ctx context.Context) error { return d.work.Close(ctx) }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 )
 
@@ -18,14 +17,12 @@ import (
 // next line that gets through is preceded by a marker saying how many were
 // dropped. It is safe for concurrent use.
 type Queue struct {
-	ch      chan []byte
-	w       io.Writer
-	marker  func(dropped int64) []byte
-	onDrop  func()
-	dropped atomic.Int64
-	mu      sync.RWMutex // held for writing by Close
-	closed  bool
-	done    chan struct{}
+	work     *Worker[[]byte]
+	w        io.Writer
+	marker   func(dropped int64) []byte
+	onDrop   func()
+	dropped  atomic.Int64
+	reported int64 // the worker's
 }
 
 // DefaultLines is the queue length New uses for size ≤ 0.
@@ -41,8 +38,8 @@ func New(w io.Writer, size int, marker func(dropped int64) []byte, onDrop func()
 	if marker == nil {
 		marker = DefaultMarker
 	}
-	q := &Queue{ch: make(chan []byte, size), w: w, marker: marker, onDrop: onDrop, done: make(chan struct{})}
-	go q.run()
+	q := &Queue{w: w, marker: marker, onDrop: onDrop}
+	q.work = NewWorker(size, q.write, q.report)
 	return q
 }
 
@@ -54,14 +51,7 @@ func DefaultMarker(n int64) []byte {
 
 // Write queues a copy of p (one or more whole lines) and never blocks.
 func (q *Queue) Write(p []byte) (int, error) {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
-		return len(p), nil
-	}
-	select {
-	case q.ch <- append([]byte(nil), p...):
-	default:
+	if queued, closed := q.work.Put(append([]byte(nil), p...)); !queued && !closed {
 		q.dropped.Add(1)
 		if q.onDrop != nil {
 			q.onDrop()
@@ -73,34 +63,20 @@ func (q *Queue) Write(p []byte) (int, error) {
 // Dropped is how many lines were dropped so far.
 func (q *Queue) Dropped() int64 { return q.dropped.Load() }
 
-func (q *Queue) run() {
-	defer close(q.done)
-	var reported int64
-	for line := range q.ch {
-		if n := q.dropped.Load(); n > reported {
-			_, _ = q.w.Write(q.marker(n - reported))
-			reported = n
-		}
-		_, _ = q.w.Write(line)
-	}
-	if n := q.dropped.Load(); n > reported {
-		_, _ = q.w.Write(q.marker(n - reported))
+// write writes a line, after the marker of the lines dropped before it.
+func (q *Queue) write(line []byte) {
+	q.report()
+	_, _ = q.w.Write(line)
+}
+
+// report writes the marker of the lines dropped since the last one.
+func (q *Queue) report() {
+	if n := q.dropped.Load(); n > q.reported {
+		_, _ = q.w.Write(q.marker(n - q.reported))
+		q.reported = n
 	}
 }
 
 // Close stops taking lines and waits for the queued ones to be written
 // until ctx is done (then its error). Safe twice.
-func (q *Queue) Close(ctx context.Context) error {
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.ch)
-	}
-	q.mu.Unlock()
-	select {
-	case <-q.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (q *Queue) Close(ctx context.Context) error { return q.work.Close(ctx) }
