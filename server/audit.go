@@ -33,7 +33,7 @@ type AuditLog struct {
 	torn            bool
 	work            *lineq.Worker[[]byte]
 	metrics         *Metrics
-	records         *Recorder
+	log             *Log
 	closeOnce       sync.Once
 	closeErr        error
 	mu              sync.Mutex // guards the counters below
@@ -44,7 +44,7 @@ type AuditLog struct {
 const auditQueue = 4096
 
 // OpenAuditLog opens (creating, appending) the audit file.
-func OpenAuditLog(path string, m *Metrics, r *Recorder) (*AuditLog, error) {
+func OpenAuditLog(path string, m *Metrics, r *Log) (*AuditLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
@@ -73,11 +73,11 @@ func (a *AuditLog) Reopen() error {
 	return old.Close()
 }
 
-func newAuditLog(w io.WriteCloser, m *Metrics, r *Recorder) *AuditLog {
+func newAuditLog(w io.WriteCloser, m *Metrics, r *Log) *AuditLog {
 	if r == nil {
-		r = NewRecorder(io.Discard)
+		r = NewLog(io.Discard)
 	}
-	a := &AuditLog{w: w, metrics: m, records: r}
+	a := &AuditLog{w: w, metrics: m, log: r}
 	a.work = lineq.NewWorker(auditQueue, a.write, nil)
 	return a
 }
@@ -137,7 +137,7 @@ func (a *AuditLog) lost(counter *int64, metric func(*Metrics) prometheus.Counter
 	n := *counter
 	a.mu.Unlock()
 	if n == 1 || n%1000 == 0 {
-		a.records.Record("error", fmt.Sprintf("%s: %d audit lines lost so far", why, n),
+		a.log.Line("error", fmt.Sprintf("%s: %d audit lines lost so far", why, n),
 			Field{"event", kind}, Field{"kind", kind}, Field{"lost", int(n)})
 	}
 }

@@ -28,9 +28,9 @@ var callEvents = []Event{
 // correlation fields in host.Correlation's order, then the tool or check.
 func TestCallRecordFieldOrder(t *testing.T) {
 	var b bytes.Buffer
-	r := NewRecorder(&b)
+	r := NewLog(&b)
 	r.now = func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
-	CallRecords(r).OnCall(callEvents[0])
+	CallLines(r).OnCall(callEvents[0])
 	want := `{"time":"2026-11-30T12:00:00.000Z","level":"info","severity":"INFO","subsystem":"pack","message":"tool echo.message ok 1ms",` +
 		`"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","tenantId":"t1","runId":"r1","requestId":"q1","toolId":"echo.message",` +
 		`"event":"call","kind":"call","target":"tool","id":"echo.message","version":"1.0.0","outcome":"ok","durationMs":1,"fuel":123456}` + "\n"
@@ -39,7 +39,7 @@ func TestCallRecordFieldOrder(t *testing.T) {
 	}
 	// fuel is an integer, exactly, past what a float holds (2^53 + 1)
 	b.Reset()
-	CallRecords(r).OnCall(callEvents[3])
+	CallLines(r).OnCall(callEvents[3])
 	if !bytes.Contains(b.Bytes(), []byte(`"fuel":9007199254740993,"egress":{"requests":3,"refused":1,"bytesSent":120,"bytesReceived":4096}}`)) {
 		t.Fatalf("call record %s", b.String())
 	}
@@ -51,15 +51,15 @@ func TestCallRecordsAreRecords(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.FixedZone("x", 3600))
 	for _, e := range callEvents {
 		var fast, slow bytes.Buffer
-		rf, rs := NewRecorder(&fast), NewRecorder(&slow)
+		rf, rs := NewLog(&fast), NewLog(&slow)
 		rf.now, rs.now = func() time.Time { return at }, func() time.Time { return at }
-		CallRecords(rf).OnCall(e)
+		CallLines(rf).OnCall(e)
 		msg, fields := callRecordFields(e)
 		level := "warn"
 		if e.Outcome == "ok" {
 			level = "info"
 		}
-		rs.Record(level, msg, fields...)
+		rs.Line(level, msg, fields...)
 		if fast.String() != slow.String() {
 			t.Fatalf("call record\n%s\nwant\n%s", fast.String(), slow.String())
 		}
@@ -69,7 +69,7 @@ func TestCallRecordsAreRecords(t *testing.T) {
 // BenchmarkCallRecord: what writing one call record costs (formatting; the
 // writer discards).
 func BenchmarkCallRecord(b *testing.B) {
-	h := CallRecords(NewRecorder(io.Discard))
+	h := CallLines(NewLog(io.Discard))
 	b.ReportAllocs()
 	for b.Loop() {
 		h.OnCall(callEvents[0])

@@ -50,7 +50,7 @@ func TestEgressIsVisibleWithoutBodiesOrSecrets(t *testing.T) {
 			Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2},
 			Network: host.NetworkConfig{AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}},
 		Server: Config{Token: "tok"}, Host: "127.0.0.1", MetricsAddr: "127.0.0.1:0",
-		AuditLog: filepath.Join(dir, "audit.log"), Version: "test", Records: NewRecorder(buf),
+		AuditLog: filepath.Join(dir, "audit.log"), Version: "test", Log: NewLog(buf),
 	}
 	svc, err := Start(context.Background(), cfg)
 	if err != nil {

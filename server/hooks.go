@@ -56,15 +56,15 @@ func (s *Server) runHook(h Hook, e Event) {
 			if s.cfg.Metrics != nil {
 				s.cfg.Metrics.hookPanics.Inc()
 			}
-			s.cfg.Records.Record("error", fmt.Sprintf("A dispatch hook panicked: %v", p),
+			s.cfg.Log.Line("error", fmt.Sprintf("A dispatch hook panicked: %v", p),
 				Field{"event", "hook-panic"}, Field{"kind", "hook-panic"})
 		}
 	}()
 	h.OnCall(e)
 }
 
-// CallRecords is the hook that writes a `call` record for every parsed call.
-func CallRecords(r *Recorder) Hook {
+// CallLines is the hook that writes a `call` record for every parsed call.
+func CallLines(r *Log) Hook {
 	return HookFunc(func(e Event) {
 		if !e.Parsed {
 			return
@@ -73,7 +73,7 @@ func CallRecords(r *Recorder) Hook {
 		if e.Outcome != "ok" {
 			level = "warn"
 		}
-		r.callRecord(level, e)
+		r.callLine(level, e)
 	})
 }
 

@@ -140,7 +140,7 @@ func (s *Server) invoke(c echo.Context) error {
 				rf, r = refuseGateFailed, &host.Refusal{Code: host.RefusalGateFailed, Reason: "The call could not be checked", Err: err}
 				e.Outcome = r.Code
 			}
-			s.cfg.Records.Record("error", "The gate failed; the call was refused", Field{"event", "gate-failed"},
+			s.cfg.Log.Line("error", "The gate failed; the call was refused", Field{"event", "gate-failed"},
 				Field{"kind", "gate-failed"}, Field{"error", fmt.Sprint(err)})
 		}
 		e.Status = rf.status

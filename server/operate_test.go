@@ -64,9 +64,9 @@ func newOperated(t *testing.T, gate host.Gate, hooks ...Hook) *operated {
 		t.Fatal(err)
 	}
 	buf := &lockedBuffer{}
-	rec := NewRecorder(buf)
-	s, err := New(Config{Pack: p, Token: "tok", Records: rec, Metrics: m,
-		Hooks: append([]Hook{CallRecords(rec), m}, hooks...), TenantID: ""})
+	rec := NewLog(buf)
+	s, err := New(Config{Pack: p, Token: "tok", Log: rec, Metrics: m,
+		Hooks: append([]Hook{CallLines(rec), m}, hooks...), TenantID: ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestAuditLogSurvivesAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := newOperated(t, nil, audit)
-	audit.metrics, audit.records = o.m, o.s.cfg.Records
+	audit.metrics, audit.log = o.m, o.s.cfg.Log
 	for i := 0; i < 3; i++ {
 		if r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1")); r.Code != 200 {
 			t.Fatalf("call %d: %d", i, r.Code)

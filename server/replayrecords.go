@@ -33,7 +33,7 @@ type ReplayRecords struct {
 	used    atomic.Int64
 	work    *lineq.Worker[*host.Record]
 	metrics *Metrics
-	records *Recorder
+	log     *Log
 	lost    atomic.Int64
 }
 
@@ -53,14 +53,14 @@ const (
 
 // OpenReplayRecords opens (creating) dir, whose records may take maxBytes
 // (≤ 0: no bound).
-func OpenReplayRecords(dir string, maxBytes int64, m *Metrics, r *Recorder) (*ReplayRecords, error) {
+func OpenReplayRecords(dir string, maxBytes int64, m *Metrics, r *Log) (*ReplayRecords, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening the record directory: %w", err)
 	}
 	if r == nil {
-		r = NewRecorder(io.Discard)
+		r = NewLog(io.Discard)
 	}
-	d := &ReplayRecords{dir: dir, max: maxBytes, metrics: m, records: r}
+	d := &ReplayRecords{dir: dir, max: maxBytes, metrics: m, log: r}
 	var used int64
 	err := filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
 		if err == nil && !e.IsDir() {
@@ -104,7 +104,7 @@ func (d *ReplayRecords) count(outcome string) {
 func (d *ReplayRecords) loss(outcome, why string) {
 	d.count(outcome)
 	if n := d.lost.Add(1); n == 1 || n%1000 == 0 {
-		d.records.Record("warn", fmt.Sprintf("%s: %d call records not written so far", why, n),
+		d.log.Line("warn", fmt.Sprintf("%s: %d call records not written so far", why, n),
 			Field{"event", "replay-record-lost"}, Field{"kind", "replay-record-lost"}, Field{"reason", outcome}, Field{"lost", int(n)})
 	}
 }

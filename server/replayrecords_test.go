@@ -37,7 +37,7 @@ func TestReplayRecordsAreBounded(t *testing.T) {
 			Module: host.RecordModule{Path: "m.wasm", SHA256: "sha256:00"}, Instance: "fresh", Result: host.RecordResult{Output: host.Bytes(strings.Repeat("o", 300))}}
 	}
 	var log bytes.Buffer
-	d, err := OpenReplayRecords(dir, 10<<10, m, NewRecorder(&log))
+	d, err := OpenReplayRecords(dir, 10<<10, m, NewLog(&log))
 	if err != nil {
 		t.Fatal(err)
 	}

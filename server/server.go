@@ -42,10 +42,10 @@ type Config struct {
 	// The server checks both the kindgi-tenant-id header and each call's
 	// ctx.tenantId (421 pack-tenant-mismatch).
 	TenantID string
-	// Records receives the service's records; nil discards them.
-	Records *Recorder
+	// Log receives the service's log lines; nil discards them.
+	Log *Log
 	// Hooks are told of every call after its answer (see Hook). nil means
-	// CallRecords(Records) alone.
+	// CallLines(Log) alone.
 	Hooks []Hook
 	// ReplayRecords, when set, gets the record of every recorded call
 	// (host.Config.Record) once its answer is written.
@@ -130,11 +130,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 10 * time.Second
 	}
-	if cfg.Records == nil {
-		cfg.Records = NewRecorder(io.Discard)
+	if cfg.Log == nil {
+		cfg.Log = NewLog(io.Discard)
 	}
 	if cfg.Hooks == nil {
-		cfg.Hooks = []Hook{CallRecords(cfg.Records)}
+		cfg.Hooks = []Hook{CallLines(cfg.Log)}
 	}
 	if cfg.Metrics != nil && !slices.ContainsFunc(cfg.Hooks, func(h Hook) bool { m, ok := h.(*Metrics); return ok && m == cfg.Metrics }) {
 		cfg.Hooks = append(slices.Clone(cfg.Hooks), cfg.Metrics)
@@ -180,7 +180,7 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Drain stops taking calls (new invokes and /readyz answer 503 draining),
-// writes the `draining` record, waits for in-flight calls up to the drain
+// writes the `draining` log line, waits for in-flight calls up to the drain
 // timeout (or until ctx is done), then shuts the server down: answers
 // already written are flushed, idle connections closed. Calls still
 // running when the timeout passes are cut: their guests are cancelled,
@@ -190,8 +190,8 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	// Said only once new calls are refused, so that whoever reads the
-	// record can rely on it.
-	s.cfg.Records.Lifecycle("draining", "info", "Draining in-flight calls")
+	// log can rely on it.
+	s.cfg.Log.Lifecycle("draining", "info", "Draining in-flight calls")
 	// Taking every slot of the concurrency cap waits for every in-flight
 	// call, and keeps any new one from starting.
 	taken := 0
@@ -212,7 +212,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	if !take(s.cfg.DrainTimeout, ctx.Done()) {
 		cut := cap(s.sem) - taken
 		s.cutCalls()
-		s.cfg.Records.Record("warn", fmt.Sprintf("The drain timed out: %d calls still running were cancelled", cut),
+		s.cfg.Log.Line("warn", fmt.Sprintf("The drain timed out: %d calls still running were cancelled", cut),
 			Field{"event", "drain-cut"}, Field{"kind", "drain-cut"}, Field{"calls", cut})
 		take(cutGrace, nil)
 	}

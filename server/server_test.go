@@ -180,9 +180,9 @@ func TestTraceparent(t *testing.T) {
 
 func TestRecordLayout(t *testing.T) {
 	var buf bytes.Buffer
-	r := NewRecorder(&buf)
+	r := NewLog(&buf)
 	r.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC) }
-	r.Record("warn", "tool x handler-throw 3ms",
+	r.Line("warn", "tool x handler-throw 3ms",
 		Field{"target", "tool"}, Field{"runId", "r"}, Field{"traceId", ""}, Field{"tenantId", "t"}, Field{"toolId", "x"}, Field{"durationMs", 3})
 	want := `{"time":"2026-01-02T03:04:05.678Z","level":"warn","severity":"WARNING","subsystem":"pack","message":"tool x handler-throw 3ms","tenantId":"t","runId":"r","toolId":"x","target":"tool","durationMs":3}` + "\n"
 	if buf.String() != want {
@@ -249,8 +249,8 @@ func TestADrainEndsTheCallsItCuts(t *testing.T) {
 	var log bytes.Buffer
 	var mu sync.Mutex
 	var events []Event
-	rec := NewRecorder(&syncWriter{w: &log, mu: &mu})
-	s := newServer(t, Config{DrainTimeout: 300 * time.Millisecond, Records: rec, Hooks: []Hook{CallRecords(rec), HookFunc(func(e Event) {
+	rec := NewLog(&syncWriter{w: &log, mu: &mu})
+	s := newServer(t, Config{DrainTimeout: 300 * time.Millisecond, Log: rec, Hooks: []Hook{CallLines(rec), HookFunc(func(e Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()

@@ -32,7 +32,7 @@ type ServiceConfig struct {
 	Load host.Config
 	// Server is the HTTP server's config: Token, MaxConcurrency, StrictEnv,
 	// TenantID (both halves of the pin) and the timeouts. Start sets its
-	// Pack, Records, Hooks, Metrics and MissingEnv.
+	// Pack, Log, Hooks, Metrics and MissingEnv.
 	Server Config
 	// Policy is a policy file (host.LoadPolicy) gating every call; "": none.
 	Policy string
@@ -60,7 +60,7 @@ type ServiceConfig struct {
 	Traces bool
 	// GuestOutput is "records" (each line of pack code output in a
 	// guest-output record; the default) or "plain" (as written: stdout to
-	// Load.Sandbox.Stdout, stderr into the record stream).
+	// Load.Sandbox.Stdout, stderr into the log).
 	GuestOutput string
 	// Environ is the process environment (os.Environ()): which names pack
 	// code does not see (env-dropped) and which required ones are missing.
@@ -71,8 +71,8 @@ type ServiceConfig struct {
 	// process's memory budget, said in the listening record.
 	Version         string
 	MemoryBudgetMiB int64
-	// Records receives the service's records; nil discards them.
-	Records *Recorder
+	// Log receives the service's log lines; nil discards them.
+	Log *Log
 }
 
 // tracesFlushWait bounds how long Shutdown waits for the last spans to be
@@ -81,7 +81,7 @@ const tracesFlushWait = 3 * time.Second
 
 // Service is a running pack service, from Start to Shutdown.
 type Service struct {
-	rec *Recorder
+	rec *Log
 	// load is the pack's load config, wired to the service (Start); env
 	// and strictEnv what its required env names are checked against.
 	load      host.Config
@@ -103,7 +103,7 @@ type Service struct {
 	audit     *AuditLog      // nil when off
 	replays   *ReplayRecords // nil when off
 	tracing   *Tracing       // nil when off
-	guest     *guestRecords
+	guest     *guestLines
 	serving   bool          // the HTTP server owns ln
 	done      chan struct{} // closed when the HTTP server has stopped
 	served    error         // why it stopped on its own, if it did
@@ -117,9 +117,9 @@ type Service struct {
 // a boot-failed record naming every problem, releases what it took, and
 // returns the error.
 func Start(ctx context.Context, cfg ServiceConfig) (*Service, error) {
-	rec := cfg.Records
+	rec := cfg.Log
 	if rec == nil {
-		rec = NewRecorder(io.Discard)
+		rec = NewLog(io.Discard)
 	}
 	s := &Service{rec: rec, done: make(chan struct{}), retiring: map[*host.Pack]struct{}{}}
 	if err := s.start(ctx, cfg); err != nil {
@@ -143,7 +143,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 			Field{Key: "removed", Value: removed}, Field{Key: "error", Value: why})
 	}
 	// Pack code output never waits for its reader (the sandbox queues it)
-	// and, by default, never reaches the record stream as it is written.
+	// and, by default, never reaches the log as it is written.
 	switch cfg.GuestOutput {
 	case "", "records":
 		s.guest = rec.guestOutput(func() { dropped("records") })
@@ -205,7 +205,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 			return err
 		}
 	}
-	hooks := []Hook{CallRecords(rec)} // the metrics run as a hook of their own (Config.Metrics)
+	hooks := []Hook{CallLines(rec)} // the metrics run as a hook of their own (Config.Metrics)
 	if cfg.AuditLog != "" {
 		if s.audit, err = OpenAuditLog(cfg.AuditLog, m, rec); err != nil {
 			return err
@@ -220,7 +220,7 @@ func (s *Service) start(ctx context.Context, cfg ServiceConfig) error {
 	}
 	sc := cfg.Server
 	sc.ReplayRecords = s.replays
-	sc.Pack, sc.Records, sc.Hooks, sc.Metrics, sc.MissingEnv, sc.Tracing = pack, rec, hooks, m, missing, s.tracing
+	sc.Pack, sc.Log, sc.Hooks, sc.Metrics, sc.MissingEnv, sc.Tracing = pack, rec, hooks, m, missing, s.tracing
 	if s.srv, err = New(sc); err != nil {
 		return err
 	}
@@ -427,7 +427,7 @@ const defaultMetricsPort = 9464
 // metrics listen on a free port instead, said in a warning record and in
 // the listening record's metricsPort. An address the operator set that
 // cannot be bound fails the boot.
-func listenMetrics(addr, host string, rec *Recorder) (net.Listener, error) {
+func listenMetrics(addr, host string, rec *Log) (net.Listener, error) {
 	if addr != "" {
 		return net.Listen("tcp", addr)
 	}

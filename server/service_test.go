@@ -63,7 +63,7 @@ func serviceConfig(t *testing.T, buf *lockedBuffer) ServiceConfig {
 		AuditLog:    filepath.Join(t.TempDir(), "audit.log"),
 		Environ:     []string{"PATH=/bin", "KINDGI_PACK_SERVICE_TOKEN=tok"},
 		Version:     "test",
-		Records:     NewRecorder(buf),
+		Log:         NewLog(buf),
 	}
 }
 

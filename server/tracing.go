@@ -58,7 +58,7 @@ const maxAttributeLength = 256
 
 // NewTracing starts the exporter (it sends nothing until spans end).
 // rec is told of export failures, at most once a minute.
-func NewTracing(ctx context.Context, version string, rec *Recorder) (*Tracing, error) {
+func NewTracing(ctx context.Context, version string, rec *Log) (*Tracing, error) {
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry's OTLP exporter: %w", err)
@@ -89,7 +89,7 @@ func NewTracing(ctx context.Context, version string, rec *Recorder) (*Tracing, e
 
 // exportFailed says an export failure in a record: the first, then at
 // most one a minute with how many there were since.
-func (t *Tracing) exportFailed(err error, rec *Recorder) {
+func (t *Tracing) exportFailed(err error, rec *Log) {
 	t.mu.Lock()
 	t.failed++
 	now := time.Now()

@@ -88,7 +88,7 @@ func tracedServer(tb testing.TB, how string) *Server {
 	if how != "off" {
 		tb.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collectorFor(tb, how))
 		tb.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
-		tr, err := NewTracing(context.Background(), "test", NewRecorder(io.Discard))
+		tr, err := NewTracing(context.Background(), "test", NewLog(io.Discard))
 		if err != nil {
 			tb.Fatal(err)
 		}

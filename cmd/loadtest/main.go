@@ -96,7 +96,7 @@ func main() {
 	}
 	metrics.Store(m)
 	// Records go to stderr in batches, as packd serve writes them.
-	srv, err := server.New(server.Config{Pack: pack, Token: *token, Metrics: m, Records: server.NewRecorder(lineq.NewBatch(os.Stderr))})
+	srv, err := server.New(server.Config{Pack: pack, Token: *token, Metrics: m, Log: server.NewLog(lineq.NewBatch(os.Stderr))})
 	if err != nil {
 		fail(err)
 	}

@@ -21,9 +21,9 @@ import (
 
 const tokenEnv = "KINDGI_PACK_SERVICE_TOKEN"
 
-// recordsFlushWait bounds how long packd serve waits, as it exits, for its
-// last records to be written (stderr may be a pipe nobody reads).
-const recordsFlushWait = 2 * time.Second
+// logFlushWait bounds how long packd serve waits, as it exits, for its
+// last log lines to be written (stderr may be a pipe nobody reads).
+const logFlushWait = 2 * time.Second
 
 // serviceConfig is the process contract's configuration, read from flags and
 // the environment.
@@ -226,15 +226,15 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 // loadErr is why the service did not start when its pack did not load
 // (said in the boot-failed record too).
 func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writer, beside func(context.Context, *server.Service)) (code int, loadErr *host.LoadError) {
-	// Records go out in batches: one write(2) per record was a system call
+	// Log lines go out in batches: one write(2) per line was a system call
 	// per call served (and a wake-up of stderr's reader when it is a pipe).
-	records := lineq.NewBatch(stderr)
+	lines := lineq.NewBatch(stderr)
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), recordsFlushWait)
+		ctx, cancel := context.WithTimeout(context.Background(), logFlushWait)
 		defer cancel()
-		_ = records.Close(ctx)
+		_ = lines.Close(ctx)
 	}()
-	rec := server.NewRecorder(records)
+	rec := server.NewLog(lines)
 	cfg, problems := readServiceConfig(args, getenv, stderr)
 	if cfg.help {
 		serveUsage(stdout)
@@ -275,7 +275,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
 		RecordDir: cfg.record.dir, RecordMaxBytes: cfg.record.totalMiB << 20,
 		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
-		Version: versionString(), MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Records: rec,
+		Version: versionString(), MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Log: rec,
 	})
 	if err != nil {
 		errors.As(err, &loadErr)

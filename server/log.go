@@ -14,43 +14,43 @@ import (
 	"github.com/kindgi/packd/internal/ojson"
 )
 
-// Recorder writes the service's stderr records: one JSON object per line,
+// Log writes the service's log on stderr: one JSON object per line,
 // starting with time, level, severity, subsystem and message, then the
 // correlation fields that are present, then the rest. It is safe for
 // concurrent use.
-type Recorder struct {
+type Log struct {
 	mu  sync.Mutex
 	w   io.Writer
 	now func() time.Time
 }
 
-// NewRecorder writes records to w.
-func NewRecorder(w io.Writer) *Recorder { return &Recorder{w: w, now: time.Now} }
+// NewLog writes log lines to w.
+func NewLog(w io.Writer) *Log { return &Log{w: w, now: time.Now} }
 
-// Field is one key and value of a record.
+// Field is one key and value of a log line.
 type Field struct {
 	Key   string
 	Value any // string, float64, int, bool, []string or an ojson value
 }
 
 // correlation fields, in the order they appear after message.
-// correlationKeys are the record fields that follow message, in order: the
+// correlationKeys are the log line's fields that follow message, in order: the
 // trace, the call's correlation (host.Correlation), and its tool or check.
 var correlationKeys = slices.Concat([]string{"traceId", "spanId"}, host.CorrelationKeys(), []string{"toolId", "checkId"})
 
 var severities = map[string]string{"info": "INFO", "warn": "WARNING", "error": "ERROR", "debug": "DEBUG"}
 
-// Record writes one record. Correlation fields (see correlationKeys) move to
+// Line writes one log line. Correlation fields (see correlationKeys) move to
 // their place after message, and are left out when empty.
-func (r *Recorder) Record(level, message string, fields ...Field) {
+func (r *Log) Line(level, message string, fields ...Field) {
 	line := r.format(level, message, fields...)
 	r.mu.Lock()
 	_, _ = r.w.Write(line)
 	r.mu.Unlock()
 }
 
-// format is one record's line.
-func (r *Recorder) format(level, message string, fields ...Field) []byte {
+// format is one log line.
+func (r *Log) format(level, message string, fields ...Field) []byte {
 	o := &ojson.Object{
 		Keys: []string{"time", "level", "severity", "subsystem", "message"},
 		Vals: []any{r.now().UTC().Format("2006-01-02T15:04:05.000Z"), level, severities[level], "pack", message},
@@ -72,10 +72,10 @@ func (r *Recorder) format(level, message string, fields ...Field) []byte {
 	return append(ojson.Encode(o), '\n')
 }
 
-// callRecord writes a call record: the bytes Record(level, message,
+// callLine writes a call record: the bytes Record(level, message,
 // callRecordFields(e)...) writes, without building the fields (a record
 // is written for every call).
-func (r *Recorder) callRecord(level string, e Event) {
+func (r *Log) callLine(level string, e Event) {
 	ms := e.Duration.Milliseconds()
 	b := make([]byte, 0, 512)
 	b = append(b, `{"time":"`...)
@@ -124,7 +124,7 @@ func (r *Recorder) callRecord(level string, e Event) {
 	r.mu.Unlock()
 }
 
-// appendField appends ,"k":"v" to a record being written, unless v is empty.
+// appendField appends ,"k":"v" to a log line being written, unless v is empty.
 func appendField(b []byte, k, v string) []byte {
 	if v == "" {
 		return b
@@ -144,16 +144,16 @@ func isCorrelation(k string) bool {
 	return false
 }
 
-// Lifecycle writes a lifecycle record, named in both event and kind.
-func (r *Recorder) Lifecycle(kind, level, message string, fields ...Field) {
-	r.Record(level, message, append([]Field{{"event", kind}, {"kind", kind}}, fields...)...)
+// Lifecycle writes a lifecycle log line, named in both event and kind.
+func (r *Log) Lifecycle(kind, level, message string, fields ...Field) {
+	r.Line(level, message, append([]Field{{"event", kind}, {"kind", kind}}, fields...)...)
 }
 
 // Writer returns a writer that shares the recorder's lock, so whole lines
-// written through it (guest stderr) never interleave with records.
-func (r *Recorder) Writer() io.Writer { return lockedWriter{r} }
+// written through it (guest stderr) never interleave with log lines.
+func (r *Log) Writer() io.Writer { return lockedWriter{r} }
 
-type lockedWriter struct{ r *Recorder }
+type lockedWriter struct{ r *Log }
 
 func (l lockedWriter) Write(p []byte) (int, error) {
 	l.r.mu.Lock()
@@ -161,32 +161,32 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.r.w.Write(p)
 }
 
-// guestRecords carries pack code output inside records of their own (event
+// guestLines carries pack code output inside log lines of their own (event
 // and kind "guest-output", the stream, the tool or check id and the tenant
 // when known, the line as message), so that no line a guest writes can be
-// read as one of packd's records. Lines are queued: a guest never waits
-// for the record stream; what does not fit is dropped, counted by onDrop
-// and reported in a "guest-output-dropped" record.
-type guestRecords struct {
-	r *Recorder
+// read as one of packd's log lines. Lines are queued: a guest never waits
+// for the log; what does not fit is dropped, counted by onDrop
+// and reported in a "guest-output-dropped" log line.
+type guestLines struct {
+	r *Log
 	q *lineq.Queue
 }
 
-// guestOutput starts the queue of guest-output records.
-func (r *Recorder) guestOutput(onDrop func()) *guestRecords {
+// guestOutput starts the queue of guest-output log lines.
+func (r *Log) guestOutput(onDrop func()) *guestLines {
 	marker := func(n int64) []byte {
 		return r.format("warn", "Pack code output was dropped: the record stream was not read fast enough",
 			Field{"event", "guest-output-dropped"}, Field{"kind", "guest-output-dropped"}, Field{"lines", float64(n)})
 	}
-	return &guestRecords{r: r, q: lineq.New(lockedWriter{r}, 0, marker, onDrop)}
+	return &guestLines{r: r, q: lineq.New(lockedWriter{r}, 0, marker, onDrop)}
 }
 
 // Line takes one line of a call's pack code output.
-func (g *guestRecords) Line(l host.GuestLine) {
+func (g *guestLines) Line(l host.GuestLine) {
 	g.put(l.Stream, string(l.Line), Field{"tenantId", l.TenantID}, Field{idKey(l.Target), l.ID})
 }
 
-func (g *guestRecords) put(stream, line string, fields ...Field) {
+func (g *guestLines) put(stream, line string, fields ...Field) {
 	level := "info"
 	if stream == "stderr" {
 		level = "warn"
@@ -196,11 +196,11 @@ func (g *guestRecords) put(stream, line string, fields ...Field) {
 }
 
 // Stream is a writer of whole lines for output that belongs to no call
-// (a module's load-time code): each line becomes a guest-output record.
-func (g *guestRecords) Stream(stream string) io.Writer { return guestStream{g, stream} }
+// (a module's load-time code): each line becomes a guest-output log line.
+func (g *guestLines) Stream(stream string) io.Writer { return guestStream{g, stream} }
 
 type guestStream struct {
-	g      *guestRecords
+	g      *guestLines
 	stream string
 }
 
@@ -212,4 +212,4 @@ func (s guestStream) Write(p []byte) (int, error) {
 }
 
 // Close writes what is queued (waiting until ctx is done) and stops.
-func (g *guestRecords) Close(ctx context.Context) error { return g.q.Close(ctx) }
+func (g *guestLines) Close(ctx context.Context) error { return g.q.Close(ctx) }
