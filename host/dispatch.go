@@ -54,7 +54,7 @@ type Outcome struct {
 	// to be recorded has none (RecordTooLarge, …).
 	Record        *Record
 	RecordSkipped string
-	secrets       []secret // the record's, for its request message
+	secrets       *callSecrets // the record's, for its request message
 }
 
 // OK reports whether the call produced a result.

@@ -369,7 +369,7 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 	if err != nil {
 		r.Result.Error = err.Error()
 	}
-	secrets := p.callSecrets(callCtx)
+	secrets := p.secretsOf(callCtx)
 	if rep.SnapshotTape != nil {
 		r.Snapshot = &RecordSnapshot{ID: rep.SnapshotID, Tape: rep.SnapshotTape.Answers, enc: mod.snapshotTape(rep.SnapshotTape, func() *redact.Set { return envSecrets(secrets) })}
 	}
@@ -381,7 +381,7 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 		name, _, _ := strings.Cut(kv, "=")
 		r.Env = append(r.Env, name)
 	}
-	for _, s := range secrets {
+	for _, s := range secrets.list {
 		r.Secrets = append(r.Secrets, RecordSecret{Name: s.name, SHA256: s.hash, Length: len(s.value)})
 	}
 	// What the guest held is copied before it is redacted: the tape's

@@ -4,7 +4,6 @@ package host
 // they were redacted (each form redact.Forms knows, starred at its length).
 
 import (
-	"bytes"
 	"strings"
 
 	"github.com/kindgi/packd/internal/ojson"
@@ -13,9 +12,9 @@ import (
 
 // envSecrets are the secrets of a call that are the pack's, not the
 // call's: the environment's values (a snapshot's initialisation saw them).
-func envSecrets(secrets []secret) *redact.Set {
+func envSecrets(secrets *callSecrets) *redact.Set {
 	var set redact.Set
-	for _, s := range secrets {
+	for _, s := range secrets.list {
 		if strings.HasPrefix(s.name, "env.") {
 			set.Add(s.name, s.value, minRedacted)
 		}
@@ -24,16 +23,22 @@ func envSecrets(secrets []secret) *redact.Set {
 }
 
 // secret is one secret value of a call, by its record name, with its
-// hash and the forms it is looked for in.
+// hash.
 type secret struct {
 	name, value, hash string
-	forms             []redact.Form
 }
 
-// callSecrets are a call's secrets: its ctx.secrets (the strings among
+// callSecrets are a call's secrets, and the forms of those long enough
+// to be looked for (redact.Set: the one search for them).
+type callSecrets struct {
+	list  []secret
+	forms redact.Set
+}
+
+// secretsOf are a call's secrets: its ctx.secrets (the strings among
 // them), the values of the environment pack code sees, and of the
 // variables the index binds as credentials.
-func (p *Pack) callSecrets(callCtx *ojson.Object) []secret {
+func (p *Pack) secretsOf(callCtx *ojson.Object) *callSecrets {
 	var out []secret
 	if callCtx != nil {
 		if s, ok := objectField(callCtx, "secrets"); ok {
@@ -54,19 +59,18 @@ func (p *Pack) callSecrets(callCtx *ojson.Object) []secret {
 			out = append(out, secret{name: "env." + name, value: v})
 		}
 	}
+	cs := &callSecrets{list: out}
 	for i := range out {
 		out[i].hash = ContentHash([]byte(out[i].value))
-		if len(out[i].value) >= minRedacted {
-			out[i].forms = redact.Forms(out[i].value)
-		}
+		cs.forms.Add(out[i].name, out[i].value, minRedacted)
 	}
-	return out
+	return cs
 }
 
 // secretHash is the hash of the secret of that name, as callSecrets made
 // it (an empty one it leaves out is hashed here).
-func secretHash(secrets []secret, name, value string) string {
-	for _, s := range secrets {
+func secretHash(secrets *callSecrets, name, value string) string {
+	for _, s := range secrets.list {
 		if s.name == name {
 			return s.hash
 		}
@@ -82,34 +86,25 @@ const minRedacted = 4
 // redact.Forms knows (its value, inside a JSON string, percent-encoded),
 // with asterisks of its length, and
 // notes where, while the record has room.
-func (r *Record) redact(in string, b []byte, secrets []secret) []byte {
-	for _, s := range secrets {
-		for _, f := range s.forms {
-			for at := 0; ; {
-				i := bytes.Index(b[at:], f.Text)
-				if i < 0 {
-					break
-				}
-				if r.room--; r.room < 0 {
-					r.overflow = true
-					return b
-				}
-				at += i
-				for j := range f.Text {
-					b[at+j] = '*'
-				}
-				r.Redactions = append(r.Redactions, Redaction{In: in, Offset: at, Length: len(f.Text), Secret: s.name, Form: f.Kind})
-				at += len(f.Text)
-			}
+func (r *Record) redact(in string, b []byte, secrets *callSecrets) []byte {
+	secrets.forms.Each(b, func(at int, name string, f redact.Form) bool {
+		if r.room--; r.room < 0 {
+			r.overflow = true
+			return false
 		}
-	}
+		for j := range f.Text {
+			b[at+j] = '*'
+		}
+		r.Redactions = append(r.Redactions, Redaction{In: in, Offset: at, Length: len(f.Text), Secret: name, Form: f.Kind})
+		return true
+	})
 	return b
 }
 
 // recordMessage is the request message of a recorded call, its
 // ctx.secrets values replaced by their hashes and every other place a
 // secret is redacted.
-func (r *Record) recordMessage(msg *ojson.Object, secrets []secret) {
+func (r *Record) recordMessage(msg *ojson.Object, secrets *callSecrets) {
 	out := msg
 	if ctx, ok := objectField(msg, "ctx"); ok {
 		if s, ok := objectField(ctx, "secrets"); ok {

@@ -212,7 +212,7 @@ func TestAuditLogRecordsEveryDispatchAndNothingSecret(t *testing.T) {
 	o.call("POST", "/v1/invoke", invokeMsg("nope", "t1"))
 	o.call("POST", "/v1/invoke", `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":[],"ctx":{"tenantId":"t1","runId":"r"}}`)
 	o.call("POST", "/v1/invoke", `not json`) // not a dispatch: no row
-	if err := audit.Close(within(t, 5*time.Second)); err != nil {
+	if err := closeWithin(audit, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
@@ -257,7 +257,7 @@ func TestAuditLogSurvivesAFullDisk(t *testing.T) {
 			t.Fatalf("call %d: %d", i, r.Code)
 		}
 	}
-	_ = audit.Close(within(t, 5*time.Second))
+	_ = closeWithin(audit, 5*time.Second)
 	if got := testutil.ToFloat64(o.m.AuditErrors); got != 3 {
 		t.Errorf("audit write errors = %v", got)
 	}
@@ -276,7 +276,7 @@ func TestAnAuditLineCutByAFullDiskStaysApart(t *testing.T) {
 	for _, outcome := range []string{"cut", "lost", "after"} {
 		audit.OnCall(Event{Time: time.Unix(0, 0), Parsed: true, Outcome: outcome})
 	}
-	_ = audit.Close(within(t, 5*time.Second))
+	_ = closeWithin(audit, 5*time.Second)
 	lines := strings.Split(strings.TrimSuffix(disk.b.String(), "\n"), "\n")
 	var row map[string]any
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &row); len(lines) != 2 || err != nil || row["outcome"] != "after" {
@@ -441,7 +441,7 @@ func TestACallEndingAfterTheAuditLogClosedIsCountedNotAPanic(t *testing.T) {
 	}
 	o := newOperated(t, nil, audit)
 	audit.metrics = o.m
-	_ = audit.Close(within(t, time.Second))
+	_ = closeWithin(audit, time.Second)
 	if r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1")); r.Code != 200 {
 		t.Fatalf("%d %s", r.Code, r.Body)
 	}

@@ -44,7 +44,7 @@ func TestReplayRecordsAreBounded(t *testing.T) {
 	d.Keep(rec("a/../../escape"), "", "v1")
 	d.Keep(rec("b"), "", "v1")
 	d.Keep(nil, host.RecordTooLarge, "v1")
-	d.Close(within(t, 5*time.Second))
+	closeWithin(d, 5*time.Second)
 	d.Keep(rec("c"), "", "v1")
 	count := func(outcome string) float64 { return testutil.ToFloat64(m.replayRecords.WithLabelValues(outcome)) }
 	if count("written") != 1 || count("full") != 1 || count("too-large") != 1 || count("dropped") != 1 {

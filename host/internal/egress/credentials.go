@@ -152,11 +152,15 @@ const maxDecoded = 1 << 30
 // for identity: gzip and deflate are decoded (within limit, the same cap
 // as the body's), and the Content-Encoding and Content-Length dropped;
 // another encoding, which packd cannot look into, is refused rather than
-// handed over unscrubbed. ok is false with the refusal.
+// handed over unscrubbed, with the refusal. A call that attached no
+// credential reads the body as sent.
 func (k *Call) decoded(h http.Header, data []byte, limit int64) ([]byte, *abi.HTTPAnswer) {
+	if k.values.Empty() {
+		return data, nil
+	}
 	named := strings.TrimSpace(h.Get("Content-Encoding"))
 	enc := strings.ToLower(named)
-	if k.values.Empty() || enc == "" || enc == "identity" {
+	if enc == "" || enc == "identity" {
 		return data, nil
 	}
 	var r io.Reader
