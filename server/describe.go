@@ -7,11 +7,11 @@ import (
 )
 
 // describe answers GET /v1/tools/{id}[?version=V] with the tool's describe
-// envelope (host.Pack.DescribeTool). No gate, no pack code, no audit row.
+// envelope (service.Service.DescribeTool). No gate, no pack code, no
+// audit line.
 func (s *Server) describe(c echo.Context) error {
 	id := c.Param("id")
-	p := s.gen.Load().pack // its index only: no reference needed
-	b, ok := p.DescribeTool(id, c.QueryParam("version"))
+	b, ok := s.svc.DescribeTool(id, c.QueryParam("version"))
 	if !ok {
 		return sendError(c, http.StatusNotFound, "No tool "+id)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
 
 // TestHTTPEdges: a method outside HTTP's nine on a known path is 405 like
@@ -24,10 +25,7 @@ func TestHTTPEdges(t *testing.T) {
 		t.Fatal("the test pack did not load")
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	s, err := New(Config{Pack: p, Token: "tok", TenantID: "A"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFace(t, service.Config{Pack: p, TenantID: "A"}, Config{})
 	do := func(method, path string, headers map[string][]string) (int, string) {
 		req := httptest.NewRequest(method, path, strings.NewReader(invokeMsg("hostile.counter", "A")))
 		req.Header["Content-Type"] = []string{"application/json"}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
 
 // TestEgressIsVisibleWithoutBodiesOrSecrets: a call of testdata/gonet
@@ -45,12 +46,14 @@ func TestEgressIsVisibleWithoutBodiesOrSecrets(t *testing.T) {
 		}
 	}
 	buf := &lockedBuffer{}
-	cfg := ServiceConfig{
-		Load: host.Config{IndexPath: filepath.Join(dir, "index.json"),
-			Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2},
-			Network: host.NetworkConfig{AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}},
-		Server: Config{Token: "tok"}, Host: "127.0.0.1", MetricsAddr: "127.0.0.1:0",
-		AuditLog: filepath.Join(dir, "audit.log"), Version: "test", Log: NewLog(buf),
+	cfg := StartConfig{
+		Service: service.StartConfig{
+			Load: host.Config{IndexPath: filepath.Join(dir, "index.json"),
+				Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2},
+				Network: host.NetworkConfig{AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}},
+			AuditLog: filepath.Join(dir, "audit.log"), Version: "test",
+		},
+		HTTP: Config{Token: "tok"}, Host: "127.0.0.1", MetricsAddr: "127.0.0.1:0", Log: service.NewLog(buf),
 	}
 	svc, err := Start(context.Background(), cfg)
 	if err != nil {
@@ -108,7 +111,7 @@ func TestEgressIsVisibleWithoutBodiesOrSecrets(t *testing.T) {
 	if err := svc.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	audit, _ := os.ReadFile(cfg.AuditLog)
+	audit, _ := os.ReadFile(cfg.Service.AuditLog)
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(string(audit)), "\n") {
 		if strings.Contains(l, `"event":"egress"`) {

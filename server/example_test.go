@@ -12,9 +12,11 @@ import (
 
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/server"
+	"github.com/kindgi/packd/service"
 )
 
-// Serve a loaded pack over HTTP (here with httptest) and call a tool.
+// Serve a loaded pack (a service of it) over HTTP (here with httptest) and
+// call a tool.
 func ExampleNew() {
 	ctx := context.Background()
 	pack, err := host.Load(ctx, host.Config{
@@ -26,7 +28,13 @@ func ExampleNew() {
 		return
 	}
 	defer pack.Close(ctx)
-	srv, err := server.New(server.Config{Pack: pack, Token: "secret"})
+	svc, err := service.New(service.Config{Pack: pack})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer svc.Close(ctx)
+	srv, err := server.New(server.Config{Service: svc, Token: "secret"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,76 +15,8 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
-
-// TestFairShareIsWorkConservingAndKeepsARoom: with a cap of 16 (a
-// reserve of 2), a tenant alone holds up to 14 calls; beside ten tenants
-// calling now and then (11 active, a share of one call each) it still
-// holds 14 while they hold nothing, where before it was refused past
-// ceil(16/11) = 2 with 14 slots idle; a newcomer's first call is admitted
-// beside it at once, up to its share; a slot freed goes to whoever asks,
-// the reserve staying free; a tenant idle for the window no longer
-// counts.
-func TestFairShareIsWorkConservingAndKeepsARoom(t *testing.T) {
-	now := time.Unix(1000, 0)
-	f := newFairShare(16, 0, 2*time.Second)
-	f.now = func() time.Time { return now }
-	call := func(tenant string) (func(), error) {
-		g, err := f.admit(host.Call{Correlation: host.Correlation{TenantID: tenant}})
-		return g.Release, err
-	}
-	refused := func(err error) bool {
-		var d *host.Deny
-		return errors.As(err, &d) && d.Code == host.RefusalTenantShare
-	}
-	hold := func(tenant string, n int) []func() {
-		t.Helper()
-		var rs []func()
-		for i := 0; i < n; i++ {
-			r, err := call(tenant)
-			if err != nil {
-				t.Fatalf("%s, call %d: %v", tenant, i, err)
-			}
-			rs = append(rs, r)
-		}
-		return rs
-	}
-	a := hold("A", 14)
-	if _, err := call("A"); !refused(err) {
-		t.Fatalf("A alone past cap - reserve: %v", err)
-	}
-	for i := range 10 { // ten tenants, each calling once, done
-		for _, r := range hold(fmt.Sprint("t", i), 1) {
-			r()
-		}
-	}
-	for _, r := range a {
-		r()
-	}
-	a = hold("A", 14) // beside ten idle tenants: the whole cap less the reserve
-	if _, err := call("A"); !refused(err) {
-		t.Fatalf("A past cap - reserve beside idle tenants: %v", err)
-	}
-	b := hold("B", 1)                       // a newcomer, at once: the reserve
-	if _, err := call("B"); !refused(err) { // its share is 1 of 12 tenants', the reserve taken
-		t.Fatalf("B past its share, the cap full: %v", err)
-	}
-	b[0]()
-	a[0]()
-	a = append(a[1:], hold("A", 1)...) // a slot idle: A takes it back
-	b = hold("B", 1)                   // and B still finds the reserve
-	for _, r := range append(a, b...) {
-		r()
-	}
-	now = now.Add(3 * time.Second) // every tenant idle for the window
-	r := hold("A", 14)
-	for _, r := range r {
-		r()
-	}
-	if len(f.tenants) > 2 || f.inFlight != 0 {
-		t.Fatalf("%d tenants kept, %d calls in flight", len(f.tenants), f.inFlight)
-	}
-}
 
 // TestATenantCannotTakeTheWholeCap: with a cap of four (a reserve of
 // one), tenant B calling and tenant A then holding every call it can in
@@ -93,7 +24,7 @@ func TestFairShareIsWorkConservingAndKeepsARoom(t *testing.T) {
 // is answered at once beside them (on main A took all four slots and B
 // got 503 overloaded; then A was held to two while the cap had room).
 func TestATenantCannotTakeTheWholeCap(t *testing.T) {
-	_, ts := servedPack(t, conformanceIndex, host.SandboxConfig{}, Config{MaxConcurrency: 4, TenantSharePause: time.Millisecond})
+	_, ts := servedPack(t, conformanceIndex, host.SandboxConfig{}, service.Config{MaxConcurrency: 4, TenantSharePause: time.Millisecond}, Config{})
 	post := func(tenant, tool, input string) (int, string, time.Duration) {
 		return invokeAs(t, ts, tenant, tool, input)
 	}
@@ -151,7 +82,7 @@ func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, ts := servedPack(t, filepath.Join(dir, "index.json"), host.SandboxConfig{CacheDir: filepath.Join(dir, "cache"), MemoryBudget: 1600 << 20, PoolSize: 8},
-		Config{MaxConcurrency: 16})
+		service.Config{MaxConcurrency: 16}, Config{})
 	hogFor := func(tenant string) string {
 		status, body, _ := invokeAs(t, ts, tenant, "hostile.hog", "{}")
 		return fmt.Sprintf("%d %s", status, body)
@@ -192,7 +123,7 @@ func TestATenantCannotTakeTheWholeMemoryBudget(t *testing.T) {
 // Before the pause a tenant's 64 callers retrying every 10 ms made 4,900
 // refusals a second, and B's p99 went to 3x (make fairload).
 func TestARefusalForTheShareWaitsWithoutASlot(t *testing.T) {
-	_, ts := servedPack(t, conformanceIndex, host.SandboxConfig{}, Config{MaxConcurrency: 2, TenantSharePause: 2 * time.Second})
+	_, ts := servedPack(t, conformanceIndex, host.SandboxConfig{}, service.Config{MaxConcurrency: 2, TenantSharePause: 2 * time.Second}, Config{})
 	post := func(tenant, tool, input string) (int, time.Duration) {
 		status, _, took := invokeAs(t, ts, tenant, tool, input)
 		return status, took
@@ -231,7 +162,7 @@ var conformanceIndex = filepath.Join("..", "wasm-examples", "conformance", "inde
 // servedPack serves the pack of index, loaded with sb (its cache in a
 // temporary directory unless sb names one), under cfg with the token "tok",
 // until the test ends.
-func servedPack(t *testing.T, index string, sb host.SandboxConfig, cfg Config) (*Server, *httptest.Server) {
+func servedPack(t *testing.T, index string, sb host.SandboxConfig, sc service.Config, hc Config) (*Server, *httptest.Server) {
 	t.Helper()
 	if sb.CacheDir == "" { // shared: a Go pack compiles once for all these tests (12 s each under -race)
 		sb.CacheDir = filepath.Join(os.TempDir(), "packd-test-wazero-cache")
@@ -241,11 +172,8 @@ func servedPack(t *testing.T, index string, sb host.SandboxConfig, cfg Config) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	cfg.Pack, cfg.Token = p, "tok"
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc.Pack = p
+	s := newFace(t, sc, hc)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return s, ts

@@ -9,16 +9,18 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
 
 // operated is a server over the hostile test pack with metrics, a gate and
@@ -26,7 +28,8 @@ import (
 type operated struct {
 	s       *Server
 	reg     *prometheus.Registry
-	m       *Metrics
+	m       *service.Metrics
+	log     *service.Log
 	records *bytes.Buffer
 }
 
@@ -48,7 +51,14 @@ func (l *lockedBuffer) text() string {
 	return l.String()
 }
 
-func newOperated(t *testing.T, gate host.Gate, hooks ...Hook) *operated {
+func newOperated(t *testing.T, gate host.Gate, hooks ...service.Hook) *operated {
+	t.Helper()
+	return newOperatedWith(t, gate, func(*service.Metrics, *service.Log) []service.Hook { return hooks })
+}
+
+// newOperatedWith is newOperated whose further hooks are made of its
+// metrics and log.
+func newOperatedWith(t *testing.T, gate host.Gate, more func(*service.Metrics, *service.Log) []service.Hook) *operated {
 	t.Helper()
 	p, _ := host.Load(context.Background(), host.Config{
 		IndexPath: filepath.Join("..", "testdata", "hostile", "index.json"), Gate: gate,
@@ -59,18 +69,46 @@ func newOperated(t *testing.T, gate host.Gate, hooks ...Hook) *operated {
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	reg := prometheus.NewPedanticRegistry()
-	m, err := NewMetrics(reg, MetricsConfig{Pack: p, Version: "test"})
+	m, err := service.NewMetrics(reg, service.MetricsConfig{Pack: p, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	buf := &lockedBuffer{}
-	rec := NewLog(buf)
-	s, err := New(Config{Pack: p, Token: "tok", Log: rec, Metrics: m,
-		Hooks: append([]Hook{CallLines(rec), m}, hooks...), TenantID: ""})
+	rec := service.NewLog(buf)
+	s := newFace(t, service.Config{Pack: p, Log: rec, Metrics: m,
+		Hooks: append([]service.Hook{service.CallLines(rec), m}, more(m, rec)...), TenantID: ""}, Config{})
+	return &operated{s: s, reg: reg, m: m, log: rec, records: &buf.Buffer}
+}
+
+// metric is the value of the series of name whose labels are the
+// name, value pairs given (0 when there is none): a counter's or gauge's
+// value.
+func metric(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &operated{s: s, reg: reg, m: m, records: &buf.Buffer}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 func (o *operated) call(method, path, body string, headers ...string) *httptest.ResponseRecorder {
@@ -97,22 +135,22 @@ func TestMetricsCountCallsAndRefusals(t *testing.T) {
 	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"), "kindgi-pack-token", "bad")
 	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"), "content-type", "text/plain")
 
-	if got := testutil.ToFloat64(o.m.calls.WithLabelValues("tool", "hostile.counter", "ok")); got != 2 {
+	if got := metric(t, o.reg, "packd_calls_total", "target", "tool", "id", "hostile.counter", "outcome", "ok"); got != 2 {
 		t.Errorf("ok calls = %v", got)
 	}
-	if got := testutil.ToFloat64(o.m.calls.WithLabelValues("tool", "unknown", "tool-not-in-pack")); got != 1 {
+	if got := metric(t, o.reg, "packd_calls_total", "target", "tool", "id", "unknown", "outcome", "tool-not-in-pack"); got != 1 {
 		t.Errorf("an unknown id must be labelled unknown: %v", got)
 	}
-	if got := testutil.ToFloat64(o.m.refusals.WithLabelValues("401", "bad-token")); got != 1 {
+	if got := metric(t, o.reg, "packd_refusals_total", "status", "401", "reason", "bad-token"); got != 1 {
 		t.Errorf("401 refusals = %v", got)
 	}
-	if got := testutil.ToFloat64(o.m.refusals.WithLabelValues("415", "content-type")); got != 1 {
+	if got := metric(t, o.reg, "packd_refusals_total", "status", "415", "reason", "content-type"); got != 1 {
 		t.Errorf("415 refusals = %v", got)
 	}
-	if got := testutil.ToFloat64(o.m.inFlight); got != 0 {
+	if got := metric(t, o.reg, "packd_calls_in_flight"); got != 0 {
 		t.Errorf("in flight after the calls = %v", got)
 	}
-	if n := testutil.CollectAndCount(o.m.fuel); n != 1 {
+	if n := testutil.CollectAndCount(o.reg, "packd_call_fuel"); n != 1 {
 		t.Errorf("fuel histogram series = %d", n)
 	}
 	// The traced call left its trace id as an exemplar.
@@ -137,8 +175,8 @@ func TestMetricsCountCallsAndRefusals(t *testing.T) {
 	o.m.PoolEvent(host.PoolEvent{Kind: "reset", Seconds: 0.0001})
 	o.m.PoolEvent(host.PoolEvent{Kind: "discard", Reason: "grown"})
 	o.m.GuestLineDropped("stdout")
-	if testutil.ToFloat64(o.m.poolEvents.WithLabelValues("discard", "grown")) != 1 || testutil.CollectAndCount(o.m.poolReset) != 1 ||
-		testutil.ToFloat64(o.m.guestLines.WithLabelValues("stdout")) != 1 {
+	if metric(t, o.reg, "packd_pool_events_total", "event", "discard", "reason", "grown") != 1 || testutil.CollectAndCount(o.reg, "packd_pool_reset_seconds") != 1 ||
+		metric(t, o.reg, "packd_guest_lines_dropped_total", "stream", "stdout") != 1 {
 		t.Error("pool events or dropped guest lines are not counted")
 	}
 	// Names and help pass the registry's own lint.
@@ -173,7 +211,7 @@ func TestGateDenyIs403AndGateFailureIs503(t *testing.T) {
 	if !strings.Contains(o.records.String(), `"kind":"gate-failed"`) {
 		t.Error("the gate failure was not recorded")
 	}
-	if got := testutil.ToFloat64(o.m.calls.WithLabelValues("tool", "hostile.counter", "pack-gate-denied")); got != 1 {
+	if got := metric(t, o.reg, "packd_calls_total", "target", "tool", "id", "hostile.counter", "outcome", "pack-gate-denied"); got != 1 {
 		t.Errorf("denied calls = %v", got)
 	}
 	if r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t-ok")); r.Code != 200 {
@@ -187,32 +225,33 @@ func (f gateFunc) Check(ctx context.Context, r host.Call) error { return f(ctx, 
 
 func TestAHookThatPanicsCannotFailTheCall(t *testing.T) {
 	var after int
-	o := newOperated(t, nil, HookFunc(func(Event) { panic("hook bug") }), HookFunc(func(Event) { after++ }))
+	o := newOperated(t, nil, service.HookFunc(func(service.Event) { panic("hook bug") }), service.HookFunc(func(service.Event) { after++ }))
 	r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"))
 	if r.Code != 200 || r.Body.String() != `{"v":2,"kind":"result","output":{"global":1,"memory":1}}` {
 		t.Fatalf("%d %s", r.Code, r.Body)
 	}
-	if testutil.ToFloat64(o.m.hookPanics) != 1 || after != 1 {
-		t.Fatalf("panics %v, later hooks ran %d times", testutil.ToFloat64(o.m.hookPanics), after)
+	if metric(t, o.reg, "packd_hook_panics_total") != 1 || after != 1 {
+		t.Fatalf("panics %v, later hooks ran %d times", metric(t, o.reg, "packd_hook_panics_total"), after)
 	}
 }
 
 func TestAuditLogRecordsEveryDispatchAndNothingSecret(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
-	var o *operated
-	audit, err := OpenAuditLog(path, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var audit *service.AuditLog
 	policy := &host.Policy{Tenants: map[string]host.TenantPolicy{"t-blocked": {Allow: []string{"other.*"}}}}
-	o = newOperated(t, policy, audit)
-	audit.metrics = o.m
+	o := newOperatedWith(t, policy, func(m *service.Metrics, _ *service.Log) []service.Hook {
+		var err error
+		if audit, err = service.OpenAuditLog(path, m, nil); err != nil {
+			t.Fatal(err)
+		}
+		return []service.Hook{audit}
+	})
 	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1"), "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t-blocked"))
 	o.call("POST", "/v1/invoke", invokeMsg("nope", "t1"))
 	o.call("POST", "/v1/invoke", `{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":[],"ctx":{"tenantId":"t1","runId":"r"}}`)
 	o.call("POST", "/v1/invoke", `not json`) // not a dispatch: no row
-	if err := closeWithin(audit, 5*time.Second); err != nil {
+	if err := audit.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
@@ -246,18 +285,20 @@ func TestAuditLogSurvivesAFullDisk(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Fatal("this test needs /dev/full (Linux)")
 	}
-	audit, err := OpenAuditLog("/dev/full", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := newOperated(t, nil, audit)
-	audit.metrics, audit.log = o.m, o.s.cfg.Log
+	var audit *service.AuditLog
+	o := newOperatedWith(t, nil, func(m *service.Metrics, log *service.Log) []service.Hook {
+		var err error
+		if audit, err = service.OpenAuditLog("/dev/full", m, log); err != nil {
+			t.Fatal(err)
+		}
+		return []service.Hook{audit}
+	})
 	for i := 0; i < 3; i++ {
 		if r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1")); r.Code != 200 {
 			t.Fatalf("call %d: %d", i, r.Code)
 		}
 	}
-	_ = closeWithin(audit, 5*time.Second)
+	_ = audit.Close(t.Context())
 	if got := testutil.ToFloat64(o.m.AuditErrors); got != 3 {
 		t.Errorf("audit write errors = %v", got)
 	}
@@ -265,43 +306,6 @@ func TestAuditLogSurvivesAFullDisk(t *testing.T) {
 		t.Error("no audit-error record")
 	}
 }
-
-// TestAnAuditLineCutByAFullDiskStaysApart: a line the disk took only the
-// start of (full) is ended before the next line once space returns, so
-// every whole line reads as JSON (before, the cut line and the next were
-// glued into one).
-func TestAnAuditLineCutByAFullDiskStaysApart(t *testing.T) {
-	disk := &fillingDisk{room: []int{30, 0}}
-	audit := newAuditLog(disk, nil, nil)
-	for _, outcome := range []string{"cut", "lost", "after"} {
-		audit.OnCall(Event{Time: time.Unix(0, 0), Parsed: true, Outcome: outcome})
-	}
-	_ = closeWithin(audit, 5*time.Second)
-	lines := strings.Split(strings.TrimSuffix(disk.b.String(), "\n"), "\n")
-	var row map[string]any
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &row); len(lines) != 2 || err != nil || row["outcome"] != "after" {
-		t.Fatalf("the file after the disk filled up and had room again (%v):\n%s", err, disk.b.String())
-	}
-}
-
-// fillingDisk takes, at each write, as many bytes as room says (then
-// answers ENOSPC), and every byte once room is used up.
-type fillingDisk struct {
-	b    bytes.Buffer
-	room []int
-}
-
-func (d *fillingDisk) Write(p []byte) (int, error) {
-	if len(d.room) == 0 {
-		return d.b.Write(p)
-	}
-	n := min(len(p), d.room[0])
-	d.room = d.room[1:]
-	d.b.Write(p[:n])
-	return n, syscall.ENOSPC
-}
-
-func (d *fillingDisk) Close() error { return nil }
 
 func TestDescribe(t *testing.T) {
 	o := newOperated(t, nil)
@@ -330,7 +334,7 @@ func TestDescribeParamsFromTheInputSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	s, _ := New(Config{Pack: p, Token: "tok"})
+	s := newFace(t, service.Config{Pack: p}, Config{})
 	req := httptest.NewRequest("GET", "/v1/tools/conformance.defaults?version=1.0.0", nil)
 	req.Header.Set("kindgi-pack-token", "tok")
 	rec := httptest.NewRecorder()
@@ -359,7 +363,7 @@ func TestAGateRefusalWithAnUnknownCodeFailsClosed(t *testing.T) {
 	if !strings.Contains(o.records.String(), `unknown code \"made-up\"`) {
 		t.Errorf("not recorded: %s", o.records.String())
 	}
-	if got := testutil.ToFloat64(o.m.refusals.WithLabelValues("503", "pack-gate-failed")); got != 1 {
+	if got := metric(t, o.reg, "packd_refusals_total", "status", "503", "reason", "pack-gate-failed"); got != 1 {
 		t.Errorf("503 refusals = %v", got)
 	}
 }
@@ -367,9 +371,9 @@ func TestAGateRefusalWithAnUnknownCodeFailsClosed(t *testing.T) {
 // TestEveryHostRefusalHasItsRow: each refusal code host can return has a
 // row in the refusal table, whose reason is the code.
 func TestEveryHostRefusalHasItsRow(t *testing.T) {
-	for _, code := range []string{host.RefusalTenantMismatch, host.RefusalGateDenied, host.RefusalGateFailed, host.RefusalOverloaded} {
-		r, ok := hostRefusals[code]
-		if !ok || r.reason != code || r.status == 0 {
+	for _, code := range []string{host.RefusalTenantMismatch, host.RefusalGateDenied, host.RefusalGateFailed, host.RefusalOverloaded, host.RefusalTenantShare} {
+		r, ok := refusals[code]
+		if !ok || r.status == 0 {
 			t.Errorf("%s: %+v %v", code, r, ok)
 		}
 	}
@@ -380,10 +384,7 @@ func TestEveryHostRefusalHasItsRow(t *testing.T) {
 // no other wiring (the pack was loaded without a gate).
 func TestATenantPinCannotBeHalfWired(t *testing.T) {
 	p := testPack(t)
-	s, err := New(Config{Pack: p, Token: "tok", TenantID: "t1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFace(t, service.Config{Pack: p, TenantID: "t1"}, Config{})
 	req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(invokeMsg("hostile.counter", "t2")))
 	req.Header.Set("kindgi-pack-token", "tok")
 	req.Header.Set("content-type", "application/json")
@@ -409,23 +410,21 @@ func TestATenantPinCannotBeHalfWired(t *testing.T) {
 func TestMetricsNeedNotBeGivenTwice(t *testing.T) {
 	for _, inHooks := range []bool{false, true} {
 		p := testPack(t)
-		m, err := NewMetrics(prometheus.NewPedanticRegistry(), MetricsConfig{Pack: p, Version: "test"})
+		reg := prometheus.NewPedanticRegistry()
+		m, err := service.NewMetrics(reg, service.MetricsConfig{Pack: p, Version: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := Config{Pack: p, Token: "tok", Metrics: m}
+		cfg := service.Config{Pack: p, Metrics: m}
 		if inHooks {
-			cfg.Hooks = []Hook{m}
+			cfg.Hooks = []service.Hook{m}
 		}
-		s, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := newFace(t, cfg, Config{})
 		req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(invokeMsg("hostile.counter", "t1")))
 		req.Header.Set("kindgi-pack-token", "tok")
 		req.Header.Set("content-type", "application/json")
 		s.Handler().ServeHTTP(httptest.NewRecorder(), req)
-		if got := testutil.ToFloat64(m.calls.WithLabelValues("tool", "hostile.counter", "ok")); got != 1 {
+		if got := metric(t, reg, "packd_calls_total", "target", "tool", "id", "hostile.counter", "outcome", "ok"); got != 1 {
 			t.Errorf("metrics in hooks %v: %v calls counted, want 1", inHooks, got)
 		}
 	}
@@ -435,17 +434,19 @@ func TestMetricsNeedNotBeGivenTwice(t *testing.T) {
 // (past the drain's timeout) ends after the audit log closed: its line is
 // counted as dropped, and no hook panics.
 func TestACallEndingAfterTheAuditLogClosedIsCountedNotAPanic(t *testing.T) {
-	audit, err := OpenAuditLog(filepath.Join(t.TempDir(), "audit.log"), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := newOperated(t, nil, audit)
-	audit.metrics = o.m
-	_ = closeWithin(audit, time.Second)
+	var audit *service.AuditLog
+	o := newOperatedWith(t, nil, func(m *service.Metrics, _ *service.Log) []service.Hook {
+		var err error
+		if audit, err = service.OpenAuditLog(filepath.Join(t.TempDir(), "audit.log"), m, nil); err != nil {
+			t.Fatal(err)
+		}
+		return []service.Hook{audit}
+	})
+	_ = audit.Close(t.Context())
 	if r := o.call("POST", "/v1/invoke", invokeMsg("hostile.counter", "t1")); r.Code != 200 {
 		t.Fatalf("%d %s", r.Code, r.Body)
 	}
-	if got := testutil.ToFloat64(o.m.hookPanics); got != 0 {
+	if got := metric(t, o.reg, "packd_hook_panics_total"); got != 0 {
 		t.Errorf("hook panics = %v", got)
 	}
 	if got := testutil.ToFloat64(o.m.AuditDropped); got != 1 {

@@ -5,65 +5,97 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
 
-// refusal is one way the service answers a request it does not serve: the
-// status, the reason counted in packd_refusals_total, the body's error
-// and code, and whether to say Retry-After. Every refusal is in the table
-// below; adding one touches only it.
+// refusal is how the HTTP face answers a request it does not serve: the
+// status, the body's error and code, and whether to say Retry-After.
+// Every refusal is in the table below, by its code (the reason counted in
+// packd_refusals_total); adding one touches only it.
 type refusal struct {
 	status     int
-	reason     string // metric label
 	message    string // the body's "error" (a gate's refusal says its own)
-	code       string // the body's "code", when it has one
+	code       bool   // the body says the code
 	retryAfter bool
 }
 
-var (
-	refuseBadToken     = refusal{status: http.StatusUnauthorized, reason: "bad-token", message: "Bad pack token"}
-	refuseContentType  = refusal{status: http.StatusUnsupportedMediaType, reason: "content-type", message: "Content-Type must be application/json"}
-	refuseBodyTooLarge = refusal{status: http.StatusRequestEntityTooLarge, reason: "body-too-large", message: "Request body too large"}
-	refuseBodyTooSlow  = refusal{status: http.StatusRequestTimeout, reason: "body-too-slow", message: "Request body too slow"}
+// The HTTP face's own refusal codes, beside the service's.
+const (
+	codeBadToken    = "bad-token"
+	codeContentType = "content-type"
+	codeTooLarge    = "body-too-large"
+	codeTooSlow     = "body-too-slow"
 	// A body that cannot be read (the client went away, a malformed chunk).
-	refuseUnreadableBody = refusal{status: http.StatusBadRequest, reason: "body-unreadable", message: "Cannot read the request body"}
-	refuseTenantPinned   = refusal{status: http.StatusMisdirectedRequest, reason: host.RefusalTenantMismatch, message: "This pack service is pinned to another tenant", code: host.RefusalTenantMismatch}
-	refuseTenantMissing  = refusal{status: http.StatusMisdirectedRequest, reason: host.RefusalTenantMismatch, message: "The kindgi-tenant-id header is required by this pack service", code: host.RefusalTenantMismatch}
-	refuseGateDenied     = refusal{status: http.StatusForbidden, reason: host.RefusalGateDenied, code: host.RefusalGateDenied}
-	refuseGateFailed     = refusal{status: http.StatusServiceUnavailable, reason: host.RefusalGateFailed, code: host.RefusalGateFailed, retryAfter: true}
-	refuseDraining       = refusal{status: http.StatusServiceUnavailable, reason: "draining", message: "draining", retryAfter: true}
-	refuseMissingEnv     = refusal{status: http.StatusServiceUnavailable, reason: "missing-env", message: "missing env", retryAfter: true}
-	refuseOverloaded     = refusal{status: http.StatusServiceUnavailable, reason: "overloaded", message: "overloaded", retryAfter: true}
-	// refuseTenantShare: the call's tenant holds its share of the cap while
-	// others call; its answer is the overloaded one.
-	refuseTenantShare = refusal{status: http.StatusServiceUnavailable, reason: "tenant-share", message: "overloaded", retryAfter: true}
+	codeUnreadable = "body-unreadable"
 )
 
-// hostRefusals are the refusals host.Dispatch can return, by code.
-var hostRefusals = map[string]refusal{
-	host.RefusalTenantMismatch: refuseTenantPinned,
-	host.RefusalGateDenied:     refuseGateDenied,
-	host.RefusalGateFailed:     refuseGateFailed,
-	host.RefusalOverloaded:     refuseOverloaded,
-	host.RefusalTenantShare:    refuseTenantShare,
+var refusals = map[string]refusal{
+	codeBadToken:               {status: http.StatusUnauthorized, message: "Bad pack token"},
+	codeContentType:            {status: http.StatusUnsupportedMediaType, message: "Content-Type must be application/json"},
+	codeTooLarge:               {status: http.StatusRequestEntityTooLarge, message: "Request body too large"},
+	codeTooSlow:                {status: http.StatusRequestTimeout, message: "Request body too slow"},
+	codeUnreadable:             {status: http.StatusBadRequest, message: "Cannot read the request body"},
+	service.CodeTenantMismatch: {status: http.StatusMisdirectedRequest, message: "This pack service is pinned to another tenant", code: true},
+	service.CodeGateDenied:     {status: http.StatusForbidden, code: true},
+	service.CodeGateFailed:     {status: http.StatusServiceUnavailable, code: true, retryAfter: true},
+	service.CodeDraining:       {status: http.StatusServiceUnavailable, message: "draining", retryAfter: true},
+	service.CodeMissingEnv:     {status: http.StatusServiceUnavailable, message: "missing env", retryAfter: true},
+	service.CodeOverloaded:     {status: http.StatusServiceUnavailable, message: "overloaded", retryAfter: true},
+	// The call's tenant holds its share of the cap while others call; its
+	// answer is the overloaded one.
+	service.CodeTenantShare: {status: http.StatusServiceUnavailable, message: "overloaded", retryAfter: true},
 }
 
-// refuse answers r, with message instead of r's when given and extra
-// members in the body; it counts the refusal, except on /readyz (a probe
-// being told "not yet" is not a refused request).
-func (s *Server) refuse(c echo.Context, r refusal, message string, extra ...any) error {
-	if c.Request().URL.Path != "/readyz" {
-		s.cfg.Metrics.refused(r.status, r.reason)
+// noTenant is the message of a tenant mismatch that named no tenant.
+const noTenant = "The kindgi-tenant-id header is required by this pack service"
+
+// httpFace is the HTTP face as the service sees it: the status of each
+// refusal (a code the table does not know is a 500, which the service's
+// codes never are).
+type httpFace struct{}
+
+func (httpFace) Status(code string) int {
+	if code == "" {
+		return http.StatusOK
 	}
-	refusedSpan(c.Request().Context(), r.reason)
+	if r, ok := refusals[code]; ok {
+		return r.status
+	}
+	return http.StatusInternalServerError
+}
+
+// refuse answers a refusal, with its message or the table's, its code and
+// missing env names in the body, and Retry-After when the table says so.
+// It counts nothing: the service counts its refusals, and faceRefuse the
+// face's.
+func (s *Server) refuse(c echo.Context, r service.Refusal) error {
+	rf, ok := refusals[r.Code]
+	if !ok {
+		return sendError(c, http.StatusInternalServerError, "Internal error")
+	}
+	message := r.Message
 	if message == "" {
-		message = r.message
+		message = rf.message
 	}
-	if r.code != "" {
-		extra = append([]any{"code", r.code}, extra...)
+	if r.NoTenant {
+		message = noTenant
 	}
-	if r.retryAfter {
+	var extra []any
+	if rf.code {
+		extra = append(extra, "code", r.Code)
+	}
+	if r.Code == service.CodeMissingEnv {
+		extra = append(extra, "missingEnv", r.MissingEnv)
+	}
+	if rf.retryAfter {
 		c.Response().Header().Set("Retry-After", "1")
 	}
-	return sendError(c, r.status, message, extra...)
+	return sendError(c, rf.status, message, extra...)
+}
+
+// faceRefuse answers and counts a refusal of the face's own, made before
+// any call.
+func (s *Server) faceRefuse(c echo.Context, r service.Refusal) error {
+	s.svc.Refused(httpFace{}, r.Code)
+	return s.refuse(c, r)
 }

@@ -54,14 +54,14 @@ func call(url, body string) (int, string, error) {
 func TestReloadClosesTheOldPackAfterItsLastCall(t *testing.T) {
 	buf := &lockedBuffer{}
 	cfg := serviceConfig(t, buf)
-	writeIndex(t, cfg.Load.IndexPath, "hostile-1", "", "counter=counter.wasm", "slow=slow.wasm")
+	writeIndex(t, cfg.Service.Load.IndexPath, "hostile-1", "", "counter=counter.wasm", "slow=slow.wasm")
 	svc, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Shutdown(context.Background())
 	url := "http://" + svc.Addr().String() + "/v1/invoke"
-	old := svc.srv.Pack()
+	old := svc.Service().Pack()
 	answered := make(chan string, 1)
 	go func() {
 		_, body, err := call(url, `{"v":2,"kind":"invoke","tool":{"id":"hostile.slow"},"input":{},"ctx":{"tenantId":"t1","runId":"r"}}`)
@@ -76,19 +76,14 @@ func TestReloadClosesTheOldPackAfterItsLastCall(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	writeIndex(t, cfg.Load.IndexPath, "hostile-2", "", "counter=counter.wasm")
+	writeIndex(t, cfg.Service.Load.IndexPath, "hostile-2", "", "counter=counter.wasm")
 	if err := svc.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if p := svc.srv.Pack(); p == old || p.Index().ArtifactVersion != "hostile-2" {
+	if p := svc.Service().Pack(); p == old || p.Index().ArtifactVersion != "hostile-2" {
 		t.Fatalf("serving %s after the reload", p.Index().ArtifactVersion)
 	}
-	retiring := func() bool {
-		svc.packMu.Lock()
-		defer svc.packMu.Unlock()
-		_, ok := svc.retiring[old]
-		return ok
-	}
+	retiring := func() bool { return svc.Service().Retiring() == 1 } // old, the only pack replaced
 	if !retiring() {
 		t.Fatal("the old pack was closed with a call running on it")
 	}
@@ -108,7 +103,7 @@ func TestReloadClosesTheOldPackAfterItsLastCall(t *testing.T) {
 	if err := svc.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	audit, _ := os.ReadFile(cfg.AuditLog)
+	audit, _ := os.ReadFile(cfg.Service.AuditLog)
 	rows := strings.Split(strings.TrimSpace(string(audit)), "\n")
 	if len(rows) != 2 || !strings.Contains(rows[0], `"toolId":"hostile.slow"`) || !strings.Contains(rows[0], `"artifactVersion":"hostile-1"`) ||
 		!strings.Contains(rows[1], `"artifactVersion":"hostile-2"`) {
@@ -124,12 +119,12 @@ func TestReloadKeepsTheServiceReady(t *testing.T) {
 	for _, strict := range []bool{true, false} {
 		buf := &lockedBuffer{}
 		cfg := serviceConfig(t, buf)
-		cfg.Server.StrictEnv = strict
+		cfg.Service.Calls.StrictEnv = strict
 		svc, err := Start(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeIndex(t, cfg.Load.IndexPath, "hostile-2", "NOT_SET_ANYWHERE", "counter=counter.wasm")
+		writeIndex(t, cfg.Service.Load.IndexPath, "hostile-2", "NOT_SET_ANYWHERE", "counter=counter.wasm")
 		err = svc.Reload(context.Background())
 		ready := 0
 		if res, err := http.Get("http://" + svc.Addr().String() + "/readyz"); err == nil {
@@ -182,7 +177,7 @@ func TestReloadRacesCalls(t *testing.T) {
 		}()
 	}
 	for i := range 5 {
-		writeIndex(t, cfg.Load.IndexPath, "hostile-"+string(rune('2'+i)), "", "counter=counter.wasm")
+		writeIndex(t, cfg.Service.Load.IndexPath, "hostile-"+string(rune('2'+i)), "", "counter=counter.wasm")
 		if err := svc.Reload(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -195,9 +190,7 @@ func TestReloadRacesCalls(t *testing.T) {
 	default:
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		svc.packMu.Lock()
-		n := len(svc.retiring)
-		svc.packMu.Unlock()
+		n := svc.Service().Retiring()
 		if n == 0 {
 			break
 		}

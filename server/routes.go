@@ -6,15 +6,14 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
 
-// The routes, their middleware, and admission: the token and the header
-// half of the tenant pin; /readyz and /v1/info.
+// The routes, their middleware, and admission: the token, and the tenant
+// header of a request that is not a call; /readyz and /v1/info.
 
 // Request and answer headers, written canonically: net/http's Header.Get
 // and Header.Set copy a key that is not, on every request.
@@ -23,6 +22,7 @@ const (
 	headerTenant          = "Kindgi-Tenant-Id"
 	headerTimeout         = "Kindgi-Timeout-Ms"
 	headerTraceparent     = "Traceparent"
+	headerTracestate      = "Tracestate"
 	headerDuration        = "Kindgi-Duration-Ms"
 	headerArtifactVersion = "Kindgi-Artifact-Version"
 )
@@ -46,7 +46,7 @@ func (s *Server) routes() *echo.Echo {
 		path, method string
 		h            echo.HandlerFunc
 	}{
-		{"/v1/invoke", http.MethodPost, s.tokenAndTenant(s.invoke)},
+		{"/v1/invoke", http.MethodPost, s.token(s.invoke)}, // the service checks the call's tenant
 		{"/v1/info", http.MethodGet, s.tokenAndTenant(s.getInfo)},
 		{"/healthz", http.MethodGet, func(c echo.Context) error { return send(c, http.StatusOK, []byte(`{"status":"ok"}`)) }},
 		{"/readyz", http.MethodGet, s.readyz},
@@ -101,56 +101,40 @@ func (s *Server) method(m string, h echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
+// token checks the pack token. One token: a header sent twice ("right,
+// wrong") is refused, never read by its first value.
+func (s *Server) token(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		// One token, one tenant: a header sent twice ("right, wrong") is
-		// refused, never read by its first value.
 		got := sha256.Sum256([]byte(only(c.Request().Header[headerPackToken])))
 		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
-			return s.refuse(c, refuseBadToken, "")
-		}
-		if pin := s.cfg.TenantID; pin != "" {
-			tenants := c.Request().Header[headerTenant]
-			tenant := only(tenants)
-			if tenant != pin {
-				r := refuseTenantPinned
-				if len(tenants) < 2 && tenant == "" {
-					r = refuseTenantMissing
-				}
-				if c.Request().URL.Path == "/v1/invoke" {
-					s.runHooks(Event{Time: time.Now(), Outcome: host.RefusalTenantMismatch,
-						Status: r.status, Call: host.Call{Correlation: host.Correlation{TenantID: tenant}},
-						TraceID: traceIDFrom(c.Request().Header.Get(headerTraceparent)), ArtifactVersion: s.gen.Load().artifactVersion[0]})
-				}
-				return s.refuse(c, r, "")
-			}
+			return s.faceRefuse(c, service.Refusal{Code: codeBadToken})
 		}
 		return h(c)
 	}
 }
 
-// unavailable answers the first 503 that applies (draining, missing env)
-// and says whether it did. A server is never "not ready" otherwise: it is
-// built around a pack that has loaded (New), and before that nothing
-// listens.
-func (s *Server) unavailable(c echo.Context, g *generation) (bool, error) {
-	switch {
-	case s.draining.Load():
-		return true, s.refuse(c, refuseDraining, "")
-	case s.cfg.StrictEnv && len(g.missingEnv) > 0:
-		return true, s.refuse(c, refuseMissingEnv, "", "missingEnv", g.missingEnv)
-	}
-	return false, nil
+// tokenAndTenant checks the token, then the tenant header against the pin.
+func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
+	return s.token(func(c echo.Context) error {
+		if r := s.svc.Tenant(c.Request().Header[headerTenant]); r != nil {
+			return s.faceRefuse(c, *r)
+		}
+		return h(c)
+	})
 }
 
+// readyz answers 503 while the service would refuse a call for its state
+// (draining, missing env), uncounted: a probe being told "not yet" is not a
+// refused request. A server is never "not ready" otherwise: its service is
+// made around a pack that has loaded, and before that nothing listens.
 func (s *Server) readyz(c echo.Context) error {
-	if answered, err := s.unavailable(c, s.gen.Load()); answered {
-		return err
+	if r := s.svc.Ready(); r != nil {
+		return s.refuse(c, *r)
 	}
 	return send(c, http.StatusOK, []byte(`{"status":"ready"}`))
 }
 
-func (s *Server) getInfo(c echo.Context) error { return send(c, http.StatusOK, s.gen.Load().info) }
+func (s *Server) getInfo(c echo.Context) error { return send(c, http.StatusOK, s.svc.Info()) }
 
 // only is a header's value when it was sent once, else "" (absent, or sent
 // more than once).

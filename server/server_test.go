@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
 
 func testPack(t *testing.T) *host.Pack {
@@ -31,11 +32,25 @@ func testPack(t *testing.T) *host.Pack {
 	return p
 }
 
-func newServer(t *testing.T, cfg Config) *Server {
+// newServer serves the hostile test pack: sc is its service's config, hc
+// its HTTP face's (the token "tok").
+func newServer(t *testing.T, sc service.Config, hc Config) *Server {
 	t.Helper()
-	cfg.Pack = testPack(t)
-	cfg.Token = "tok"
-	s, err := New(cfg)
+	sc.Pack = testPack(t)
+	return newFace(t, sc, hc)
+}
+
+// newFace makes a service of sc (its Pack set) and its HTTP face of hc
+// with the token "tok", both closed when the test ends.
+func newFace(t *testing.T, sc service.Config, hc Config) *Server {
+	t.Helper()
+	svc, err := service.New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	hc.Service, hc.Token = svc, "tok"
+	s, err := New(hc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +70,7 @@ func (e *endless) Read(p []byte) (int, error) {
 }
 
 func TestBodyOverTheLimitIsNeverBuffered(t *testing.T) {
-	s := newServer(t, Config{MaxBodyBytes: 4096})
+	s := newServer(t, service.Config{}, Config{MaxBodyBytes: 4096})
 	body := &endless{}
 	req := httptest.NewRequest("POST", "/v1/invoke", io.NopCloser(body))
 	req.ContentLength = -1
@@ -89,7 +104,7 @@ func TestBodyOverTheLimitIsNeverBuffered(t *testing.T) {
 // declares a body of the limit and sends a few bytes of it does not make
 // the server hold the whole declared length.
 func TestADeclaredLengthIsNotAllocatedBeforeItArrives(t *testing.T) {
-	s := newServer(t, Config{MaxBodyBytes: 8 << 20})
+	s := newServer(t, service.Config{}, Config{MaxBodyBytes: 8 << 20})
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(`{"v":2,`))
@@ -108,7 +123,7 @@ func TestADeclaredLengthIsNotAllocatedBeforeItArrives(t *testing.T) {
 }
 
 func TestPanicInAHandlerIs500AndTheServerLivesOn(t *testing.T) {
-	s := newServer(t, Config{})
+	s := newServer(t, service.Config{}, Config{})
 	s.Echo().GET("/boom", func(echo.Context) error { panic("handler bug") })
 	for i := 0; i < 2; i++ {
 		rec := httptest.NewRecorder()
@@ -125,7 +140,7 @@ func TestPanicInAHandlerIs500AndTheServerLivesOn(t *testing.T) {
 }
 
 func TestSlowHeadersAreCut(t *testing.T) {
-	s := newServer(t, Config{ReadHeaderTimeout: 200 * time.Millisecond})
+	s := newServer(t, service.Config{}, Config{ReadHeaderTimeout: 200 * time.Millisecond})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -163,40 +178,8 @@ func TestTimeoutHeader(t *testing.T) {
 	}
 }
 
-func TestTraceparent(t *testing.T) {
-	cases := map[string]string{
-		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "4bf92f3577b34da6a3ce929d0e0e4736",
-		"00-00000000000000000000000000000000-00f067aa0ba902b7-01": "",
-		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "",
-		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01": "",
-		"garbage": "",
-	}
-	for h, want := range cases {
-		if got := traceIDFrom(h); got != want {
-			t.Errorf("traceIDFrom(%q) = %q, want %q", h, got, want)
-		}
-	}
-}
-
-func TestRecordLayout(t *testing.T) {
-	var buf bytes.Buffer
-	r := NewLog(&buf)
-	r.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC) }
-	r.Line("warn", "tool x handler-throw 3ms",
-		Field{"target", "tool"}, Field{"runId", "r"}, Field{"traceId", ""}, Field{"tenantId", "t"}, Field{"toolId", "x"}, Field{"durationMs", 3})
-	want := `{"time":"2026-01-02T03:04:05.678Z","level":"warn","severity":"WARNING","subsystem":"pack","message":"tool x handler-throw 3ms","tenantId":"t","runId":"r","toolId":"x","target":"tool","durationMs":3}` + "\n"
-	if buf.String() != want {
-		t.Fatalf("got  %s\nwant %s", buf.String(), want)
-	}
-	buf.Reset()
-	r.Lifecycle("stopped", "info", "Stopped")
-	if !strings.Contains(buf.String(), `"message":"Stopped","event":"stopped","kind":"stopped"}`) {
-		t.Fatalf("lifecycle: %s", buf.String())
-	}
-}
-
 func TestDrainWaitsForInFlightThenCloses(t *testing.T) {
-	s := newServer(t, Config{DrainTimeout: 5 * time.Second})
+	s := newServer(t, service.Config{DrainTimeout: 5 * time.Second}, Config{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -219,10 +202,10 @@ func TestDrainWaitsForInFlightThenCloses(t *testing.T) {
 		resp.Body.Close()
 		result <- resp.StatusCode
 	}()
-	for i := 0; i < 100 && len(s.sem) == 0; i++ {
+	for i := 0; i < 100 && s.svc.InFlight() == 0; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if len(s.sem) != 1 {
+	if s.svc.InFlight() != 1 {
 		t.Fatal("the call never started")
 	}
 	start := time.Now()
@@ -248,13 +231,13 @@ func TestDrainWaitsForInFlightThenCloses(t *testing.T) {
 func TestADrainEndsTheCallsItCuts(t *testing.T) {
 	var log bytes.Buffer
 	var mu sync.Mutex
-	var events []Event
-	rec := NewLog(&syncWriter{w: &log, mu: &mu})
-	s := newServer(t, Config{DrainTimeout: 300 * time.Millisecond, Log: rec, Hooks: []Hook{CallLines(rec), HookFunc(func(e Event) {
+	var events []service.Event
+	rec := service.NewLog(&syncWriter{w: &log, mu: &mu})
+	s := newServer(t, service.Config{DrainTimeout: 300 * time.Millisecond, Log: rec, Hooks: []service.Hook{service.CallLines(rec), service.HookFunc(func(e service.Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
-	})}})
+	})}}, Config{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -276,10 +259,10 @@ func TestADrainEndsTheCallsItCuts(t *testing.T) {
 		resp.Body.Close()
 		answer <- fmt.Sprintf("%d %s", resp.StatusCode, b)
 	}()
-	for i := 0; i < 100 && len(s.sem) == 0; i++ {
+	for i := 0; i < 100 && s.svc.InFlight() == 0; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if len(s.sem) != 1 {
+	if s.svc.InFlight() != 1 {
 		t.Fatal("the call never started")
 	}
 	if err := s.Drain(context.Background()); err != nil {
@@ -315,7 +298,7 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 // take the eight slots of the cap (on main they did, and every other call
 // got 503), and a body slower than BodyTimeout is refused with 408.
 func TestSlowBodiesDoNotHoldTheCap(t *testing.T) {
-	s := newServer(t, Config{MaxConcurrency: 8, BodyTimeout: 2 * time.Second})
+	s := newServer(t, service.Config{MaxConcurrency: 8}, Config{BodyTimeout: 2 * time.Second})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
 
 func (l *lockedBuffer) records(t *testing.T) []map[string]any {
@@ -44,7 +45,7 @@ func kinds(recs []map[string]any) []string {
 
 // serviceConfig serves hostile.counter alone (of the hostile pack, whose
 // index has a module that does not load).
-func serviceConfig(t *testing.T, buf *lockedBuffer) ServiceConfig {
+func serviceConfig(t *testing.T, buf *lockedBuffer) StartConfig {
 	t.Helper()
 	index := filepath.Join(t.TempDir(), "index.json")
 	err := os.WriteFile(index, []byte(`{"v":1,"packId":"hostile","packVersion":"1.0.0","artifactVersion":"hostile-1","publishedAt":"2026-11-30T00:00:00.000Z",`+
@@ -54,16 +55,19 @@ func serviceConfig(t *testing.T, buf *lockedBuffer) ServiceConfig {
 		t.Fatal(err)
 	}
 	root, _ := filepath.Abs(filepath.Join("..", "testdata", "hostile"))
-	return ServiceConfig{
-		Load: host.Config{IndexPath: index, ModuleRoot: root,
-			Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2}},
-		Server:      Config{Token: "tok", TenantID: "t1"},
+	return StartConfig{
+		Service: service.StartConfig{
+			Load: host.Config{IndexPath: index, ModuleRoot: root,
+				Sandbox: host.SandboxConfig{CacheDir: filepath.Join(os.TempDir(), "packd-test-wazero-cache"), PoolSize: 2}},
+			Calls:    service.Config{TenantID: "t1"},
+			AuditLog: filepath.Join(t.TempDir(), "audit.log"),
+			Environ:  []string{"PATH=/bin", "KINDGI_PACK_SERVICE_TOKEN=tok"},
+			Version:  "test",
+		},
+		HTTP:        Config{Token: "tok"},
 		Host:        "127.0.0.1",
 		MetricsAddr: "127.0.0.1:0",
-		AuditLog:    filepath.Join(t.TempDir(), "audit.log"),
-		Environ:     []string{"PATH=/bin", "KINDGI_PACK_SERVICE_TOKEN=tok"},
-		Version:     "test",
-		Log:         NewLog(buf),
+		Log:         service.NewLog(buf),
 	}
 }
 
@@ -136,7 +140,7 @@ func TestServiceRunsAndShutsDownInOrder(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("lifecycle records %v, want %v", got, want)
 	}
-	audit, _ := os.ReadFile(cfg.AuditLog)
+	audit, _ := os.ReadFile(cfg.Service.AuditLog)
 	if n := strings.Count(string(audit), "\n"); n != 2 || !strings.Contains(string(audit), `"outcome":"pack-tenant-mismatch"`) {
 		t.Fatalf("audit log after Shutdown:\n%s", audit)
 	}
@@ -181,7 +185,7 @@ func TestServiceBootFailureReleasesWhatItTook(t *testing.T) {
 
 	buf = &lockedBuffer{}
 	cfg = serviceConfig(t, buf)
-	cfg.Policy = filepath.Join(t.TempDir(), "no-such-policy.json")
+	cfg.Service.Policy = filepath.Join(t.TempDir(), "no-such-policy.json")
 	if _, err := Start(context.Background(), cfg); err == nil {
 		t.Fatal("Start with a missing policy file did not fail")
 	}
@@ -196,7 +200,7 @@ func TestServiceBootFailureReleasesWhatItTook(t *testing.T) {
 func TestServiceEnvironment(t *testing.T) {
 	buf := &lockedBuffer{}
 	cfg := serviceConfig(t, buf)
-	cfg.Environ = []string{"PATH=/bin", "HOME=/root", "KINDGI_PACK_SERVICE_TOKEN=tok"}
+	cfg.Service.Environ = []string{"PATH=/bin", "HOME=/root", "KINDGI_PACK_SERVICE_TOKEN=tok"}
 	cfg.MetricsAddr = "off"
 	svc, err := Start(context.Background(), cfg)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/service"
 )
 
 // TestASlowReaderHoldsNoSlot: a caller that never reads its 9 MB answer
@@ -17,7 +18,7 @@ import (
 // reader liked).
 func TestASlowReaderHoldsNoSlot(t *testing.T) {
 	// echoing 9 MB takes more than the default fuel
-	s, ts := servedPack(t, conformanceIndex, host.SandboxConfig{DefaultFuel: 1 << 60}, Config{MaxConcurrency: 1})
+	s, ts := servedPack(t, conformanceIndex, host.SandboxConfig{DefaultFuel: 1 << 60}, service.Config{MaxConcurrency: 1}, Config{})
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
 	if err != nil {
@@ -33,7 +34,7 @@ func TestASlowReaderHoldsNoSlot(t *testing.T) {
 	}
 	// conn is never read: its answer cannot be written whole. Wait until
 	// its call holds the slot.
-	for start := time.Now(); len(s.sem) == 0; time.Sleep(time.Millisecond) {
+	for start := time.Now(); s.svc.InFlight() == 0; time.Sleep(time.Millisecond) {
 		if time.Since(start) > 20*time.Second {
 			t.Fatal("the slow reader's call was never admitted")
 		}

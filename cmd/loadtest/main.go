@@ -37,6 +37,7 @@ import (
 	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/sandbox"
 	"github.com/kindgi/packd/server"
+	"github.com/kindgi/packd/service"
 )
 
 func main() {
@@ -46,7 +47,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here until SIGTERM")
 	heapProfile := flag.String("heapprofile", "", "write a heap profile here on SIGTERM")
 	traceOut := flag.String("trace", "", "write an execution trace here until SIGTERM")
-	pool := flag.Int("pool-size", server.DefaultMaxConcurrency, "instances of each module kept between calls (0: a fresh instance per call)")
+	pool := flag.Int("pool-size", service.DefaultMaxConcurrency, "instances of each module kept between calls (0: a fresh instance per call)")
 	flag.Parse()
 	ctx := context.Background()
 	if *cpuProfile != "" || *heapProfile != "" || *traceOut != "" {
@@ -84,19 +85,21 @@ func main() {
 	// The pool reports to packd's metrics, as under `packd serve`, so that
 	// /v1/invoke here pays what it pays there; /bench/pool reads them back.
 	reg := prometheus.NewRegistry()
-	var metrics atomic.Pointer[server.Metrics]
+	m, err := service.NewMetrics(reg, service.MetricsConfig{GoCollectors: true})
+	if err != nil {
+		fail(err)
+	}
 	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool,
-		PoolEvents: func(ev sandbox.PoolEvent) { metrics.Load().PoolEvent(ev) }}})
+		PoolEvents: m.PoolEvent}})
 	if err != nil {
 		fail(err)
 	}
-	m, err := server.NewMetrics(reg, server.MetricsConfig{Pack: pack, GoCollectors: true})
+	// Log lines go to stderr in batches, as packd serve writes them.
+	svc, err := service.New(service.Config{Pack: pack, Metrics: m, Log: service.NewLog(lineq.NewBatch(os.Stderr))})
 	if err != nil {
 		fail(err)
 	}
-	metrics.Store(m)
-	// Records go to stderr in batches, as packd serve writes them.
-	srv, err := server.New(server.Config{Pack: pack, Token: *token, Metrics: m, Log: server.NewLog(lineq.NewBatch(os.Stderr))})
+	srv, err := server.New(server.Config{Service: svc, Token: *token})
 	if err != nil {
 		fail(err)
 	}

@@ -310,7 +310,7 @@ func (d *devPack) wait(ctx context.Context) bool {
 
 // watch rebuilds and reloads the pack served at every change, until ctx
 // is done (serveWith's beside).
-func (d *devPack) watch(ctx context.Context, svc *server.Service) {
+func (d *devPack) watch(ctx context.Context, svc *server.Running) {
 	for d.wait(ctx) {
 		if !d.build(ctx) {
 			continue

@@ -65,9 +65,9 @@ func TestDevRebuildsAGoPack(t *testing.T) {
 }
 
 // startDev runs packd dev on dir and waits for its listening record.
-func startDev(t *testing.T, dir string) *service {
+func startDev(t *testing.T, dir string) *served {
 	t.Helper()
-	s := &service{token: randomToken(), exited: make(chan error, 1)}
+	s := &served{token: randomToken(), exited: make(chan error, 1)}
 	s.cmd = exec.Command(packdPath, "dev", "--cache-dir", cacheDir, "--metrics-addr", "off", dir)
 	s.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "PORT=0", tokenEnv + "=" + s.token}
 	s.begin(t)
@@ -77,7 +77,7 @@ func startDev(t *testing.T, dir string) *service {
 }
 
 // count is how many of the service's stderr lines match.
-func (s *service) count(match func(string) bool) int {
+func (s *served) count(match func(string) bool) int {
 	n := 0
 	for _, l := range s.stderr.snapshot() {
 		if match(l) {
@@ -93,7 +93,7 @@ func has(text string) func(string) bool {
 
 // edit replaces from with to in the file at path, and waits for one more
 // stderr line that matches; it answers the whole of stderr then.
-func (s *service) edit(t *testing.T, path, from, to string, match func(string) bool) string {
+func (s *served) edit(t *testing.T, path, from, to string, match func(string) bool) string {
 	t.Helper()
 	n := s.count(match)
 	b, err := os.ReadFile(path)
@@ -161,7 +161,7 @@ func TestDevStoppedDuringABuildStopsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeHostileIndex(t, filepath.Join(dir, "index.json"), "dev-1", "counter=counter.wasm")
-	s := &service{token: randomToken(), exited: make(chan error, 1)}
+	s := &served{token: randomToken(), exited: make(chan error, 1)}
 	s.cmd = exec.Command(packdPath, "dev", "--cache-dir", cacheDir, "--metrics-addr", "off", dir)
 	s.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "PORT=0", tokenEnv + "=" + s.token}
 	s.begin(t)

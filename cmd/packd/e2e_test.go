@@ -21,7 +21,7 @@ import (
 )
 
 // startWithMetrics starts packd and returns the service and its metrics URL.
-func startWithMetrics(t *testing.T) (*service, string) {
+func startWithMetrics(t *testing.T) (*served, string) {
 	t.Helper()
 	s := start(t, conformance, nil)
 	rec := record(t, s.stderr.waitFor(t, 5*time.Second, kindIs("listening")))

@@ -158,7 +158,7 @@ func kindIs(kind string) func(string) bool {
 	}
 }
 
-type service struct {
+type served struct {
 	cmd            *exec.Cmd
 	base           string
 	token          string
@@ -175,7 +175,7 @@ func randomToken() string {
 
 // start runs packd serve with the conformance environment plus env, and
 // waits for its listening record. The process is killed when the test ends.
-func start(t *testing.T, index string, env map[string]string, args ...string) *service {
+func start(t *testing.T, index string, env map[string]string, args ...string) *served {
 	t.Helper()
 	s := launch(t, index, env, args...)
 	line := s.stderr.waitFor(t, 60*time.Second, func(l string) bool {
@@ -189,9 +189,9 @@ func start(t *testing.T, index string, env map[string]string, args ...string) *s
 	return s
 }
 
-func launch(t *testing.T, index string, env map[string]string, args ...string) *service {
+func launch(t *testing.T, index string, env map[string]string, args ...string) *served {
 	t.Helper()
-	s := &service{token: randomToken(), exited: make(chan error, 1), index: index}
+	s := &served{token: randomToken(), exited: make(chan error, 1), index: index}
 	s.cmd = exec.Command(packdPath, append([]string{"--index", index, "--host", "127.0.0.1", "--cache-dir", cacheDir, "--metrics-addr", "127.0.0.1:0"}, args...)...)
 	base := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), "PORT": "0", tokenEnv: s.token + "\n"}
 	for k, v := range env {
@@ -205,7 +205,7 @@ func launch(t *testing.T, index string, env map[string]string, args ...string) *
 }
 
 // begin starts s.cmd, reading its output, and kills it when the test ends.
-func (s *service) begin(t *testing.T) {
+func (s *served) begin(t *testing.T) {
 	t.Helper()
 	out, _ := s.cmd.StdoutPipe()
 	errp, _ := s.cmd.StderrPipe()
@@ -230,7 +230,7 @@ func (s *service) begin(t *testing.T) {
 }
 
 // wait returns the exit code once the process ends.
-func (s *service) wait(t *testing.T, timeout time.Duration) int {
+func (s *served) wait(t *testing.T, timeout time.Duration) int {
 	t.Helper()
 	select {
 	case err := <-s.exited:
@@ -256,7 +256,7 @@ type reply struct {
 
 var client = &http.Client{Timeout: 60 * time.Second}
 
-func (s *service) do(t *testing.T, method, path, body string, headers map[string]string) reply {
+func (s *served) do(t *testing.T, method, path, body string, headers map[string]string) reply {
 	t.Helper()
 	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
 	if err != nil {
@@ -281,7 +281,7 @@ func (s *service) do(t *testing.T, method, path, body string, headers map[string
 	return r
 }
 
-func (s *service) auth(extra ...string) map[string]string {
+func (s *served) auth(extra ...string) map[string]string {
 	h := map[string]string{"kindgi-pack-token": s.token, "content-type": "application/json"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		h[extra[i]] = extra[i+1]
@@ -289,7 +289,7 @@ func (s *service) auth(extra ...string) map[string]string {
 	return h
 }
 
-func (s *service) invoke(t *testing.T, body string, extra ...string) reply {
+func (s *served) invoke(t *testing.T, body string, extra ...string) reply {
 	t.Helper()
 	return s.do(t, "POST", "/v1/invoke", body, s.auth(extra...))
 }
@@ -328,7 +328,7 @@ func hostilePack(t *testing.T, names ...string) string {
 
 // scrape answers the service's /metrics (at the listening record's
 // metricsPort).
-func scrape(t *testing.T, s *service) string {
+func scrape(t *testing.T, s *served) string {
 	t.Helper()
 	rec := record(t, s.stderr.waitFor(t, 5*time.Second, kindIs("listening")))
 	port, ok := rec["metricsPort"].(float64)

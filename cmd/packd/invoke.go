@@ -15,7 +15,7 @@ import (
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/internal/ojson"
-	"github.com/kindgi/packd/server"
+	"github.com/kindgi/packd/service"
 )
 
 func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -118,39 +118,82 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer pack.Close(context.Background())
 
-	out := pack.Dispatch(ctx, host.Request{Body: ojson.Encode(msg), Timeout: time.Duration(timeoutMs) * time.Millisecond})
-	_ = pack.Close(context.Background()) // writes out the guest's last lines first
-	fmt.Fprintf(stderr, "packd invoke: fuel used: %d\n", out.Usage.Fuel)
+	// The call goes through the service, as every face's does: one call,
+	// so no tenant's share to keep; its event and record are kept here.
+	var event service.Event
+	kept := &keptRecord{}
+	sc := service.Config{Pack: pack, TenantShareOff: true,
+		Hooks: []service.Hook{service.HookFunc(func(e service.Event) { event = e })}}
 	if hc.Record != nil {
-		if code := writeRecord(rf.dir, pack, out, stderr); code != exitOK {
+		sc.Records = kept
+	}
+	svc, err := service.New(sc)
+	if err != nil {
+		fmt.Fprintln(stderr, "packd invoke:", err)
+		return exitError
+	}
+	body := ojson.Encode(msg)
+	a := svc.Call(ctx, service.Request{Body: func() ([]byte, *service.Refusal) { return body, nil },
+		Timeout: time.Duration(timeoutMs) * time.Millisecond, Face: cliFace{}})
+	a.Done()
+	_ = svc.Close(context.Background())
+	_ = pack.Close(context.Background()) // writes out the guest's last lines first
+	fmt.Fprintf(stderr, "packd invoke: fuel used: %d\n", event.Fuel)
+	if hc.Record != nil {
+		if code := writeRecord(rf.dir, kept, stderr); code != exitOK {
 			return code
 		}
 	}
-	if out.Refusal != nil {
-		fmt.Fprintln(stderr, "packd invoke: refused:", out.Refusal.Reason)
+	if r := a.Refusal; r != nil {
+		why := r.Message
+		if why == "" {
+			why = r.Code
+		}
+		fmt.Fprintln(stderr, "packd invoke: refused:", why)
 		return exitError
 	}
-	fmt.Fprintf(stdout, "%s\n", out.Response)
-	if !out.OK() {
+	fmt.Fprintf(stdout, "%s\n", a.Response)
+	if event.Outcome != "ok" {
 		return exitError
 	}
 	return exitOK
 }
 
+// cliFace is packd invoke as a face: its exit status, 0 for an answer.
+type cliFace struct{}
+
+func (cliFace) Status(code string) int {
+	if code == "" {
+		return exitOK
+	}
+	return exitError
+}
+
+// keptRecord is the record of the one call packd invoke makes.
+type keptRecord struct {
+	rec     *host.Record
+	skipped string
+}
+
+func (k *keptRecord) Keep(rec *host.Record, skipped, artifactVersion string) {
+	if rec != nil {
+		rec.ArtifactVersion = artifactVersion
+	}
+	k.rec, k.skipped = rec, skipped
+}
+
 // writeRecord writes the record of an invoked call into dir, and says
 // where, or why there is none.
-func writeRecord(dir string, pack *host.Pack, out *host.Outcome, stderr io.Writer) int {
-	if out.Record == nil {
-		why := out.RecordSkipped
+func writeRecord(dir string, kept *keptRecord, stderr io.Writer) int {
+	if kept.rec == nil {
+		why := kept.skipped
 		if why == "" {
 			why = "no pack code ran"
 		}
 		fmt.Fprintln(stderr, "packd invoke: the call is not recorded:", why)
 		return exitOK
 	}
-	idx := pack.Index()
-	out.Record.ArtifactVersion = idx.ArtifactVersion
-	path, err := server.WriteRecord(dir, out.Record)
+	path, err := service.WriteRecord(dir, kept.rec)
 	if err != nil {
 		fmt.Fprintln(stderr, "packd invoke:", err)
 		return exitError

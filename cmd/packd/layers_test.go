@@ -12,11 +12,21 @@ import (
 
 const modulePath = "github.com/kindgi/packd"
 
-// layer is a package's place in abi ← sandbox ← host ← server ← cmd; the
-// top-level internal packages are libraries any layer may use (-1).
+// layers are the packages' places, lowest first: abi ← sandbox ← host ←
+// service ← server ← cmd. The top-level internal packages are libraries
+// any layer may use (-1).
+var layers = []string{"abi", "sandbox", "host", "service", "server"}
+
+const (
+	layerHost    = 2
+	layerService = 3
+	layerServer  = 4
+)
+
+// layer is a package's place in layers.
 func layer(pkg string) int {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, modulePath), "/")
-	for i, prefix := range []string{"abi", "sandbox", "host", "server"} {
+	for i, prefix := range layers {
 		if rel == prefix || strings.HasPrefix(rel, prefix+"/") {
 			return i
 		}
@@ -24,15 +34,16 @@ func layer(pkg string) int {
 	if strings.HasPrefix(rel, "internal/") {
 		return -1
 	}
-	return 4 // commands and example packs
+	return len(layers) // commands and example packs
 }
 
 // TestLayers: no package imports one of a higher layer; nothing under the
-// top-level internal/ imports host, server or a command; and server
-// reaches sandbox only through host (its tests too), so each concept stays
-// in its layer (RATIONALE.md, "three seams").
+// top-level internal/ imports host or above; service reaches sandbox only
+// through host, and server reaches the pack only through service (its
+// code imports neither host nor sandbox; its tests load packs), so each
+// concept stays in its layer (RATIONALE.md, "three seams").
 func TestLayers(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, modulePath+"/...").Output()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}} |{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, modulePath+"/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -42,16 +53,22 @@ func TestLayers(t *testing.T) {
 	}
 	for _, line := range lines {
 		f := strings.Fields(line)
-		pkg := f[0]
+		pkg, inTests := f[0], false
 		for _, imp := range f[1:] {
+			if imp == "|" { // the tests' imports follow
+				inTests = true
+				continue
+			}
 			if !strings.HasPrefix(imp, modulePath+"/") || imp == pkg {
 				continue
 			}
 			switch from, to := layer(pkg), layer(imp); {
-			case from == -1 && to >= 2:
+			case from == -1 && to >= layerHost:
 				t.Errorf("%s (internal) imports %s", pkg, imp)
-			case from == 3 && to == 1:
-				t.Errorf("%s (server) imports %s: server reaches the sandbox through host", pkg, imp)
+			case from >= layerService && from <= layerServer && to == 1:
+				t.Errorf("%s imports %s: it reaches the sandbox through host", pkg, imp)
+			case from == layerServer && to == layerHost && !inTests:
+				t.Errorf("%s (server) imports %s: a face reaches the pack through service", pkg, imp)
 			case from >= 0 && to > from:
 				t.Errorf("%s (layer %d) imports %s (layer %d)", pkg, from, imp, to)
 			}

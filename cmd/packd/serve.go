@@ -17,6 +17,7 @@ import (
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/server"
+	"github.com/kindgi/packd/service"
 )
 
 const tokenEnv = "KINDGI_PACK_SERVICE_TOKEN"
@@ -141,7 +142,7 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 		}
 		c.port = n
 	}
-	c.maxConcurrency = server.DefaultMaxConcurrency
+	c.maxConcurrency = service.DefaultMaxConcurrency
 	if v := getenv("KINDGI_PACK_SERVICE_MAX_CONCURRENCY"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || !digits(v) {
@@ -214,7 +215,7 @@ func digits(s string) bool {
 }
 
 // serveCmd is the process contract: configure, boot, listen, drain on
-// SIGTERM. The service itself is server.Start's.
+// SIGTERM. The service itself is server.Start's (service.Start's, served over HTTP).
 func serveCmd(args []string, stdout, stderr io.Writer) int {
 	code, _ := serveWith(args, os.Getenv, stdout, stderr, nil)
 	return code
@@ -225,7 +226,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 // own, with a context cancelled as the service stops) until it stops.
 // loadErr is why the service did not start when its pack did not load
 // (said in the boot-failed record too).
-func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writer, beside func(context.Context, *server.Service)) (code int, loadErr *host.LoadError) {
+func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writer, beside func(context.Context, *server.Running)) (code int, loadErr *host.LoadError) {
 	// Log lines go out in batches: one write(2) per line was a system call
 	// per call served (and a wake-up of stderr's reader when it is a pipe).
 	lines := lineq.NewBatch(stderr)
@@ -234,14 +235,14 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 		defer cancel()
 		_ = lines.Close(ctx)
 	}()
-	rec := server.NewLog(lines)
+	rec := service.NewLog(lines)
 	cfg, problems := readServiceConfig(args, getenv, stderr)
 	if cfg.help {
 		serveUsage(stdout)
 		return exitOK, nil
 	}
 	if len(problems) > 0 {
-		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: problems})
+		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", service.Field{Key: "problems", Value: problems})
 		return exitError, nil
 	}
 	// Pack code must never see the token, not even through a bug in the
@@ -252,7 +253,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 	cfg.load.poolAuto = cfg.maxConcurrency
 	hc, err := cfg.load.config(stdout)
 	if err != nil {
-		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", server.Field{Key: "problems", Value: []string{err.Error()}})
+		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", service.Field{Key: "problems", Value: []string{err.Error()}})
 		return exitError, nil
 	}
 	if cfg.load.cacheWarning != "" {
@@ -267,15 +268,18 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
 	defer signal.Stop(signals)
 	ctx := context.Background()
-	svc, err := server.Start(ctx, server.ServiceConfig{
-		Load: hc,
-		Server: server.Config{Token: cfg.token, MaxConcurrency: cfg.maxConcurrency,
-			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
-		Policy: cfg.policy, Host: cfg.host, Port: cfg.port, TLS: cfg.tls,
-		MetricsAddr: cfg.metricsAddr, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
-		RecordDir: cfg.record.dir, RecordMaxBytes: cfg.record.totalMiB << 20,
-		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
-		Version: versionString(), MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Log: rec,
+	svc, err := server.Start(ctx, server.StartConfig{
+		Service: service.StartConfig{
+			Load: hc,
+			Calls: service.Config{MaxConcurrency: cfg.maxConcurrency,
+				StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
+			Policy: cfg.policy, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
+			RecordDir: cfg.record.dir, RecordMaxBytes: cfg.record.totalMiB << 20,
+			GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
+			Version: versionString(),
+		},
+		HTTP: server.Config{Token: cfg.token}, Host: cfg.host, Port: cfg.port, TLS: cfg.tls,
+		MetricsAddr: cfg.metricsAddr, MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Log: rec,
 	})
 	if err != nil {
 		errors.As(err, &loadErr)

@@ -147,7 +147,7 @@ func TestServiceConformancePackPooled(t *testing.T) {
 	}
 }
 
-func conformanceOverHTTP(t *testing.T, s *service) {
+func conformanceOverHTTP(t *testing.T, s *served) {
 	for _, c := range toolCases {
 		t.Run(c.name, func(t *testing.T) {
 			var extra []string
@@ -254,7 +254,7 @@ func recordKeys(t *testing.T, line string) []string {
 
 // holdInFlight starts a conformance.hold call and waits until the guest
 // prints its hold line, so the call is provably running.
-func holdInFlight(t *testing.T, s *service, release string, ms int) <-chan reply {
+func holdInFlight(t *testing.T, s *served, release string, ms int) <-chan reply {
 	t.Helper()
 	done := make(chan reply, 1)
 	go func() {
@@ -793,7 +793,7 @@ func TestServiceTooLargeBodyIsAnsweredToClientsThatWriteItAll(t *testing.T) {
 // environment through but for the KINDGI_ names (the token among them);
 // anything else is a configuration error.
 func TestServiceEnvFilter(t *testing.T) {
-	envNames := func(s *service) string {
+	envNames := func(s *served) string {
 		r := s.invoke(t, invokeBody("conformance.process-env", "", `{}`, conformanceCtx))
 		if r.status != 200 {
 			t.Fatalf("process-env: %d %s", r.status, r.body)

@@ -21,7 +21,11 @@ var surfaceBudget = map[string]int{
 	"abi":     0, // the protocol's vocabulary: not budgeted
 	"sandbox": 95,
 	"host":    107,
-	"server":  59,
+	// service took server's call logic (issue 40): 38 of server's 59
+	// identifiers moved, and the call API every face uses (Request,
+	// Answer, Face, Refusal and its codes) is new.
+	"service": 74,
+	"server":  21,
 }
 
 // TestSurfaceStaysWithinItsBudget counts each package's exported

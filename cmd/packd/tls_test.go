@@ -103,7 +103,7 @@ func TestServiceTLS(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), nil
 	}
-	port := func(s *service) string {
+	port := func(s *served) string {
 		rec := record(t, s.stderr.waitFor(t, 60*time.Second, kindIs("listening")))
 		if rec["tls"] == nil {
 			t.Errorf("the listening record does not say TLS: %v", rec)

@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -72,9 +71,9 @@ func collectorFor(tb testing.TB, how string) string {
 	return ""
 }
 
-// tracedServer serves hostile.counter from a pool, with tracing to the
+// tracedService serves hostile.counter from a pool, with tracing to the
 // collector named (how; "off": none).
-func tracedServer(tb testing.TB, how string) *Server {
+func tracedService(tb testing.TB, how string) *Service {
 	tb.Helper()
 	p, _ := host.Load(context.Background(), host.Config{
 		IndexPath: filepath.Join("..", "testdata", "hostile", "index.json"),
@@ -84,7 +83,7 @@ func tracedServer(tb testing.TB, how string) *Server {
 		tb.Fatal("the test pack did not load")
 	}
 	tb.Cleanup(func() { _ = p.Close(context.Background()) })
-	cfg := Config{Pack: p, Token: "tok", Hooks: []Hook{}}
+	cfg := Config{Pack: p, Hooks: []Hook{}}
 	if how != "off" {
 		tb.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collectorFor(tb, how))
 		tb.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
@@ -103,17 +102,35 @@ func tracedServer(tb testing.TB, how string) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
 }
 
-func tracedCall(s *Server) int {
-	req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(`{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":{},"ctx":{"tenantId":"t1","runId":"r"}}`))
-	req.Header.Set("kindgi-pack-token", "tok")
-	req.Header.Set("content-type", "application/json")
-	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, req)
-	return rec.Code
+// tracedCall calls hostile.counter with a traceparent, as a face would, and
+// answers its status (testFace's).
+func tracedCall(s *Service) int {
+	a := s.Call(context.Background(), Request{
+		Body: func() ([]byte, *Refusal) {
+			return []byte(`{"v":2,"kind":"invoke","tool":{"id":"hostile.counter"},"input":{},"ctx":{"tenantId":"t1","runId":"r"}}`), nil
+		},
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		Face:        testFace{},
+	})
+	defer a.Done()
+	if a.Refusal != nil {
+		return testFace{}.Status(a.Refusal.Code)
+	}
+	return http.StatusOK
+}
+
+// testFace answers 200, or 503 for any refusal.
+type testFace struct{}
+
+func (testFace) Status(code string) int {
+	if code == "" {
+		return http.StatusOK
+	}
+	return http.StatusServiceUnavailable
 }
 
 // TestACollectorThatHangsHoldsNoCall: with the collector taking every
@@ -122,7 +139,7 @@ func tracedCall(s *Server) int {
 // 10,300 spans were lost uncounted), and closing the tracing gives up
 // when told to.
 func TestACollectorThatHangsHoldsNoCall(t *testing.T) {
-	s := tracedServer(t, "hangs")
+	s := tracedService(t, "hangs")
 	if err := s.cfg.Tracing.register(prometheus.NewRegistry()); err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +175,14 @@ func TestACollectorThatHangsHoldsNoCall(t *testing.T) {
 	}
 }
 
-// BenchmarkInvokeTraced: a pooled call through the handler with tracing
+// BenchmarkInvokeTraced: a pooled call through Service.Call with tracing
 // off, and on with a collector that is up, refuses, or hangs.
 //
-//	go test -run '^$' -bench InvokeTraced -count 3 ./server
+//	go test -run '^$' -bench InvokeTraced -count 3 ./service
 func BenchmarkInvokeTraced(b *testing.B) {
 	for _, how := range []string{"off", "up", "refuses", "hangs"} {
 		b.Run(how, func(b *testing.B) {
-			s := tracedServer(b, how)
+			s := tracedService(b, how)
 			b.ResetTimer()
 			for range b.N {
 				if code := tracedCall(s); code != 200 {

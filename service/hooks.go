@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"github.com/kindgi/packd/host"
 )
 
-// Event is what happened to one call to /v1/invoke: a dispatched call, or a
-// call refused before it ran (gate, tenant). It never holds the input, the
+// Event is what happened to one call: a dispatched call, or a call
+// refused before it ran (gate, tenant). It never holds the input, the
 // output, secrets or env values.
 type Event struct {
 	Time time.Time
@@ -19,7 +19,7 @@ type Event struct {
 	// Call is the call's target and identity, as host parsed it.
 	host.Call
 	Outcome  string // "ok", an error code or a refusal code
-	Status   int    // the HTTP status answered
+	Status   int    // the status its face answered with (Face.Status)
 	Duration time.Duration
 	// Usage is what its pack code used (fuel, memory).
 	host.Usage
@@ -44,13 +44,13 @@ type HookFunc func(Event)
 // OnCall implements Hook.
 func (f HookFunc) OnCall(e Event) { f(e) }
 
-func (s *Server) runHooks(e Event) {
+func (s *Service) runHooks(e Event) {
 	for _, h := range s.cfg.Hooks {
 		s.runHook(h, e)
 	}
 }
 
-func (s *Server) runHook(h Hook, e Event) {
+func (s *Service) runHook(h Hook, e Event) {
 	defer func() {
 		if p := recover(); p != nil {
 			if s.cfg.Metrics != nil {

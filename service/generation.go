@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"sync/atomic"
@@ -6,20 +6,19 @@ import (
 	"github.com/kindgi/packd/host"
 )
 
-// generation is one loaded pack and what the server answers from it. The
-// server holds one reference to the generation it serves; each call holds
+// generation is one loaded pack and what the service answers from it. The
+// service holds one reference to the generation it serves; each call holds
 // one from before its checks until its hooks have run, so that a call
 // finishes on the pack it started on. When the last reference is given up
-// (the server has moved to another generation and the last call on this
+// (the service has moved to another generation and the last call on this
 // one has ended) released closes, and its pack may be closed.
 type generation struct {
 	pack       *host.Pack
 	missingEnv []string
-	// info is the /v1/info answer; artifactVersion the pack's, said in
-	// every answer's header (the header's value, shared by every answer:
-	// see contentTypeValue).
+	// info is the pack's info document; artifactVersion the pack's, said
+	// with every answer.
 	info            []byte
-	artifactVersion []string
+	artifactVersion string
 	refs            atomic.Int64
 	released        chan struct{}
 }
@@ -29,8 +28,8 @@ func newGeneration(p *host.Pack, missingEnv []string) *generation {
 		missingEnv = []string{}
 	}
 	g := &generation{pack: p, missingEnv: missingEnv, info: p.Info(missingEnv),
-		artifactVersion: []string{p.Index().ArtifactVersion}, released: make(chan struct{})}
-	g.refs.Store(1) // the server's
+		artifactVersion: p.Index().ArtifactVersion, released: make(chan struct{})}
+	g.refs.Store(1) // the service's
 	return g
 }
 
@@ -56,7 +55,7 @@ func (g *generation) release() {
 // acquire takes a reference to the generation served now. A generation
 // whose last reference is gone is no longer the one served, so the loop
 // ends at the next load.
-func (s *Server) acquire() *generation {
+func (s *Service) acquire() *generation {
 	for {
 		if g := s.gen.Load(); g.acquire() {
 			return g
@@ -64,16 +63,12 @@ func (s *Server) acquire() *generation {
 	}
 }
 
-// Replace serves p from the next call on, with missingEnv its required env
+// replace serves p from the next call on, with missingEnv its required env
 // names that are not set (Config.MissingEnv). Calls already admitted finish
 // on the pack they started on. The channel closes once none is left: the
-// pack replaced may then be closed, which is the caller's to do (it owns
-// the packs).
-func (s *Server) Replace(p *host.Pack, missingEnv []string) <-chan struct{} {
+// pack replaced may then be closed, which is the caller's to do.
+func (s *Service) replace(p *host.Pack, missingEnv []string) <-chan struct{} {
 	old := s.gen.Swap(newGeneration(p, missingEnv))
 	old.release()
 	return old.released
 }
-
-// Pack is the pack served now.
-func (s *Server) Pack() *host.Pack { return s.gen.Load().pack }

@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"context"
@@ -20,13 +20,13 @@ var errStopping = errors.New("the service is stopping")
 // (replaces nil) or to replace the pack served, in whose memory budget the
 // new one then counts. Outbound requests of its calls are counted, and in
 // the audit log with its artifact version.
-func (s *Service) loadPack(ctx context.Context, replaces *host.Pack) (*host.Pack, error) {
-	hc := s.load
+func (st *started) loadPack(ctx context.Context, replaces *host.Pack) (*host.Pack, error) {
+	hc := st.load
 	hc.Replaces = replaces
 	var version atomic.Pointer[string] // set once loaded, before any call
 	hc.Network.OnRequest = func(ev host.EgressEvent) {
-		s.metricsOf.Load().EgressRequest(ev)
-		if a := s.auditOf.Load(); a != nil {
+		st.metrics.EgressRequest(ev)
+		if a := st.audit; a != nil {
 			v := ""
 			if p := version.Load(); p != nil {
 				v = *p
@@ -57,23 +57,28 @@ func (s *Service) loadPack(ctx context.Context, replaces *host.Pack) (*host.Pack
 // is not served: the old one goes on. Reload writes a reloading record,
 // then reloaded (with the new artifactVersion and indexHash) or
 // reload-failed (with every problem), counts the reload in metrics, and
-// returns the failure. Reloads run one at a time.
+// returns the failure. Reloads run one at a time; a service made by New
+// has nothing to reload from.
 func (s *Service) Reload(ctx context.Context) error {
-	s.reloading.Lock()
-	defer s.reloading.Unlock()
-	s.packMu.Lock()
-	old := s.pack
-	s.packMu.Unlock()
+	st := s.started
+	if st == nil {
+		return fmt.Errorf("%w: a service made by New cannot reload", ErrConfig)
+	}
+	st.reloading.Lock()
+	defer st.reloading.Unlock()
+	st.packMu.Lock()
+	old := st.pack
+	st.packMu.Unlock()
 	was := old.Index()
-	s.rec.Lifecycle("reloading", "info", "Loading the pack anew; "+was.ArtifactVersion+" serves meanwhile",
-		Field{Key: "indexPath", Value: s.load.IndexPath})
+	s.cfg.Log.Lifecycle("reloading", "info", "Loading the pack anew; "+was.ArtifactVersion+" serves meanwhile",
+		Field{Key: "indexPath", Value: st.load.IndexPath})
 	began := time.Now()
-	pack, err := s.loadPack(ctx, old)
+	pack, err := st.loadPack(ctx, old)
 	seconds := time.Since(began).Seconds()
 	var missing []string
 	if err == nil {
-		missing = pack.MissingEnv(lookupIn(s.environ))
-		if s.strictEnv && len(missing) > 0 {
+		missing = pack.MissingEnv(lookupIn(st.environ))
+		if st.strictEnv && len(missing) > 0 {
 			err = &host.LoadError{Problems: []string{"Required env names are not set: " + strings.Join(missing, ", ") +
 				" (KINDGI_PACK_ENV_CHECK is strict: the service would not be ready)"}}
 		}
@@ -85,14 +90,14 @@ func (s *Service) Reload(ctx context.Context) error {
 		if pack != nil {
 			_ = pack.Close(context.Background())
 		}
-		fields := append(problemFields(err), Field{Key: "artifactVersion", Value: was.ArtifactVersion}, Field{Key: "seconds", Value: seconds})
-		s.metricsOf.Load().reloaded(false, seconds)
-		s.rec.Lifecycle("reload-failed", "error", "The pack did not reload: "+was.ArtifactVersion+" goes on serving", fields...)
+		fields := append(ProblemFields(err), Field{Key: "artifactVersion", Value: was.ArtifactVersion}, Field{Key: "seconds", Value: seconds})
+		st.metrics.reloaded(false, seconds)
+		s.cfg.Log.Lifecycle("reload-failed", "error", "The pack did not reload: "+was.ArtifactVersion+" goes on serving", fields...)
 		return err
 	}
 	idx := pack.Index()
-	s.metricsOf.Load().reloaded(true, seconds)
-	s.rec.Lifecycle("reloaded", "info", fmt.Sprintf("Serving %s (was %s)", idx.ArtifactVersion, was.ArtifactVersion),
+	st.metrics.reloaded(true, seconds)
+	s.cfg.Log.Lifecycle("reloaded", "info", fmt.Sprintf("Serving %s (was %s)", idx.ArtifactVersion, was.ArtifactVersion),
 		Field{Key: "packId", Value: idx.PackID}, Field{Key: "artifactVersion", Value: idx.ArtifactVersion},
 		Field{Key: "indexHash", Value: idx.Hash}, Field{Key: "previousArtifactVersion", Value: was.ArtifactVersion},
 		Field{Key: "seconds", Value: seconds})
@@ -105,22 +110,23 @@ func (s *Service) Reload(ctx context.Context) error {
 // serve makes a loaded pack the one served, unless the service is
 // stopping, and closes the one it replaces once its last call has ended.
 func (s *Service) serve(pack *host.Pack, missing []string) error {
-	s.packMu.Lock()
-	defer s.packMu.Unlock()
-	if s.stopping {
+	st := s.started
+	st.packMu.Lock()
+	defer st.packMu.Unlock()
+	if st.stopping {
 		return errStopping
 	}
-	old := s.pack
-	s.pack = pack
-	s.retiring[old] = struct{}{}
-	released := s.srv.Replace(pack, missing)
-	s.metricsOf.Load().setPack(pack)
+	old := st.pack
+	st.pack = pack
+	st.retiring[old] = struct{}{}
+	released := s.replace(pack, missing)
+	st.metrics.setPack(pack)
 	go func() {
 		<-released
-		s.packMu.Lock()
-		_, open := s.retiring[old]
-		delete(s.retiring, old)
-		s.packMu.Unlock()
+		st.packMu.Lock()
+		_, open := st.retiring[old]
+		delete(st.retiring, old)
+		st.packMu.Unlock()
 		if open { // else teardown closed it
 			_ = old.Close(context.Background())
 		}
@@ -130,6 +136,18 @@ func (s *Service) serve(pack *host.Pack, missing []string) error {
 
 // missingEnvRecord says which required env names are not set.
 func (s *Service) missingEnvRecord(missing []string) {
-	s.rec.Lifecycle("missing-env", "warn", "Required env names are not set: "+strings.Join(missing, ", "),
-		Field{Key: "check", Value: map[bool]string{false: "warn", true: "strict"}[s.strictEnv]}, Field{Key: "names", Value: missing})
+	s.cfg.Log.Lifecycle("missing-env", "warn", "Required env names are not set: "+strings.Join(missing, ", "),
+		Field{Key: "check", Value: map[bool]string{false: "warn", true: "strict"}[s.started.strictEnv]}, Field{Key: "names", Value: missing})
+}
+
+// Retiring is how many packs a reload replaced are still open, calls
+// running on them (0 for a service made by New).
+func (s *Service) Retiring() int {
+	st := s.started
+	if st == nil {
+		return 0
+	}
+	st.packMu.Lock()
+	defer st.packMu.Unlock()
+	return len(st.retiring)
 }

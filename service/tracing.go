@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"context"
@@ -199,8 +199,14 @@ func (t *Tracing) register(reg prometheus.Registerer) error {
 
 // startCall opens the server span of a call, a child of the caller's
 // traceparent when it sent a valid one.
-func (t *Tracing) startCall(r *http.Request) (context.Context, trace.Span) {
-	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+func (t *Tracing) startCall(ctx context.Context, traceparent, tracestate string) (context.Context, trace.Span) {
+	if traceparent != "" {
+		carrier := propagation.MapCarrier{"traceparent": traceparent}
+		if tracestate != "" {
+			carrier["tracestate"] = tracestate
+		}
+		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
+	}
 	return t.tracer.Start(ctx, "invoke", trace.WithSpanKind(trace.SpanKindServer))
 }
 
@@ -256,9 +262,8 @@ func endCall(span trace.Span, status int) {
 	span.End()
 }
 
-// refused marks the span of a call refused before its pack code ran.
-func refusedSpan(ctx context.Context, reason string) {
-	span := trace.SpanFromContext(ctx)
+// refusedSpan marks the span of a call refused before its pack code ran.
+func refusedSpan(span trace.Span, reason string) {
 	if !span.IsRecording() {
 		return
 	}
