@@ -12,6 +12,7 @@ import (
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host/internal/egress"
 	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/replay"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -52,9 +53,9 @@ type Outcome struct {
 	// Record is the call's record, when the pack records it
 	// (Config.Record) and its pack code ran; RecordSkipped says why a call
 	// to be recorded has none (RecordTooLarge, …).
-	Record        *Record
+	Record        *replay.Record
 	RecordSkipped string
-	secrets       *callSecrets // the record's, for its request message
+	secrets       *replay.Secrets // the record's, for its request message
 }
 
 // OK reports whether the call produced a result.
@@ -120,9 +121,9 @@ func (p *Pack) Dispatch(ctx context.Context, req Request) *Outcome {
 // recordMessage adds the request message to the call's record.
 func (o *Outcome) recordMessage(msg *ojson.Object) *Outcome {
 	if o.Record != nil {
-		o.Record.recordMessage(msg, o.secrets)
+		recordMessage(o.Record, msg, o.secrets)
 		o.secrets = nil
-		if o.Record.overflow {
+		if o.Record.Overflowed() {
 			o.Record, o.RecordSkipped = nil, RecordTooLarge
 		}
 	}

@@ -1,14 +1,13 @@
 package host
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/replay"
 )
 
 // Index is a parsed pack index (envelope v1).
@@ -76,13 +75,6 @@ func keySet(keys ...string) map[string]bool {
 // with it).
 func ValidateIndex(data []byte) (*Index, []string) { return parseIndex(data) }
 
-// ContentHash is how packd names bytes by their content (an index, a
-// module, a secret in a record): "sha256:" and the hex of their SHA-256.
-func ContentHash(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // ModulePaths are the module paths the index names, once each, tools'
 // first, in index order.
 func (idx *Index) ModulePaths() []string {
@@ -106,7 +98,7 @@ func (idx *Index) ModulePaths() []string {
 // parseIndex reads an index. It collects every problem it finds rather than
 // stopping at the first; the index is usable only when problems is empty.
 func parseIndex(data []byte) (idx *Index, problems []string) {
-	idx = &Index{Hash: ContentHash(data)}
+	idx = &Index{Hash: replay.ContentHash(data)}
 	doc, err := ojson.Decode(data)
 	if err != nil {
 		return idx, []string{"Cannot read the pack index: it is not valid JSON: " + notJSON(err)}

@@ -20,6 +20,7 @@ import (
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host/internal/egress"
 	"github.com/kindgi/packd/host/internal/schema"
+	"github.com/kindgi/packd/replay"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -132,7 +133,7 @@ type module struct {
 	err  error           // why it cannot be called: load failure or shape
 	desc sandbox.Description
 	// snapTape is the encoding of its snapshot's tape, for records.
-	snapTape atomic.Pointer[encodedTape]
+	snapTape atomic.Pointer[replay.SnapshotTape]
 }
 
 type tool struct {
@@ -271,7 +272,7 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module,
 		m.err = err
 		return err.Error(), nil
 	}
-	m.sum = ContentHash(wasm)
+	m.sum = replay.ContentHash(wasm)
 	start := time.Now()
 	m.mod, err = sb.Compile(ctx, wasm)
 	stat := &ModuleStat{Path: m.path, CompileSeconds: time.Since(start).Seconds()}

@@ -1,32 +1,20 @@
 package host
 
-// Records: one call, kept so that it can be re-run offline to the same
-// output and the same fuel (Replayer, replay.go). A record holds the
-// request message, the module's content hash, the snapshot the call ran
-// on with the tape of its initialisation, the environment's names, what
-// the guest was handed, every host answer in order, and what the guest
-// answered; every secret the call held (ctx.secrets, the environment's
-// values, the credentials the index binds to variables) is replaced by
-// its hash, or by a placeholder of its length where the guest saw it.
+// Recording a call: which calls a pack records, and the record
+// (replay.Record) of one that ran, its secrets redacted.
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/internal/redact"
+	"github.com/kindgi/packd/replay"
 	"github.com/kindgi/packd/sandbox"
 )
-
-// RecordFormat is the version of the record file format (Record.Format).
-const RecordFormat = 1
 
 // DefaultRecordCallBytes bounds one call's host answers in a record
 // (RecordConfig.MaxCallBytes).
@@ -61,254 +49,16 @@ const (
 	RecordOverloaded  = "overloaded"  // the memory budget (or its tenant's share) refused it, or a memory.grow of it: other calls decided
 )
 
-// Record is one recorded call, as its file holds it (JSON).
-type Record struct {
-	Format     int       `json:"packdRecord"`
-	RecordedAt time.Time `json:"recordedAt"`
-	PackID     string    `json:"packId"`
-	// ArtifactVersion is the pack's, when the service knows it.
-	ArtifactVersion string `json:"artifactVersion,omitempty"`
-	Target          Target `json:"target"`
-	ID              string `json:"id"`
-	Version         string `json:"version,omitempty"`
-	// Request is the protocol request message, each ctx.secrets value
-	// replaced by its hash.
-	Request json.RawMessage `json:"request"`
-	Module  RecordModule    `json:"module"`
-	// Limits are the sandbox's settings that change what a guest computes,
-	// and CallLimits the call's own (its fuel budget, its memory limit):
-	// the file holds them as fields of the record ("fuel", "memoryLimit").
-	Limits             sandbox.GuestLimits `json:"limits"`
-	sandbox.CallLimits                     // the call's; Fuel never 0 (the sandbox's default then)
-	// Instance is what the call ran in (sandbox.InstanceHit, …Miss,
-	// …Fresh); Snapshot, for a pooled one, the snapshot it was reset to.
-	Instance string          `json:"instance"`
-	Snapshot *RecordSnapshot `json:"snapshot,omitempty"` // written last by Encode
-	// Env are the names of the environment the guest saw, in order; their
-	// values are secrets ("env.NAME").
-	Env []string `json:"env"`
-	// Secrets are every secret of the call, by name ("ctx.secrets.NAME",
-	// "env.NAME"): its hash and length, never its value.
-	Secrets []RecordSecret `json:"secrets,omitempty"`
-	// GuestRequest is the message the guest read; Tape every host answer
-	// it got, in order.
-	GuestRequest Bytes                `json:"guestRequest"`
-	Tape         []sandbox.TapeAnswer `json:"tape"`
-	// Redactions are where a secret was in GuestRequest, Tape, Result's
-	// output or error, and a placeholder of its length is now.
-	Redactions []Redaction  `json:"redactions,omitempty"`
-	Result     RecordResult `json:"result"`
-
-	// room is how many more redactions the record may hold (each counts
-	// redactionCost against the per-call bound); overflow says one more
-	// was needed: the record is not kept.
-	room     int
-	overflow bool
-	// max is the per-call bound it was made under: Encode refuses to
-	// write more than max+RecordOverheadBytes.
-	max int
-}
-
-// RecordOverheadBytes is what a record file may hold besides the per-call
-// bound (RecordConfig.MaxCallBytes): its names, limits and the escaping
-// of what the guest made. A record file is never larger than the two
-// together (Encode says ErrRecordTooLarge).
-const RecordOverheadBytes = 64 << 10
-
-// ErrRecordTooLarge: a record's file would be larger than its per-call
-// bound and RecordOverheadBytes (the call is counted RecordTooLarge).
-var ErrRecordTooLarge = errors.New("host: the record is larger than its bound")
-
-// redactionCost is what a redaction counts against a record's bound: a
-// guest that repeats a secret it holds makes one for each repetition.
-const redactionCost = 64
-
-// RecordModule is the module a call ran: its path in the module root, and
-// the SHA-256 of its bytes ("sha256:…").
-type RecordModule struct {
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
-}
-
-// RecordSnapshot is a snapshot: its id (the SHA-256 of its memory and
-// globals) and what the host answered the initialisation that made it.
-type RecordSnapshot struct {
-	ID   string               `json:"id"`
-	Tape []sandbox.TapeAnswer `json:"tape"`
-	// enc, for a record the pack made, encodes Tape once for every record
-	// of its snapshot.
-	enc *encodedTape
-}
-
-// encodedTape is a snapshot's tape, encoded when first asked, with the
-// environment's values pack code saw (secrets) starred out of the
-// requests' details: an initialisation's request to a host named after
-// one. Its answers hold none (an initialisation reaches no network), and
-// a replay compares requests by their hash, not their detail.
-type encodedTape struct {
-	tape    *sandbox.Tape
-	secrets *redact.Set
-	once    sync.Once
-	b       []byte
-	err     error
-}
-
-func (e *encodedTape) json() ([]byte, error) {
-	e.once.Do(func() {
-		answers := e.tape.Answers
-		if answers == nil {
-			answers = []sandbox.TapeAnswer{}
-		}
-		if !e.secrets.Empty() {
-			answers = slices.Clone(answers)
-			for i, a := range answers {
-				if a.Detail != "" {
-					b := []byte(a.Detail)
-					e.secrets.Each(b, func(at int, _ string, f redact.Form) bool {
-						copy(b[at:], bytes.Repeat([]byte{'*'}, len(f.Text)))
-						return true
-					})
-					answers[i].Detail = string(b)
-				}
-			}
-		}
-		e.b, e.err = json.Marshal(answers)
-	})
-	return e.b, e.err
-}
-
 // snapshotTape is the encoding of a module's snapshot's tape: one per
 // snapshot, made anew when the snapshot is.
 // secrets gives what to star out of it, asked once per snapshot.
-func (m *module) snapshotTape(t *sandbox.Tape, secrets func() *redact.Set) *encodedTape {
-	if e := m.snapTape.Load(); e != nil && e.tape == t {
+func (m *module) snapshotTape(t *sandbox.Tape, secrets func() *redact.Set) *replay.SnapshotTape {
+	if e := m.snapTape.Load(); e != nil && e.Of(t) {
 		return e
 	}
-	e := &encodedTape{tape: t, secrets: secrets()}
+	e := replay.NewSnapshotTape(t, secrets())
 	m.snapTape.Store(e)
 	return e
-}
-
-// RecordSecret is one secret of a recorded call.
-type RecordSecret struct {
-	Name   string `json:"name"`
-	SHA256 string `json:"sha256"`
-	Length int    `json:"length"`
-}
-
-// Redaction is one place a secret was: In ("guestRequest", "output",
-// "error", "request", "tape/N" or "tape/N/detail"), at Offset, Length
-// bytes, written in one of redact.Forms: as the secret's value (Form
-// "raw"), inside a JSON string ("json", "json-html") or percent-encoded
-// ("url", "url-path").
-type Redaction struct {
-	In     string `json:"in"`
-	Offset int    `json:"offset"`
-	Length int    `json:"length"`
-	Secret string `json:"secret"`
-	Form   string `json:"form"`
-}
-
-// RecordResult is what the guest answered: its status and output, or the
-// error that ended it, and the fuel it burnt.
-type RecordResult struct {
-	Status int    `json:"status"`
-	Output Bytes  `json:"output"`
-	Error  string `json:"error,omitempty"`
-	Fuel   int64  `json:"fuel"`
-}
-
-// Bytes are bytes a record shows as text when they are UTF-8 (a guest's
-// JSON), else as {"base64": …}.
-type Bytes []byte
-
-// MarshalJSON writes b as a string when it is valid UTF-8.
-func (b Bytes) MarshalJSON() ([]byte, error) {
-	if utf8.Valid(b) {
-		return json.Marshal(string(b))
-	}
-	return json.Marshal(struct {
-		Base64 []byte `json:"base64"`
-	}{b})
-}
-
-// UnmarshalJSON reads either form.
-func (b *Bytes) UnmarshalJSON(data []byte) error {
-	var s string
-	if err := json.Unmarshal(data, &s); err == nil {
-		*b = Bytes(s)
-		return nil
-	}
-	var o struct {
-		Base64 []byte `json:"base64"`
-	}
-	if err := json.Unmarshal(data, &o); err != nil {
-		return errors.New(`bytes must be a string or {"base64": …}`)
-	}
-	*b = o.Base64
-	return nil
-}
-
-// Encode is the record's file: one line of JSON. A record the pack made
-// writes its snapshot's tape as encoded once for all the snapshot's
-// records (encoding it again was most of a Go echo call's record), after
-// the rest.
-func (r *Record) Encode() ([]byte, error) {
-	b, err := r.encode()
-	if err == nil && r.max > 0 && len(b) > r.max+RecordOverheadBytes {
-		return nil, fmt.Errorf("%w: %d bytes, the bound %d and %d", ErrRecordTooLarge, len(b), r.max, RecordOverheadBytes)
-	}
-	return b, err
-}
-
-func (r *Record) encode() ([]byte, error) {
-	if r.Snapshot == nil || r.Snapshot.enc == nil {
-		b, err := json.Marshal(r)
-		return append(b, '\n'), err
-	}
-	rest := *r
-	rest.Snapshot = nil
-	b, err := json.Marshal(&rest)
-	if err != nil {
-		return nil, err
-	}
-	tape, err := r.Snapshot.enc.json()
-	if err != nil {
-		return nil, err
-	}
-	id, _ := json.Marshal(r.Snapshot.ID)
-	b = append(b[:len(b)-1], `,"snapshot":{"id":`...)
-	b = append(append(append(b, id...), `,"tape":`...), tape...)
-	return append(b, "}}\n"...), nil
-}
-
-// ReadRecord reads a record file's contents.
-func ReadRecord(data []byte) (*Record, error) {
-	var r Record
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("not a packd record: %w", err)
-	}
-	switch {
-	case r.Format != RecordFormat:
-		return nil, fmt.Errorf("not a packd record of format %d (packdRecord is %d)", RecordFormat, r.Format)
-	case r.Module.SHA256 == "" || r.Module.Path == "":
-		return nil, errors.New("the record names no module")
-	case r.Instance != sandbox.InstanceFresh && r.Snapshot == nil:
-		return nil, errors.New("the record of a pooled call has no snapshot")
-	}
-	// A replay makes a placeholder of each secret's length and writes
-	// back at each redaction: none may be larger than the record itself.
-	for _, s := range r.Secrets {
-		if s.Length < 0 || s.Length > len(data) {
-			return nil, fmt.Errorf("the record's secret %s is of %d bytes, in a record of %d", s.Name, s.Length, len(data))
-		}
-	}
-	for _, red := range r.Redactions {
-		if red.Offset < 0 || red.Length < 0 || red.Length > len(data) {
-			return nil, fmt.Errorf("the record's redaction in %s at %d of %d bytes is not in the record", red.In, red.Offset, red.Length)
-		}
-	}
-	return &r, nil
 }
 
 // records says whether a target's calls are recorded.
@@ -359,19 +109,19 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 		lim.Fuel = limits.DefaultFuel
 	}
 	lim.Fuel = min(lim.Fuel, sandbox.MaxFuel)
-	r := &Record{Format: RecordFormat, RecordedAt: time.Now().UTC(), PackID: p.index.PackID,
-		Target: t.Target, ID: t.ID, Version: t.Version,
-		Module: RecordModule{Path: mod.path, SHA256: mod.sum},
+	r := &replay.Record{Format: replay.Format, RecordedAt: time.Now().UTC(), PackID: p.index.PackID,
+		Target: string(t.Target), ID: t.ID, Version: t.Version,
+		Module: replay.Module{Path: mod.path, SHA256: mod.sum},
 		Limits: limits, CallLimits: lim, Instance: rep.Instance,
 		Tape:   call.Record.Answers,
-		Result: RecordResult{Status: int(rep.Status), Output: Bytes(rep.Body), Fuel: rep.FuelUsed},
+		Result: replay.Result{Status: int(rep.Status), Output: replay.Bytes(rep.Body), Fuel: rep.FuelUsed},
 	}
 	if err != nil {
 		r.Result.Error = err.Error()
 	}
 	secrets := p.secretsOf(callCtx)
 	if rep.SnapshotTape != nil {
-		r.Snapshot = &RecordSnapshot{ID: rep.SnapshotID, Tape: rep.SnapshotTape.Answers, enc: mod.snapshotTape(rep.SnapshotTape, func() *redact.Set { return envSecrets(secrets) })}
+		r.Snapshot = replay.NewSnapshot(rep.SnapshotID, mod.snapshotTape(rep.SnapshotTape, secrets.Env))
 	}
 	if r.Tape == nil {
 		r.Tape = []sandbox.TapeAnswer{} // [] in the file, not null
@@ -381,23 +131,20 @@ func (p *Pack) keepRecord(o *Outcome, t *Call, mod *module, call sandbox.Request
 		name, _, _ := strings.Cut(kv, "=")
 		r.Env = append(r.Env, name)
 	}
-	for _, s := range secrets.list {
-		r.Secrets = append(r.Secrets, RecordSecret{Name: s.name, SHA256: s.hash, Length: len(s.value)})
-	}
+	r.Secrets = secrets.Record()
 	// What the guest held is copied before it is redacted: the tape's
 	// answers are the record's own, the request and output are not.
-	r.max = p.recordLimit()
-	r.room = r.max / redactionCost
-	r.GuestRequest = r.redact("guestRequest", bytes.Clone(call.Body), secrets)
-	r.Result.Output = r.redact("output", bytes.Clone(rep.Body), secrets)
-	r.Result.Error = string(r.redact("error", []byte(r.Result.Error), secrets))
+	r.Bound(p.recordLimit())
+	r.GuestRequest = r.Redact("guestRequest", bytes.Clone(call.Body), secrets)
+	r.Result.Output = r.Redact("output", bytes.Clone(rep.Body), secrets)
+	r.Result.Error = string(r.Redact("error", []byte(r.Result.Error), secrets))
 	for i := range r.Tape {
-		r.Tape[i].Value = r.redact(fmt.Sprintf("tape/%d", i), r.Tape[i].Value, secrets)
+		r.Tape[i].Value = r.Redact(fmt.Sprintf("tape/%d", i), r.Tape[i].Value, secrets)
 		if d := r.Tape[i].Detail; d != "" {
-			r.Tape[i].Detail = string(r.redact(fmt.Sprintf("tape/%d/detail", i), []byte(d), secrets))
+			r.Tape[i].Detail = string(r.Redact(fmt.Sprintf("tape/%d/detail", i), []byte(d), secrets))
 		}
 	}
-	if r.overflow {
+	if r.Overflowed() {
 		o.RecordSkipped = RecordTooLarge
 		return
 	}
@@ -410,4 +157,55 @@ func errLen(err error) int {
 		return 0
 	}
 	return len(err.Error())
+}
+
+// secretsOf are a call's secrets: its ctx.secrets (the strings among
+// them), the values of the environment pack code sees, and of the
+// variables the index binds as credentials.
+func (p *Pack) secretsOf(callCtx *ojson.Object) *replay.Secrets {
+	s := &replay.Secrets{}
+	if callCtx != nil {
+		if sec, ok := objectField(callCtx, "secrets"); ok {
+			for i, k := range sec.Keys {
+				if v, ok := sec.Vals[i].(string); ok && v != "" {
+					s.Add("ctx.secrets."+k, v)
+				}
+			}
+		}
+	}
+	for _, kv := range p.env {
+		if name, v, _ := strings.Cut(kv, "="); v != "" {
+			s.Add("env."+name, v)
+		}
+	}
+	for _, name := range p.credentialVars {
+		if v, ok := p.lookup(name); ok && v != "" {
+			s.Add("env."+name, v)
+		}
+	}
+	return s
+}
+
+// recordMessage is the request message of a recorded call, its
+// ctx.secrets values replaced by their hashes and every other place a
+// secret is redacted.
+func recordMessage(r *replay.Record, msg *ojson.Object, secrets *replay.Secrets) {
+	out := msg
+	if ctx, ok := objectField(msg, "ctx"); ok {
+		if s, ok := objectField(ctx, "secrets"); ok {
+			hashed := &ojson.Object{}
+			for i, k := range s.Keys {
+				v := s.Vals[i]
+				if str, ok := v.(string); ok {
+					v = secrets.Hash("ctx.secrets."+k, str)
+				}
+				hashed.Set(k, v)
+			}
+			c := &ojson.Object{Keys: ctx.Keys, Vals: append([]any(nil), ctx.Vals...)}
+			c.Set("secrets", hashed)
+			out = &ojson.Object{Keys: msg.Keys, Vals: append([]any(nil), msg.Vals...)}
+			out.Set("ctx", c)
+		}
+	}
+	r.Request = r.Redact("request", ojson.Encode(out), secrets)
 }

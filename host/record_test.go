@@ -18,6 +18,7 @@ import (
 
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/host/internal/egress/egresstest"
+	"github.com/kindgi/packd/replay"
 	"github.com/kindgi/packd/sandbox"
 )
 
@@ -89,7 +90,7 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 	if !strings.Contains(string(file), hashOf(token)) || !strings.Contains(string(file), hashOf("eu-region-secret")) {
 		t.Fatalf("the record lacks the secrets' hashes: %s", file)
 	}
-	rec, err := host.ReadRecord(file)
+	rec, err := replay.Read(file)
 	if err != nil || !json.Valid(file) || rec.Snapshot == nil || rec.Snapshot.ID != o.Record.Snapshot.ID || len(rec.Snapshot.Tape) != len(o.Record.Snapshot.Tape) {
 		t.Fatalf("the record file does not read back: %v\n%s", err, file)
 	}
@@ -100,7 +101,7 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 	if joined := strings.Join(imports, " "); !strings.Contains(joined, "http_request") || rec.Snapshot == nil || len(rec.Snapshot.Tape) == 0 {
 		t.Fatalf("the call's tape: %s; its snapshot %+v", joined, rec.Snapshot)
 	}
-	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}, Secret: func(name string) (string, bool) {
+	rp := replay.NewReplayer(replay.Config{Sandbox: sandbox.Config{CacheDir: cacheDir}, Secret: func(name string) (string, bool) {
 		v, ok := map[string]string{"ctx.secrets.apiToken": token, "env.REGION_KEY": "eu-region-secret"}[name]
 		return v, ok
 	}})
@@ -113,7 +114,7 @@ func TestARecordedCallReplaysOffline(t *testing.T) {
 		t.Fatalf("the replay: fuel %d (call %d), output %s; the server got %d requests", got.Result.Fuel, o.Usage.Fuel, got.Result.Output, requests.Load())
 	}
 
-	bare := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
+	bare := replay.NewReplayer(replay.Config{Sandbox: sandbox.Config{CacheDir: cacheDir}})
 	defer bare.Close(context.Background())
 	got, err = bare.Replay(context.Background(), rec, gonetWasm(t))
 	if err != nil || got.Identical() || !got.SnapshotChanged || strings.Join(got.Placeholders, " ") != "ctx.secrets.apiToken env.REGION_KEY" ||
@@ -162,7 +163,7 @@ func TestARecordIsBoundedWithItsSnapshot(t *testing.T) {
 	if drawn != 2<<20 {
 		t.Fatalf("initdraw under 4 MiB: %d bytes on the snapshot's tape; skipped %q, %s", drawn, o.RecordSkipped, o.Response)
 	}
-	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
+	rp := replay.NewReplayer(replay.Config{Sandbox: sandbox.Config{CacheDir: cacheDir}})
 	defer rp.Close(context.Background())
 	wasm, _ := os.ReadFile(filepath.Join("..", "testdata", "hostile", "initdraw.wasm"))
 	got, err := rp.Replay(context.Background(), o.Record, wasm)
@@ -218,7 +219,7 @@ func TestACallTheBudgetSqueezedIsNotRecorded(t *testing.T) {
 	if o.Record == nil || o.Record.Result.Error == "" {
 		t.Fatalf("grown to its limit: skipped %q (%s)", o.RecordSkipped, o.Response)
 	}
-	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}})
+	rp := replay.NewReplayer(replay.Config{Sandbox: sandbox.Config{CacheDir: cacheDir}})
 	defer rp.Close(context.Background())
 	got, err := rp.Replay(context.Background(), o.Record, wasm)
 	if err != nil || !got.Identical() {
@@ -232,7 +233,7 @@ func TestACallTheBudgetSqueezedIsNotRecorded(t *testing.T) {
 // in it is refused when the record is read.
 func TestReadRecordRefusesImpossibleLengths(t *testing.T) {
 	base := `{"packdRecord":1,"module":{"path":"m.wasm","sha256":"sha256:00"},"instance":"fresh"`
-	if _, err := host.ReadRecord([]byte(base + `}`)); err != nil {
+	if _, err := replay.Read([]byte(base + `}`)); err != nil {
 		t.Fatalf("a plain record: %v", err)
 	}
 	for _, bad := range []string{
@@ -241,7 +242,7 @@ func TestReadRecordRefusesImpossibleLengths(t *testing.T) {
 		`,"redactions":[{"in":"output","offset":-5,"length":4,"secret":"ctx.secrets.k","form":"raw"}]}`,
 		`,"redactions":[{"in":"output","offset":0,"length":1000000000000,"secret":"ctx.secrets.k","form":"raw"}]}`,
 	} {
-		if _, err := host.ReadRecord([]byte(base + bad)); err == nil || !strings.Contains(err.Error(), "the record's") {
+		if _, err := replay.Read([]byte(base + bad)); err == nil || !strings.Contains(err.Error(), "the record's") {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
@@ -295,7 +296,7 @@ func hostilePack(t *testing.T, name string, rc host.RecordConfig) *host.Pack {
 // record, and 1,200 at the defaults 247 MB); and a record whose file
 // would pass its bound once encoded (2 MiB of random bytes on its
 // snapshot's tape are 2.7 MiB of base64) is too-large: a record file is
-// never larger than the per-call bound and host.RecordOverheadBytes.
+// never larger than the per-call bound and replay.OverheadBytes.
 func TestARecordIsBoundedWhateverTheGuestAsks(t *testing.T) {
 	p := hostilePack(t, "urlflood", host.RecordConfig{})
 	pad := strings.Repeat("x", 200)
@@ -315,8 +316,8 @@ func TestARecordIsBoundedWhateverTheGuestAsks(t *testing.T) {
 	if o.Record == nil {
 		t.Fatalf("initdraw under its bound: %q %s", o.RecordSkipped, o.Response)
 	}
-	if b, err := o.Record.Encode(); !errors.Is(err, host.ErrRecordTooLarge) {
-		t.Fatalf("initdraw's record encoded to %d bytes under a bound of %d: %v", len(b), 2<<20+16<<10+host.RecordOverheadBytes, err)
+	if b, err := o.Record.Encode(); !errors.Is(err, replay.ErrTooLarge) {
+		t.Fatalf("initdraw's record encoded to %d bytes under a bound of %d: %v", len(b), 2<<20+16<<10+replay.OverheadBytes, err)
 	}
 }
 
@@ -341,7 +342,7 @@ func TestARecordHoldsNoSecretOfItsURLs(t *testing.T) {
 	if strings.Contains(string(file), "Zq9s") {
 		t.Fatalf("the record holds the secret: %s", file)
 	}
-	rec, err := host.ReadRecord(file)
+	rec, err := replay.Read(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestARecordHoldsNoSecretOfItsURLs(t *testing.T) {
 		t.Fatalf("the output holds no redacted secret: %s", rec.Result.Output)
 	}
 	rec.Result.Output[at-1] ^= 1
-	rp := host.NewReplayer(host.ReplayConfig{Sandbox: sandbox.Config{CacheDir: cacheDir}, Secret: func(name string) (string, bool) {
+	rp := replay.NewReplayer(replay.Config{Sandbox: sandbox.Config{CacheDir: cacheDir}, Secret: func(name string) (string, bool) {
 		v, ok := map[string]string{"ctx.secrets.apiToken": token, "env.REGION_KEY": "eu-region-secret"}[name]
 		return v, ok
 	}})

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/replay"
 )
 
 // One call, whatever face it came through: the checks in the protocol's
@@ -90,7 +91,7 @@ type callEnd struct {
 	span   trace.Span  // nil: not traced
 	event  Event
 	parsed bool // the event is told to the hooks
-	record *host.Record
+	record *replay.Record
 	skip   string
 }
 

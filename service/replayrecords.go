@@ -2,22 +2,20 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/internal/lineq"
+	"github.com/kindgi/packd/replay"
 )
 
-// ReplayRecords writes the records of recorded calls (host.Record), one
+// ReplayRecords writes the records of recorded calls (replay.Record), one
 // file each, into a directory (packd serve --record DIR), for packd
 // replay.
 //
@@ -31,7 +29,7 @@ type ReplayRecords struct {
 	dir     string
 	max     int64
 	used    atomic.Int64
-	work    *lineq.Worker[*host.Record]
+	work    *lineq.Worker[*replay.Record]
 	metrics *Metrics
 	log     *Log
 	lost    atomic.Int64
@@ -42,7 +40,7 @@ type ReplayRecords struct {
 const replayQueue = 64
 
 // The outcomes packd_replay_records_total counts besides the
-// host.Record… reasons: a record written, or not for the directory's
+// replay.Record… reasons: a record written, or not for the directory's
 // bound, a writer behind, or a write that failed.
 const (
 	replayWritten = "written"
@@ -80,7 +78,7 @@ func OpenReplayRecords(dir string, maxBytes int64, m *Metrics, r *Log) (*ReplayR
 
 // Keep queues a recorded call's record without waiting; skipped says why a
 // call to be recorded has none (host.RecordTooLarge, …).
-func (d *ReplayRecords) Keep(rec *host.Record, skipped, artifactVersion string) {
+func (d *ReplayRecords) Keep(rec *replay.Record, skipped, artifactVersion string) {
 	if rec == nil {
 		if skipped != "" {
 			d.count(skipped)
@@ -110,9 +108,9 @@ func (d *ReplayRecords) loss(outcome, why string) {
 }
 
 // write writes one record, within the directory's bound.
-func (d *ReplayRecords) write(rec *host.Record) {
+func (d *ReplayRecords) write(rec *replay.Record) {
 	b, err := rec.Encode()
-	if errors.Is(err, host.ErrRecordTooLarge) {
+	if errors.Is(err, replay.ErrTooLarge) {
 		d.count(host.RecordTooLarge)
 		return
 	}
@@ -125,7 +123,7 @@ func (d *ReplayRecords) write(rec *host.Record) {
 		d.loss(replayFull, fmt.Sprintf("The record directory holds its --record-max-mib of %d MiB", d.max>>20))
 		return
 	}
-	if _, err := writeRecordFile(d.dir, rec, b); err != nil {
+	if _, err := replay.WriteEncoded(d.dir, rec, b); err != nil {
 		d.loss(replayFailed, "Cannot write a call record: "+err.Error())
 		return
 	}
@@ -139,50 +137,6 @@ const diskBlock = 4096
 
 // onDisk is what n bytes of a file take of the directory's bound.
 func onDisk(n int64) int64 { return (n + diskBlock - 1) / diskBlock * diskBlock }
-
-// WriteRecord writes one record into a file of its own in dir, as the
-// service does, and returns its path.
-func WriteRecord(dir string, rec *host.Record) (string, error) {
-	b, err := rec.Encode()
-	if err != nil {
-		return "", fmt.Errorf("encoding the call record: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("writing the call record: %w", err)
-	}
-	return writeRecordFile(dir, rec, b)
-}
-
-// writeRecordFile writes a record's bytes under a name of its time and
-// target (and a random suffix): a temporary name, then renamed, so that a
-// reader never sees half of one.
-func writeRecordFile(dir string, rec *host.Record, b []byte) (string, error) {
-	var suffix [4]byte
-	_, _ = rand.Read(suffix[:])
-	name := fmt.Sprintf("%s-%s-%s.json", rec.RecordedAt.UTC().Format("20060102T150405.000000000Z"), fileSafe(rec.ID), hex.EncodeToString(suffix[:]))
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	err := os.WriteFile(tmp, b, 0o600)
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return "", err
-	}
-	return filepath.Join(dir, name), nil
-}
-
-// fileSafe is a target id as part of a file name: letters, digits, '.',
-// '-' and '_', at most 64 of them.
-func fileSafe(id string) string {
-	id = strings.Map(func(r rune) rune {
-		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
-			return r
-		}
-		return '_'
-	}, id)
-	return id[:min(len(id), 64)]
-}
 
 // Close writes out what is queued, waiting until ctx is done (then its
 // error); a call that ends later is counted as dropped. Safe twice.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/replay"
 )
 
 // TestReplayRecordsAreBounded: the record directory holds at most its
@@ -32,9 +33,9 @@ func TestReplayRecordsAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := func(id string) *host.Record {
-		return &host.Record{Format: host.RecordFormat, RecordedAt: time.Now(), Target: host.TargetTool, ID: id,
-			Module: host.RecordModule{Path: "m.wasm", SHA256: "sha256:00"}, Instance: "fresh", Result: host.RecordResult{Output: host.Bytes(strings.Repeat("o", 300))}}
+	rec := func(id string) *replay.Record {
+		return &replay.Record{Format: replay.Format, RecordedAt: time.Now(), Target: "tool", ID: id,
+			Module: replay.Module{Path: "m.wasm", SHA256: "sha256:00"}, Instance: "fresh", Result: replay.Result{Output: replay.Bytes(strings.Repeat("o", 300))}}
 	}
 	var log bytes.Buffer
 	d, err := OpenReplayRecords(dir, 10<<10, m, NewLog(&log))
@@ -59,7 +60,7 @@ func TestReplayRecordsAreBounded(t *testing.T) {
 		t.Fatalf("the directory holds %v", names)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, names[0]))
-	r, err := host.ReadRecord(b)
+	r, err := replay.Read(b)
 	if err != nil || r.ArtifactVersion != "v1" {
 		t.Fatalf("the record written: %v %+v", err, r)
 	}

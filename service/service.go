@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/replay"
 )
 
 // Defaults of a zero Config.
@@ -73,7 +74,7 @@ type Config struct {
 // saying why there is none (host.RecordTooLarge, …); artifactVersion is
 // that of the pack the call ran on.
 type RecordSink interface {
-	Keep(rec *host.Record, skipped, artifactVersion string)
+	Keep(rec *replay.Record, skipped, artifactVersion string)
 }
 
 // Service runs calls on a pack, whatever face they came through: it alone

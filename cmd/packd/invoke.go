@@ -15,6 +15,7 @@ import (
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/host"
 	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/replay"
 	"github.com/kindgi/packd/service"
 )
 
@@ -171,11 +172,11 @@ func (cliFace) Status(code string) int {
 
 // keptRecord is the record of the one call packd invoke makes.
 type keptRecord struct {
-	rec     *host.Record
+	rec     *replay.Record
 	skipped string
 }
 
-func (k *keptRecord) Keep(rec *host.Record, skipped, artifactVersion string) {
+func (k *keptRecord) Keep(rec *replay.Record, skipped, artifactVersion string) {
 	if rec != nil {
 		rec.ArtifactVersion = artifactVersion
 	}
@@ -193,7 +194,7 @@ func writeRecord(dir string, kept *keptRecord, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "packd invoke: the call is not recorded:", why)
 		return exitOK
 	}
-	path, err := service.WriteRecord(dir, kept.rec)
+	path, err := replay.WriteFile(dir, kept.rec)
 	if err != nil {
 		fmt.Fprintln(stderr, "packd invoke:", err)
 		return exitError

@@ -12,15 +12,16 @@ import (
 
 const modulePath = "github.com/kindgi/packd"
 
-// layers are the packages' places, lowest first: abi ← sandbox ← host ←
-// service ← server ← cmd. The top-level internal packages are libraries
-// any layer may use (-1).
-var layers = []string{"abi", "sandbox", "host", "service", "server"}
+// layers are the packages' places, lowest first: abi ← sandbox ← replay
+// ← host ← service ← server ← cmd. The top-level internal packages are
+// libraries any layer may use (-1).
+var layers = []string{"abi", "sandbox", "replay", "host", "service", "server"}
 
 const (
-	layerHost    = 2
-	layerService = 3
-	layerServer  = 4
+	layerSandbox = 1
+	layerHost    = 3
+	layerService = 4
+	layerServer  = 5
 )
 
 // layer is a package's place in layers.
@@ -38,7 +39,7 @@ func layer(pkg string) int {
 }
 
 // TestLayers: no package imports one of a higher layer; nothing under the
-// top-level internal/ imports host or above; service reaches sandbox only
+// top-level internal/ imports replay or above; service reaches sandbox only
 // through host, and server reaches the pack only through service (its
 // code imports neither host nor sandbox; its tests load packs), so each
 // concept stays in its layer (RATIONALE.md, "three seams").
@@ -63,9 +64,9 @@ func TestLayers(t *testing.T) {
 				continue
 			}
 			switch from, to := layer(pkg), layer(imp); {
-			case from == -1 && to >= layerHost:
+			case from == -1 && to >= layerSandbox+1:
 				t.Errorf("%s (internal) imports %s", pkg, imp)
-			case from >= layerService && from <= layerServer && to == 1:
+			case from >= layerService && from <= layerServer && to == layerSandbox:
 				t.Errorf("%s imports %s: it reaches the sandbox through host", pkg, imp)
 			case from == layerServer && to == layerHost && !inTests:
 				t.Errorf("%s (server) imports %s: a face reaches the pack through service", pkg, imp)

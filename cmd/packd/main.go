@@ -6,15 +6,23 @@
 //	packd invoke --index I --tool ID [--version V] --input JSON|@file [--ctx JSON]
 //	packd invoke --index I --check ID --config JSON|@file --trace JSON|@file
 //	packd check --index I      load and compile everything, list every problem
-//	packd init DIR             scaffold a Go pack: code, a test, a Makefile, its index
+//	packd init DIR [--lang go|c|ts]   scaffold a pack that builds and answers
 //	packd index --index I [module.wasm ...]
 //	                           write the index from what the modules describe
 //	packd replay --index I RECORD|DIR ...   re-run recorded calls offline
+//	packd dev [serve flags] DIR  serve a pack, rebuilding and reloading it as it changes
+//	packd build-js [-o pack.wasm] bundle.js   a pack's module from its bundled JavaScript
 //	packd version
 //
 // invoke prints the response message on stdout and exits 0 on a result, 1 on
 // an error message, 2 on a usage error. Pack code's stdout and stderr lines
 // go to packd's stderr, so stdout holds exactly the response.
+//
+// The command is the application's top layer: serve runs server.Start (a
+// service.Service behind its HTTP face), invoke calls service.Service.Call
+// once, replay uses package replay; the languages a pack may be written in
+// are one table (languages.go) that init, the build commands and the docs
+// use.
 package main
 
 import (

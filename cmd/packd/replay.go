@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/replay"
 	"github.com/kindgi/packd/sandbox"
 )
 
-// replayCmd replays recorded calls offline (host.Replayer) and says, for
+// replayCmd replays recorded calls offline (replay.Replayer) and says, for
 // each, whether it gave the recorded output and fuel, or where it first
 // departed. It never touches the network.
 func replayCmd(args []string, stdout, stderr io.Writer) int {
@@ -73,7 +74,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if cacheDir != "" && cacheUsable(cacheDir) != nil {
 		cacheDir = ""
 	}
-	rp := host.NewReplayer(host.ReplayConfig{
+	rp := replay.NewReplayer(replay.Config{
 		// Linear memory is bounded as packd serve's is by default (a record
 		// names its own memory limit, up to wasm32's 4 GiB).
 		Sandbox: sandbox.Config{CacheDir: cacheDir, Stdout: io.Discard, Stderr: io.Discard, MemoryBudget: defaultMemoryBudget(nil) / 2},
@@ -116,12 +117,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // replayOne replays one record file and says what it found.
-func replayOne(ctx context.Context, rp *host.Replayer, modules *moduleFinder, file string, verbose bool, w io.Writer) (bool, error) {
+func replayOne(ctx context.Context, rp *replay.Replayer, modules *moduleFinder, file string, verbose bool, w io.Writer) (bool, error) {
 	data, err := readBounded(file, maxRecordFile, "a record")
 	if err != nil {
 		return false, err
 	}
-	rec, err := host.ReadRecord(data)
+	rec, err := replay.Read(data)
 	if err != nil {
 		return false, err
 	}
@@ -262,7 +263,7 @@ func (f *moduleFinder) read(p string) ([]byte, error) {
 	return b, nil
 }
 
-func (f *moduleFinder) find(rec *host.Record) ([]byte, string, error) {
+func (f *moduleFinder) find(rec *replay.Record) ([]byte, string, error) {
 	if f.module != "" {
 		b, err := f.read(f.module)
 		return b, f.module, err
@@ -287,7 +288,7 @@ func (f *moduleFinder) find(rec *host.Record) ([]byte, string, error) {
 			continue
 		}
 		if _, ok := f.sums[p]; !ok {
-			f.sums[p] = host.ContentHash(b)
+			f.sums[p] = replay.ContentHash(b)
 		}
 		if f.sums[p] == rec.Module.SHA256 {
 			return b, p, nil

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/replay"
 )
 
 // replayProc runs packd replay with env added to the test's environment.
@@ -54,7 +54,7 @@ func recordedRun(t *testing.T, index string, env map[string]string, calls []stri
 				t.Fatalf("%s holds the secret %q", f, secret)
 			}
 		}
-		rec, err := host.ReadRecord(b)
+		rec, err := replay.Read(b)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

@@ -1,4 +1,4 @@
-package host
+package replay
 
 // Replaying a record offline: the recorded module (or another, to see
 // where it departs), its snapshot rebuilt from the tape of its
@@ -19,8 +19,8 @@ import (
 	"github.com/kindgi/packd/sandbox"
 )
 
-// ReplayConfig configures a Replayer.
-type ReplayConfig struct {
+// Config configures a Replayer.
+type Config struct {
 	// Sandbox is the base of the sandboxes replays run in (its cache,
 	// output); each record's guest limits are applied over it.
 	Sandbox sandbox.Config
@@ -34,7 +34,7 @@ type ReplayConfig struct {
 // one snapshot (of one module, environment and initialisation tape) share
 // the module it rebuilt, as a service's calls share theirs.
 type Replayer struct {
-	cfg  ReplayConfig
+	cfg  Config
 	mu   sync.Mutex
 	sbs  map[sandbox.GuestLimits]*sandbox.Sandbox
 	mods map[replayKey]*replayModule
@@ -67,7 +67,7 @@ const replayModuleAge = time.Minute
 const maxReplayModules = 16
 
 // NewReplayer makes a Replayer; Close it.
-func NewReplayer(cfg ReplayConfig) *Replayer {
+func NewReplayer(cfg Config) *Replayer {
 	return &Replayer{cfg: cfg, sbs: map[sandbox.GuestLimits]*sandbox.Sandbox{}, mods: map[replayKey]*replayModule{}}
 }
 
@@ -107,7 +107,7 @@ type Replay struct {
 	Divergence *sandbox.DivergenceError
 	InInit     bool
 	// Result is what the replayed guest answered.
-	Result RecordResult
+	Result Result
 	// Differences say in words what differs from the recorded result, the
 	// first difference first; none: identical.
 	Differences []string
@@ -158,7 +158,7 @@ func (r *Replayer) Replay(ctx context.Context, rec *Record, wasm []byte) (*Repla
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	out.Result = RecordResult{Status: int(rep.Status), Output: rep.Body, Fuel: rep.FuelUsed}
+	out.Result = Result{Status: int(rep.Status), Output: rep.Body, Fuel: rep.FuelUsed}
 	if err != nil {
 		out.Result.Error = err.Error()
 	}
