@@ -103,7 +103,7 @@ func BenchmarkEgress(b *testing.B) {
 		}
 	})
 	b.Run("host", func(b *testing.B) {
-		c := egress.New(egress.Config{AllowAddresses: allow, MaxRequests: 1 << 30})
+		c := egress.New(egress.Config{AllowAddresses: allow, MaxRequests: 1 << 30}, egress.Observer{})
 		defer c.Close(context.Background())
 		k := c.ForCall(egress.Policy{Kind: egress.KindAllowlist, Hosts: []string{"127.0.0.1"}}, egress.CallInfo{})
 		b.ReportAllocs()

@@ -382,7 +382,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *modul
 	defer cancel()
 	var out *egress.Call
 	if mod.mod.ImportsHTTP() {
-		info := egress.CallInfo{Tool: t.ID, Tenant: t.Correlation.TenantID, Context: ctx, Secret: p.credential(callCtx)}
+		info := egress.CallInfo{Tool: t.ID, TenantID: t.Correlation.TenantID, Context: ctx, Secret: p.credential(callCtx)}
 		if callCtx != nil {
 			info.IdempotencyKey, _ = stringField(callCtx, "idempotencyKey")
 		}

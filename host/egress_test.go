@@ -61,16 +61,16 @@ func newNetPack(t *testing.T, network host.NetworkConfig, module string) *netPac
 	if network.AllowAddresses == nil {
 		network.AllowAddresses = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	}
-	network.OnRequest = func(ev host.EgressEvent) {
+	observe := host.Observer{EgressRequest: func(ev host.EgressEvent) {
 		np.mu.Lock()
 		np.events = append(np.events, ev)
 		np.mu.Unlock()
-	}
+	}}
 	schema := `"input":{"type":"object"},"output":{"type":"object"},"modulePath":"gonet.wasm"`
 	index := indexJSON(`{"id":"net.fetch",`+schema+`,"network":{"kind":"allowlist","hosts":["api.test","internal.test","meta.test","169.254.169.254"]}},`+
 		`{"id":"net.offline",`+schema+`,"network":{"kind":"none"}}`, "")
 	path := writePack(t, index, map[string][]byte{"gonet.wasm": netWasm(t, module)})
-	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 2}, Network: network})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: path, Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 2}, Network: network, Observe: observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func reachesOnlyWhatItsPolicyAllows(t *testing.T, module string) {
 	if len(np.events) != 1+len(refusals) {
 		t.Fatalf("%d events", len(np.events))
 	}
-	if ev := np.events[0]; ev.Tool != "net.fetch" || ev.Tenant != "acme" || ev.Host != "api.test" || ev.Status != 200 || ev.HostClass != "allowed" {
+	if ev := np.events[0]; ev.Tool != "net.fetch" || ev.TenantID != "acme" || ev.Host != "api.test" || ev.Status != 200 || ev.HostClass != "allowed" {
 		t.Errorf("event %+v", ev)
 	}
 }

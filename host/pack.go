@@ -45,10 +45,8 @@ type Config struct {
 	// Network is what the operator allows pack code's outbound HTTP
 	// requests beyond each tool's network policy, and their per-call caps.
 	Network NetworkConfig
-	// GuestOutput, when set, receives every line a call's pack code writes,
-	// with who wrote it, instead of Sandbox.Stdout and Sandbox.Stderr. It is
-	// called on the guest's goroutine and must not block.
-	GuestOutput func(GuestLine)
+	// Observe is told what happens beside the calls' answers (Observer).
+	Observe Observer
 	// Replaces, when set, is a serving pack this one is loaded to replace
 	// (a reload): the new pack's instances count in the old one's memory
 	// budget, so that the two together never hold more than it while the
@@ -60,8 +58,8 @@ type Config struct {
 }
 
 // NetworkConfig is the operator's side of outbound HTTP (package egress):
-// unrestricted network, special address ranges, per-call caps, and who is
-// told of each request (metrics, the audit log).
+// unrestricted network, special address ranges, per-call caps. Who is
+// told of each request is Config.Observe's.
 type NetworkConfig = egress.Config
 
 // Default per-call caps of outbound HTTP (NetworkConfig).
@@ -75,7 +73,7 @@ const (
 type EgressEvent = egress.Event
 
 // EgressTracer opens a span for each outbound request of a call
-// (NetworkConfig.Tracer).
+// (Observer.Tracer).
 type EgressTracer = egress.Tracer
 
 // EgressSummary is what one call did on the network.
@@ -172,6 +170,8 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 		root = filepath.Dir(cfg.IndexPath)
 	}
 	sbc := cfg.Sandbox
+	obs := cfg.Observe
+	sbc.PoolEvents, sbc.DroppedLines, sbc.CacheRepaired = obs.PoolEvent, obs.DroppedLine, obs.CacheRepaired
 	if cfg.Record != nil {
 		// A record carries its snapshot's tape, within the same bound.
 		sbc.SnapshotTapeBytes = recordLimit(cfg.Record)
@@ -183,7 +183,7 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pack{index: idx, sb: sb, gate: cfg.Gate, output: cfg.GuestOutput, egress: egress.New(cfg.Network),
+	p := &Pack{index: idx, sb: sb, gate: cfg.Gate, output: obs.GuestOutput, egress: egress.New(cfg.Network, egress.Observer{Request: obs.EgressRequest, Tracer: obs.Tracer}),
 		record: cfg.Record, tools: map[string][]*tool{}, checks: map[string]*check{}}
 	lookup := cfg.LookupEnv
 	if lookup == nil {

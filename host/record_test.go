@@ -44,8 +44,8 @@ func recordedNetPack(t *testing.T, rc host.RecordConfig, limits string) (p *host
 			LookupHost: func(context.Context, string) ([]netip.Addr, error) {
 				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 			},
-			OnRequest: func(host.EgressEvent) { requests.Add(1) },
-		}})
+		},
+		Observe: host.Observer{EgressRequest: func(host.EgressEvent) { requests.Add(1) }}})
 	if err != nil {
 		t.Fatal(err)
 	}

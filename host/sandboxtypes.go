@@ -7,12 +7,12 @@ import "github.com/kindgi/packd/sandbox"
 // (TestLayers). They are the sandbox's own, by alias.
 type (
 	// SandboxConfig is Config.Sandbox: the runtime, its limits and pool.
+	// Its PoolEvents, DroppedLines and CacheRepaired are set from
+	// Config.Observe.
 	SandboxConfig = sandbox.Config
 	// PoolEvent is what happened to a pooled instance
-	// (SandboxConfig.PoolEvents).
+	// (Observer.PoolEvent).
 	PoolEvent = sandbox.PoolEvent
-	// PoolEventLabel is one kind of pool event with one of its reasons.
-	PoolEventLabel = sandbox.PoolEventLabel
 	// MemoryAccount is what one tenant's calls hold of the memory budget
 	// (Grant.Memory).
 	MemoryAccount = sandbox.MemoryAccount
@@ -23,4 +23,4 @@ const PoolReset = sandbox.PoolReset
 
 // PoolEventLabels lists every kind of pool event with each reason it can
 // carry (sandbox.PoolEventLabels).
-func PoolEventLabels() []PoolEventLabel { return sandbox.PoolEventLabels() }
+func PoolEventLabels() []sandbox.PoolEventLabel { return sandbox.PoolEventLabels() }

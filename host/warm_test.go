@@ -20,7 +20,8 @@ func TestTheFirstCallFindsThePoolWarm(t *testing.T) {
 	seen := map[string]int{}
 	p, err := host.Load(context.Background(), host.Config{
 		IndexPath: filepath.Join("..", "wasm-examples", "conformance", "index.json"),
-		Sandbox: sandbox.Config{CacheDir: cacheDir, PoolSize: 2, PoolEvents: func(ev sandbox.PoolEvent) {
+		Sandbox:   sandbox.Config{CacheDir: cacheDir, PoolSize: 2},
+		Observe: host.Observer{PoolEvent: func(ev sandbox.PoolEvent) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen[string(ev.Kind)]++

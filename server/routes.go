@@ -116,7 +116,7 @@ func (s *Server) token(h echo.HandlerFunc) echo.HandlerFunc {
 // tokenAndTenant checks the token, then the tenant header against the pin.
 func (s *Server) tokenAndTenant(h echo.HandlerFunc) echo.HandlerFunc {
 	return s.token(func(c echo.Context) error {
-		if r := s.svc.Tenant(c.Request().Header[headerTenant]); r != nil {
+		if r := s.svc.CheckTenant(c.Request().Header[headerTenant]); r != nil {
 			return s.faceRefuse(c, *r)
 		}
 		return h(c)

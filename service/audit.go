@@ -90,8 +90,8 @@ func (a *AuditLog) Egress(ev host.EgressEvent, artifactVersion string) {
 	o := &ojson.Object{}
 	o.Set("time", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
 	o.Set("event", "egress")
-	if ev.Tenant != "" {
-		o.Set("tenantId", ev.Tenant)
+	if ev.TenantID != "" {
+		o.Set("tenantId", ev.TenantID)
 	}
 	o.Set("id", ev.Tool)
 	o.Set("host", ev.Host)

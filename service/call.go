@@ -141,7 +141,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 			panic(p)
 		}
 	}()
-	if r := s.Tenant(req.ClaimedTenant); r != nil {
+	if r := s.CheckTenant(req.ClaimedTenant); r != nil {
 		// Told to the hooks (an audit line), though the message was never read.
 		end.event = Event{Time: time.Now(), Outcome: r.Code, Status: req.Face.Status(r.Code),
 			Call: host.Call{Correlation: host.Correlation{TenantID: only(req.ClaimedTenant)}}, TraceID: traceIDFrom(req.TraceParent),

@@ -24,7 +24,7 @@ func (st *started) loadPack(ctx context.Context, replaces *host.Pack) (*host.Pac
 	hc := st.load
 	hc.Replaces = replaces
 	var version atomic.Pointer[string] // set once loaded, before any call
-	hc.Network.OnRequest = func(ev host.EgressEvent) {
+	hc.Observe.EgressRequest = func(ev host.EgressEvent) {
 		st.metrics.EgressRequest(ev)
 		if a := st.audit; a != nil {
 			v := ""

@@ -168,10 +168,10 @@ func (s *Service) unavailable(g *generation) *Refusal {
 	return nil
 }
 
-// Tenant checks a claimed tenant against the pin (Config.TenantID) for a
+// CheckTenant checks a claimed tenant against the pin (Config.TenantID) for a
 // request that is not a call (a face's info or describe): nil when it
 // may be served. Call checks its own.
-func (s *Service) Tenant(claimed []string) *Refusal {
+func (s *Service) CheckTenant(claimed []string) *Refusal {
 	pin := s.cfg.TenantID
 	if pin == "" {
 		return nil

@@ -19,8 +19,9 @@ import (
 // recorded calls, audit log, pack code output, traces). `packd serve` fills
 // it from flags and the environment; Start does the rest.
 type StartConfig struct {
-	// Load is the pack. Start wires its sandbox's pool events, dropped
-	// output lines and (GuestOutput "lines") output.
+	// Load is the pack. Start sets its Observe (pool events, dropped
+	// output lines, cache repairs, pack code output, outbound requests,
+	// the tracer).
 	Load host.Config
 	// Calls is how calls are admitted: MaxConcurrency, StrictEnv,
 	// TenantID, the drain timeout and the tenant share. Start sets its
@@ -89,11 +90,15 @@ func (st *started) start(ctx context.Context, cfg StartConfig, log *Log) (*Servi
 		return nil, err
 	}
 	st.metrics = m
-	hc.Sandbox.DroppedLines = m.GuestLineDropped
-	hc.Sandbox.PoolEvents = m.PoolEvent
-	hc.Sandbox.CacheRepaired = func(why string, removed int) {
-		log.Lifecycle("cache-repaired", "warn", "The compilation cache held a corrupt entry: the module compiled anew",
-			Field{Key: "removed", Value: removed}, Field{Key: "error", Value: why})
+	// One observer, given once; each reload's pack adds its egress hook
+	// (loadPack).
+	hc.Observe = host.Observer{
+		PoolEvent:   m.PoolEvent,
+		DroppedLine: m.GuestLineDropped,
+		CacheRepaired: func(why string, removed int) {
+			log.Lifecycle("cache-repaired", "warn", "The compilation cache held a corrupt entry: the module compiled anew",
+				Field{Key: "removed", Value: removed}, Field{Key: "error", Value: why})
+		},
 	}
 	// Pack code output never waits for its reader (the sandbox queues it)
 	// and, by default, never reaches the log as it is written.
@@ -101,7 +106,7 @@ func (st *started) start(ctx context.Context, cfg StartConfig, log *Log) (*Servi
 	case "", "records":
 		st.guest = log.guestOutput(func() { m.GuestLineDropped("records") })
 		hc.Sandbox.Stdout, hc.Sandbox.Stderr = st.guest.Stream("stdout"), st.guest.Stream("stderr")
-		hc.GuestOutput = st.guest.Line
+		hc.Observe.GuestOutput = st.guest.Line
 	case "plain":
 		hc.Sandbox.Stderr = log.Writer()
 	default:
@@ -122,7 +127,7 @@ func (st *started) start(ctx context.Context, cfg StartConfig, log *Log) (*Servi
 		if err != nil {
 			return nil, err
 		}
-		st.tracing, hc.Network.Tracer = t, t
+		st.tracing, hc.Observe.Tracer = t, t
 		if err := t.register(st.registry); err != nil {
 			return nil, err
 		}

@@ -89,8 +89,8 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool,
-		PoolEvents: m.PoolEvent}})
+	pack, err := host.Load(ctx, host.Config{IndexPath: *index, Sandbox: sandbox.Config{CacheDir: os.TempDir() + "/packd-test-wazero-cache", PoolSize: *pool},
+		Observe: host.Observer{PoolEvent: m.PoolEvent}})
 	if err != nil {
 		fail(err)
 	}

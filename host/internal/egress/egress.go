@@ -139,9 +139,13 @@ type Config struct {
 	// LookupHost resolves a name (default net.DefaultResolver); tests
 	// point names at addresses with it.
 	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
-	// OnRequest, if set, is told about every request a call made or was
+}
+
+// Observer is who is told of the requests (host.Observer's part).
+type Observer struct {
+	// Request, if set, is told about every request a call made or was
 	// refused (for metrics and the audit log); it must not block.
-	OnRequest func(Event)
+	Request func(Event)
 	// Tracer, if set, opens a span for every request a call sends.
 	Tracer Tracer
 }
@@ -158,8 +162,8 @@ type Tracer interface {
 // Event is one outbound request of a call. It never holds a body, a
 // header or a query: only where it went and how it ended.
 type Event struct {
-	Tool, Tenant string
-	Host         string // the URL's host name
+	Tool, TenantID string
+	Host           string // the URL's host name
 	// HostClass is "public", "allowed" (a special address the operator
 	// allows) or "" when nothing was dialled.
 	HostClass                string
@@ -182,13 +186,14 @@ type Summary struct {
 // concurrent use; Close closes its idle connections.
 type Client struct {
 	cfg       Config
+	obs       Observer
 	transport *http.Transport
 }
 
 // New makes a client: one connection pool for the pack, no proxy (a proxy
 // would dial for us, past the address check), TLS verified against the
-// system's roots.
-func New(cfg Config) *Client {
+// system's roots; obs is told of its requests.
+func New(cfg Config, obs Observer) *Client {
 	orDefault(&cfg.MaxRequests, DefaultMaxRequests)
 	orDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
 	orDefault(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
@@ -199,7 +204,7 @@ func New(cfg Config) *Client {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		}
 	}
-	c := &Client{cfg: cfg}
+	c := &Client{cfg: cfg, obs: obs}
 	c.transport = &http.Transport{
 		Proxy:                  nil,
 		DialContext:            c.dial,
@@ -232,7 +237,7 @@ func (c *Client) Unrestricted() bool { return c.cfg.Unrestricted }
 
 // CallInfo says whose call a Call serves, for events.
 type CallInfo struct {
-	Tool, Tenant string
+	Tool, TenantID string
 	// IdempotencyKey is the call's ctx.idempotencyKey ("": none, and its
 	// writes carry no key).
 	IdempotencyKey string
@@ -296,12 +301,12 @@ func (k *Call) Do(ctx context.Context, r *abi.HTTPRequest, body []byte) (*abi.HT
 			return ans, nil
 		}
 		k.overCap = true
-		k.report(Event{Tool: k.info.Tool, Tenant: k.info.Tenant, Reason: abi.EgressRequestLimit})
+		k.report(Event{Tool: k.info.Tool, TenantID: k.info.TenantID, Reason: abi.EgressRequestLimit})
 		return ans, nil
 	}
 	k.made++
 	start := time.Now()
-	ev := Event{Tool: k.info.Tool, Tenant: k.info.Tenant}
+	ev := Event{Tool: k.info.Tool, TenantID: k.info.TenantID}
 	k.credential = ""
 	ans, resp := k.do(ctx, r, body, &ev)
 	ev.Duration, ev.Credential = time.Since(start), k.credential
@@ -321,10 +326,10 @@ func (k *Call) Do(ctx context.Context, r *abi.HTTPRequest, body []byte) (*abi.HT
 	return ans, resp
 }
 
-// report hands an event to the client's OnRequest.
+// report hands an event to the client's Observer.Request.
 func (k *Call) report(ev Event) {
-	if k.c.cfg.OnRequest != nil {
-		k.c.cfg.OnRequest(ev)
+	if k.c.obs.Request != nil {
+		k.c.obs.Request(ev)
 	}
 }
 
@@ -392,7 +397,7 @@ func (k *Call) do(ctx context.Context, r *abi.HTTPRequest, body []byte, ev *Even
 		return ans, nil
 	}
 	k.addIdempotencyKey(method, ev.Host, req.Header)
-	if t := k.c.cfg.Tracer; t != nil {
+	if t := k.c.obs.Tracer; t != nil {
 		parent := k.info.Context
 		if parent == nil {
 			parent = context.Background()

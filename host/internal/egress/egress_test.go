@@ -45,7 +45,7 @@ type fixture struct {
 	events []Event
 }
 
-func newFixture(t *testing.T, cfg Config) *fixture {
+func newFixture(t *testing.T, cfg Config, tracer ...Tracer) *fixture {
 	t.Helper()
 	f := &fixture{}
 	f.srv, f.port = egresstest.Server(t)
@@ -55,12 +55,15 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	if cfg.AllowAddresses == nil {
 		cfg.AllowAddresses = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	}
-	cfg.OnRequest = func(ev Event) {
+	obs := Observer{Request: func(ev Event) {
 		f.mu.Lock()
 		f.events = append(f.events, ev)
 		f.mu.Unlock()
+	}}
+	if len(tracer) > 0 {
+		obs.Tracer = tracer[0]
 	}
-	f.client = New(cfg)
+	f.client = New(cfg, obs)
 	t.Cleanup(func() { _ = f.client.Close(context.Background()) })
 	return f
 }
@@ -87,7 +90,7 @@ func reason(a *abi.HTTPAnswer) string {
 
 func TestAllowedRequestIsSent(t *testing.T) {
 	f := newFixture(t, Config{})
-	k := f.client.ForCall(allow, CallInfo{Tool: "t.tool", Tenant: "acme"})
+	k := f.client.ForCall(allow, CallInfo{Tool: "t.tool", TenantID: "acme"})
 	ans, body := do(t, k, context.Background(), abi.HTTPRequest{Method: "POST", URL: f.url("api.test", "/echo"), Headers: map[string][]string{"authorization": {"s3cret"}}}, "hello")
 	if ans.Error != nil || ans.Status != 200 {
 		t.Fatalf("answer %+v", ans.Error)
@@ -107,7 +110,7 @@ func TestAllowedRequestIsSent(t *testing.T) {
 		t.Errorf("summary %+v", s)
 	}
 	if len(f.events) != 2 || f.events[0].Host != "api.test" || f.events[0].HostClass != "allowed" || f.events[0].Status != 200 ||
-		f.events[0].Tool != "t.tool" || f.events[0].Tenant != "acme" {
+		f.events[0].Tool != "t.tool" || f.events[0].TenantID != "acme" {
 		t.Errorf("events %+v", f.events)
 	}
 }
@@ -302,7 +305,7 @@ func (s *spans) Start(parent context.Context, method, host string, h http.Header
 // ended; a request refused before it is sent opens none.
 func TestTracerSpansEveryRequestSent(t *testing.T) {
 	tr := &spans{}
-	f := newFixture(t, Config{Tracer: tr})
+	f := newFixture(t, Config{}, tr)
 	call := context.WithValue(context.Background(), parentKey{}, "the call's span")
 	k := f.client.ForCall(allow, CallInfo{Tool: "t.tool", Context: call})
 	ans, _ := do(t, k, context.Background(), abi.HTTPRequest{URL: f.url("api.test", "/echo"),
