@@ -2,12 +2,12 @@ package jssdk
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"unicode/utf8"
 
 	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/wasmbin"
 )
 
 // BundleExport is the runtime's function that hands its bundle over:
@@ -43,13 +43,14 @@ func Module(runtime, bundle []byte) ([]byte, error) {
 	}
 	segments := uint32(0)
 	if d := m.section(secData); d != nil {
-		if segments, _, err = readU32(d.body); err != nil {
-			return nil, fmt.Errorf("the runtime's data section: %w", err)
+		r := wasmbin.Reader{B: d.Body}
+		if segments = r.U32(); r.Err != nil {
+			return nil, fmt.Errorf("the runtime's data section: %w", r.Err)
 		}
 	}
 	if dc := m.section(secDataCount); dc != nil {
-		n, _, err := readU32(dc.body)
-		if err != nil || n != segments {
+		r := wasmbin.Reader{B: dc.Body}
+		if n := r.U32(); r.Err != nil || n != segments {
 			return nil, errors.New("the runtime's data count section does not match its data section")
 		}
 	}
@@ -62,13 +63,13 @@ func Module(runtime, bundle []byte) ([]byte, error) {
 		return nil, errors.New("the runtime already holds a bundle: make the module from packd's runtime")
 	}
 	data := appendPassive(m.section(secData), bundle)
-	count := binary.AppendUvarint(nil, uint64(segments)+1)
+	count := wasmbin.AppendU32(nil, segments+1)
 
 	var out bytes.Buffer
 	out.Write(runtime[:8])
 	wroteCount := false
 	for _, s := range m.sections {
-		switch s.id {
+		switch s.ID {
 		case secDataCount:
 			continue // written before the code section
 		case secCode:
@@ -81,7 +82,7 @@ func Module(runtime, bundle []byte) ([]byte, error) {
 			data = nil
 			continue
 		}
-		out.Write(s.raw)
+		out.Write(s.Raw)
 	}
 	if !wroteCount {
 		return nil, errors.New("the runtime has no code section")
@@ -104,39 +105,19 @@ const (
 	secDataCount = 12
 )
 
-type section struct {
-	id   byte
-	body []byte // the section's contents
-	raw  []byte // id, size and contents, as read
-}
-
-type module struct{ sections []section }
+type module struct{ sections []wasmbin.Section }
 
 func parseModule(b []byte) (*module, error) {
-	if len(b) < 8 || !bytes.Equal(b[:8], []byte{0, 'a', 's', 'm', 1, 0, 0, 0}) {
-		return nil, errors.New("not a WebAssembly 1.0 module")
+	sections, err := wasmbin.Sections(b)
+	if err != nil {
+		return nil, err
 	}
-	m := &module{}
-	for p := 8; p < len(b); {
-		start := p
-		id := b[p]
-		size, n, err := readU32(b[p+1:])
-		if err != nil {
-			return nil, fmt.Errorf("section at %d: %w", start, err)
-		}
-		p += 1 + n
-		if uint64(p)+uint64(size) > uint64(len(b)) {
-			return nil, fmt.Errorf("section at %d runs past the end", start)
-		}
-		m.sections = append(m.sections, section{id: id, body: b[p : p+int(size)], raw: b[start : p+int(size)]})
-		p += int(size)
-	}
-	return m, nil
+	return &module{sections: sections}, nil
 }
 
-func (m *module) section(id byte) *section {
+func (m *module) section(id byte) *wasmbin.Section {
 	for i := range m.sections {
-		if m.sections[i].id == id {
+		if m.sections[i].ID == id {
 			return &m.sections[i]
 		}
 	}
@@ -150,46 +131,34 @@ func (m *module) bundleFunc() (uint32, error) {
 	if exp == nil {
 		return 0, fmt.Errorf("no %s export", BundleExport)
 	}
-	r := reader{b: exp.body}
+	r := wasmbin.Reader{B: exp.Body}
 	index, found := uint32(0), false
-	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		name := r.bytes()
-		kind := r.byte()
-		idx := r.u32()
+	for n := r.U32(); n > 0 && r.Err == nil; n-- {
+		name := r.Vec()
+		kind := r.Byte()
+		idx := r.U32()
 		if string(name) == BundleExport && kind == 0 {
 			index, found = idx, true
 		}
 	}
-	if r.err != nil {
-		return 0, fmt.Errorf("the export section: %w", r.err)
+	if r.Err != nil {
+		return 0, fmt.Errorf("the export section: %w", r.Err)
 	}
 	if !found {
 		return 0, fmt.Errorf("no %s export: is this packd's JavaScript runtime?", BundleExport)
 	}
 	imported := uint32(0)
 	if imp := m.section(secImport); imp != nil {
-		r := reader{b: imp.body}
-		for n := r.u32(); n > 0 && r.err == nil; n-- {
-			r.bytes()
-			r.bytes()
-			switch r.byte() {
-			case 0:
+		r := wasmbin.Reader{B: imp.Body}
+		for n := r.U32(); n > 0 && r.Err == nil; n-- {
+			r.Vec()
+			r.Vec()
+			if r.ImportDesc(^uint32(0)) == 0 {
 				imported++
-				r.u32()
-			case 1: // table: reftype, limits
-				r.byte()
-				r.limits()
-			case 2:
-				r.limits()
-			case 3:
-				r.byte()
-				r.byte()
-			default:
-				r.err = errors.New("an unknown import kind")
 			}
 		}
-		if r.err != nil {
-			return 0, fmt.Errorf("the import section: %w", r.err)
+		if r.Err != nil {
+			return 0, fmt.Errorf("the import section: %w", r.Err)
 		}
 	}
 	if index < imported {
@@ -201,25 +170,25 @@ func (m *module) bundleFunc() (uint32, error) {
 	if fs == nil || ts == nil {
 		return 0, errors.New("no function or type section")
 	}
-	fr := reader{b: fs.body}
+	fr := wasmbin.Reader{B: fs.Body}
 	typeIdx := uint32(0)
-	n := fr.u32()
+	n := fr.U32()
 	if defined >= n {
 		return 0, fmt.Errorf("%s's function is not in the function section", BundleExport)
 	}
-	for i := uint32(0); i <= defined && fr.err == nil; i++ {
-		typeIdx = fr.u32()
+	for i := uint32(0); i <= defined && fr.Err == nil; i++ {
+		typeIdx = fr.U32()
 	}
-	tr := reader{b: ts.body}
-	for i, nt := uint32(0), tr.u32(); i < nt && tr.err == nil; i++ {
-		form := tr.byte()
-		params := tr.bytes()
-		results := tr.bytes()
+	tr := wasmbin.Reader{B: ts.Body}
+	for i, nt := uint32(0), tr.U32(); i < nt && tr.Err == nil; i++ {
+		form := tr.Byte()
+		params := tr.Vec()
+		results := tr.Vec()
 		if i == typeIdx {
 			if form != 0x60 || !bytes.Equal(params, []byte{0x7f}) || !bytes.Equal(results, []byte{0x7f}) {
 				return 0, fmt.Errorf("%s is not of type (i32) -> i32", BundleExport)
 			}
-			return defined, errors.Join(fr.err, tr.err)
+			return defined, errors.Join(fr.Err, tr.Err)
 		}
 	}
 	return 0, fmt.Errorf("%s's type is not in the type section", BundleExport)
@@ -232,41 +201,40 @@ func (m *module) replaceBody(fn uint32, body []byte) ([]byte, []byte, error) {
 	if cs == nil {
 		return nil, nil, errors.New("missing")
 	}
-	r := reader{b: cs.body}
-	n := r.u32()
+	r := wasmbin.Reader{B: cs.Body}
+	n := r.U32()
 	if fn >= n {
 		return nil, nil, errors.New("has no body for the bundle function")
 	}
-	start := r.p
-	for i := uint32(0); i < fn && r.err == nil; i++ {
-		size := r.u32()
-		r.skip(size)
+	start := r.Off
+	for i := uint32(0); i < fn && r.Err == nil; i++ {
+		r.Vec()
 	}
-	from := r.p
-	size := r.u32()
-	at := r.p
-	r.skip(size)
-	if r.err != nil {
-		return nil, nil, r.err
+	from := r.Off
+	size := r.U32()
+	at := r.Off
+	r.Bytes(int(size))
+	if r.Err != nil {
+		return nil, nil, r.Err
 	}
-	out := binary.AppendUvarint(nil, uint64(n))
-	out = append(out, cs.body[start:from]...)
-	out = binary.AppendUvarint(out, uint64(len(body)))
+	out := wasmbin.AppendU32(nil, n)
+	out = append(out, cs.Body[start:from]...)
+	out = wasmbin.AppendU32(out, uint32(len(body)))
 	out = append(out, body...)
-	return append(out, cs.body[r.p:]...), cs.body[at:r.p], nil
+	return append(out, cs.Body[r.Off:]...), cs.Body[at:r.Off], nil
 }
 
 // bundleBody is kindgi_js_bundle's body: (local.get 0) i32.eqz, and then
 // the length, or memory.init of segment seg into dst and the length.
 func bundleBody(seg, length uint32) []byte {
-	n := appendSLEB(nil, int64(length))
+	n := wasmbin.AppendS64(nil, int64(length))
 	b := []byte{0x00} // no locals
 	b = append(b, 0x20, 0x00, 0x45, 0x04, 0x7f, 0x41)
 	b = append(b, n...)
 	b = append(b, 0x05, 0x20, 0x00, 0x41, 0x00, 0x41)
 	b = append(b, n...)
 	b = append(b, 0xfc, 0x08)
-	b = binary.AppendUvarint(b, uint64(seg))
+	b = wasmbin.AppendU32(b, seg)
 	b = append(b, 0x00, 0x41)
 	b = append(b, n...)
 	return append(b, 0x0b, 0x0b)
@@ -274,101 +242,23 @@ func bundleBody(seg, length uint32) []byte {
 
 // appendPassive is the data section (nil: none yet) with one more
 // segment, passive, holding bundle.
-func appendPassive(data *section, bundle []byte) []byte {
+func appendPassive(data *wasmbin.Section, bundle []byte) []byte {
 	var n uint32
 	var rest []byte
 	if data != nil {
-		var k int
-		n, k, _ = readU32(data.body)
-		rest = data.body[k:]
+		r := wasmbin.Reader{B: data.Body}
+		n = r.U32()
+		rest = data.Body[r.Off:]
 	}
-	out := binary.AppendUvarint(nil, uint64(n)+1)
+	out := wasmbin.AppendU32(nil, n+1)
 	out = append(out, rest...)
 	out = append(out, 0x01)
-	out = binary.AppendUvarint(out, uint64(len(bundle)))
+	out = wasmbin.AppendU32(out, uint32(len(bundle)))
 	return append(out, bundle...)
-}
-
-// appendSLEB appends v as a signed LEB128 number (i32.const's immediate;
-// binary.AppendVarint is zig-zag, another encoding).
-func appendSLEB(b []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 && c&0x40 == 0 || v == -1 && c&0x40 != 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }
 
 func writeSection(w *bytes.Buffer, id byte, body []byte) {
 	w.WriteByte(id)
-	w.Write(binary.AppendUvarint(nil, uint64(len(body))))
+	w.Write(wasmbin.AppendU32(nil, uint32(len(body))))
 	w.Write(body)
-}
-
-func readU32(b []byte) (uint32, int, error) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 || n > 5 || v > 0xffffffff {
-		return 0, 0, errors.New("a malformed LEB128 number")
-	}
-	return uint32(v), n, nil
-}
-
-// reader reads a section's contents; the first error sticks.
-type reader struct {
-	b   []byte
-	p   int
-	err error
-}
-
-func (r *reader) u32() uint32 {
-	if r.err != nil {
-		return 0
-	}
-	v, n, err := readU32(r.b[r.p:])
-	if err != nil {
-		r.err = err
-		return 0
-	}
-	r.p += n
-	return v
-}
-
-func (r *reader) byte() byte {
-	if r.err != nil || r.p >= len(r.b) {
-		r.err = errors.Join(r.err, errors.New("ends early"))
-		return 0
-	}
-	r.p++
-	return r.b[r.p-1]
-}
-
-func (r *reader) skip(n uint32) {
-	if r.err == nil && uint64(r.p)+uint64(n) > uint64(len(r.b)) {
-		r.err = errors.New("ends early")
-	}
-	if r.err == nil {
-		r.p += int(n)
-	}
-}
-
-func (r *reader) bytes() []byte {
-	n := r.u32()
-	from := r.p
-	r.skip(n)
-	if r.err != nil {
-		return nil
-	}
-	return r.b[from:r.p]
-}
-
-func (r *reader) limits() {
-	if r.byte()&1 == 1 {
-		r.u32()
-		r.u32()
-		return
-	}
-	r.u32()
 }

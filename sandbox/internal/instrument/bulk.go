@@ -1,5 +1,7 @@
 package instrument
 
+import "github.com/kindgi/packd/internal/wasmbin"
+
 // Bulk memory operations run in chunks of BulkChunk bytes, each followed by
 // a call to the refill import: one memory.fill over a gigabyte of fresh
 // pages takes seconds (every 4 KiB page is a fault), and a deadline can
@@ -37,13 +39,13 @@ type bulkLocals struct{ d, s, n uint32 }
 // chunked emits the operation op (its bytes as written, immediates
 // included) on the three operands on the stack, in chunks.
 func (m *module) chunked(out []byte, l bulkLocals, kind int, op []byte) []byte {
-	out = appendU32(append(out, 0x21), l.n)        // local.set n
-	out = appendU32(append(out, 0x21), l.s)        // local.set s
-	out = appendU32(append(out, 0x21), l.d)        // local.set d
-	out = append(out, 0x02, 0x40, 0x03, 0x40)      // block; loop
-	out = appendU32(append(out, 0x20), l.n)        // local.get n
-	out = appendS64(append(out, 0x41), chunkBytes) // i32.const C
-	out = append(out, 0x4d, 0x0d, 0x01)            // i32.le_u; br_if 1 (out of the block)
+	out = wasmbin.AppendU32(append(out, 0x21), l.n)        // local.set n
+	out = wasmbin.AppendU32(append(out, 0x21), l.s)        // local.set s
+	out = wasmbin.AppendU32(append(out, 0x21), l.d)        // local.set d
+	out = append(out, 0x02, 0x40, 0x03, 0x40)              // block; loop
+	out = wasmbin.AppendU32(append(out, 0x20), l.n)        // local.get n
+	out = wasmbin.AppendS64(append(out, 0x41), chunkBytes) // i32.const C
+	out = append(out, 0x4d, 0x0d, 0x01)                    // i32.le_u; br_if 1 (out of the block)
 	front := func(out []byte) []byte {
 		out = op3(out, l.d, l.s, op)
 		out = addConst(out, l.d, chunkBytes)
@@ -53,48 +55,48 @@ func (m *module) chunked(out []byte, l bulkLocals, kind int, op []byte) []byte {
 		return out
 	}
 	if kind == bulkCopy {
-		out = appendU32(append(out, 0x20), l.d) // local.get d
-		out = appendU32(append(out, 0x20), l.s) // local.get s
-		out = append(out, 0x4d, 0x04, 0x40)     // i32.le_u; if
-		out = front(out)                        // d <= s: from the front
-		out = append(out, 0x05)                 // else: from the back
-		out = tail(out, l.d, l.n)               // d + n - C
-		out = tail(out, l.s, l.n)               // s + n - C
-		out = appendS64(append(out, 0x41), chunkBytes)
+		out = wasmbin.AppendU32(append(out, 0x20), l.d) // local.get d
+		out = wasmbin.AppendU32(append(out, 0x20), l.s) // local.get s
+		out = append(out, 0x4d, 0x04, 0x40)             // i32.le_u; if
+		out = front(out)                                // d <= s: from the front
+		out = append(out, 0x05)                         // else: from the back
+		out = tail(out, l.d, l.n)                       // d + n - C
+		out = tail(out, l.s, l.n)                       // s + n - C
+		out = wasmbin.AppendS64(append(out, 0x41), chunkBytes)
 		out = append(out, op...)
 		out = append(out, 0x0b) // end
 	} else {
 		out = front(out)
 	}
 	out = addConst(out, l.n, -chunkBytes)
-	out = appendU32(append(out, 0x10), m.refillIndex) // call refill: the deadline
-	out = append(out, 0x0c, 0x00, 0x0b, 0x0b)         // br 0 (the loop); end; end
+	out = wasmbin.AppendU32(append(out, 0x10), m.refillIndex) // call refill: the deadline
+	out = append(out, 0x0c, 0x00, 0x0b, 0x0b)                 // br 0 (the loop); end; end
 	// What is left, at most one chunk.
-	out = appendU32(append(out, 0x20), l.d)
-	out = appendU32(append(out, 0x20), l.s)
-	out = appendU32(append(out, 0x20), l.n)
+	out = wasmbin.AppendU32(append(out, 0x20), l.d)
+	out = wasmbin.AppendU32(append(out, 0x20), l.s)
+	out = wasmbin.AppendU32(append(out, 0x20), l.n)
 	return append(out, op...)
 }
 
 // op3 emits op on d, s and one chunk's length.
 func op3(out []byte, d, s uint32, op []byte) []byte {
-	out = appendU32(append(out, 0x20), d)
-	out = appendU32(append(out, 0x20), s)
-	out = appendS64(append(out, 0x41), chunkBytes)
+	out = wasmbin.AppendU32(append(out, 0x20), d)
+	out = wasmbin.AppendU32(append(out, 0x20), s)
+	out = wasmbin.AppendS64(append(out, 0x41), chunkBytes)
 	return append(out, op...)
 }
 
 // addConst adds c to the i32 local l.
 func addConst(out []byte, l uint32, c int64) []byte {
-	out = appendU32(append(out, 0x20), l)               // local.get
-	out = append(appendS64(append(out, 0x41), c), 0x6a) // i32.const c; i32.add
-	return appendU32(append(out, 0x21), l)              // local.set
+	out = wasmbin.AppendU32(append(out, 0x20), l)               // local.get
+	out = append(wasmbin.AppendS64(append(out, 0x41), c), 0x6a) // i32.const c; i32.add
+	return wasmbin.AppendU32(append(out, 0x21), l)              // local.set
 }
 
 // tail pushes a + n - chunkBytes: where the last chunk of a run starts.
 func tail(out []byte, a, n uint32) []byte {
-	out = appendU32(append(out, 0x20), a)
-	out = appendU32(append(out, 0x20), n)
-	out = append(out, 0x6a)                                       // i32.add
-	return append(appendS64(append(out, 0x41), chunkBytes), 0x6b) // i32.const C; i32.sub
+	out = wasmbin.AppendU32(append(out, 0x20), a)
+	out = wasmbin.AppendU32(append(out, 0x20), n)
+	out = append(out, 0x6a)                                               // i32.add
+	return append(wasmbin.AppendS64(append(out, 0x41), chunkBytes), 0x6b) // i32.const C; i32.sub
 }

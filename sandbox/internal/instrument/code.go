@@ -3,6 +3,7 @@ package instrument
 import (
 	"errors"
 	"fmt"
+	"github.com/kindgi/packd/internal/wasmbin"
 )
 
 // What an instruction means to the pass.
@@ -43,15 +44,15 @@ type instr struct {
 }
 
 func (m *module) rewriteCode(body []byte) ([]byte, error) {
-	r := &reader{b: body}
-	n := r.u32()
-	if r.err == nil && int(n) != len(m.funcTypes) {
+	r := &reader{wasmbin.Reader{B: body}}
+	n := r.U32()
+	if r.Err == nil && int(n) != len(m.funcTypes) {
 		return nil, errorf("code section has %d bodies for %d functions", n, len(m.funcTypes))
 	}
-	out := appendU32(make([]byte, 0, len(body)+len(body)/4), n)
-	for i := 0; i < int(n) && r.err == nil; i++ {
-		fb := r.bytes(int(r.u32()))
-		if r.err != nil {
+	out := wasmbin.AppendU32(make([]byte, 0, len(body)+len(body)/4), n)
+	for i := 0; i < int(n) && r.Err == nil; i++ {
+		fb := r.Bytes(int(r.U32()))
+		if r.Err != nil {
 			break
 		}
 		typ := m.types[m.funcTypes[i]]
@@ -62,7 +63,7 @@ func (m *module) rewriteCode(body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: function %d: %w", ErrInstrument, int(m.funcImports)+i, err)
 		}
-		out = appendU32(out, uint32(len(nb)))
+		out = wasmbin.AppendU32(out, uint32(len(nb)))
 		out = append(out, nb...)
 	}
 	if err := r.end("code section"); err != nil {
@@ -79,17 +80,17 @@ type fnBody struct {
 }
 
 func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
-	r := &reader{b: b}
-	groups := r.u32()
-	groupsEnd := r.off
+	r := &reader{wasmbin.Reader{B: b}}
+	groups := r.U32()
+	groupsEnd := r.Off
 	locals := uint64(params)
-	for g := uint32(0); g < groups && r.err == nil; g++ {
-		locals += uint64(r.u32())
-		r.byte()
+	for g := uint32(0); g < groups && r.Err == nil; g++ {
+		locals += uint64(r.U32())
+		r.Byte()
 	}
-	localsEnd := r.off
-	if r.err != nil {
-		return nil, r.err
+	localsEnd := r.Off
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	if locals >= 1<<31 {
 		return nil, errorf("too many locals")
@@ -111,7 +112,7 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 	loops := 0     // loops, bulk memory operations each counting as one
 	frameCount := 0
 	for len(frames) > 0 {
-		if r.done() {
+		if r.Done() {
 			return nil, errorf("body ends before its last end")
 		}
 		fb.depth = len(frames)
@@ -168,7 +169,7 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 		code = append(code, in)
 	}
 	segs := sg.costs()
-	if !r.done() {
+	if !r.Done() {
 		return nil, errorf("code after the body's last end")
 	}
 
@@ -178,7 +179,7 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 	out := make([]byte, 0, len(b)+len(b)/3+64)
 	tmp, my := fb.locals, fb.locals+1
 	ops := bulkLocals{fb.locals + 2, fb.locals + 3, fb.locals + 4}
-	out = appendU32(out, groups+1)
+	out = wasmbin.AppendU32(out, groups+1)
 	out = append(out, b[groupsEnd:localsEnd]...)
 	if bulk {
 		out = append(out, 5, 0x7f)
@@ -232,7 +233,7 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 				// unreachable (the loop $retry never falls through, and
 				// $exit may have results); end $exit
 				out = append(out, 0x0c, 0x02, 0x0b)
-				out = appendU32(append(out, 0x10), m.refillIndex)
+				out = wasmbin.AppendU32(append(out, 0x10), m.refillIndex)
 				out = append(out, 0x0c, 0x00, 0x0b, 0x00, 0x0b)
 			}
 			if in.seg >= 0 {
@@ -241,22 +242,22 @@ func (m *module) instrumentBody(b []byte, params, results int) ([]byte, error) {
 			sums = sums[:len(sums)-1]
 		case kBranch:
 			out = append(out, b[in.start])
-			out = appendU32(out, relabel(in.idx))
+			out = wasmbin.AppendU32(out, relabel(in.idx))
 		case kBrTable:
-			r := &reader{b: b[:in.end], off: in.start + 1}
-			n := r.u32()
-			out = appendU32(append(out, 0x0e), n)
+			r := &reader{wasmbin.Reader{B: b[:in.end], Off: in.start + 1}}
+			n := r.U32()
+			out = wasmbin.AppendU32(append(out, 0x0e), n)
 			for i := uint32(0); i <= n; i++ {
-				out = appendU32(out, relabel(r.u32()))
+				out = wasmbin.AppendU32(out, relabel(r.U32()))
 			}
 		case kCall:
-			out = appendU32(append(out, 0x10), m.fn(in.idx))
+			out = wasmbin.AppendU32(append(out, 0x10), m.fn(in.idx))
 			out = m.restoreFrame(out, my)
 		case kCallIndirect:
 			out = append(out, b[in.start:in.end]...)
 			out = m.restoreFrame(out, my)
 		case kRefFunc:
-			out = appendU32(append(out, 0xd2), m.fn(in.idx))
+			out = wasmbin.AppendU32(append(out, 0xd2), m.fn(in.idx))
 		case kBulkMem:
 			out = m.chargeTop(out, tmp, BulkShift, 1)
 			out = m.chunked(out, ops, in.bulk, b[in.start:in.end])
@@ -281,9 +282,9 @@ func (m *module) noParams(b []byte, at int) bool {
 	if c == 0x40 || c >= 0x6f && c <= 0x7f {
 		return true
 	}
-	r := &reader{b: b, off: at}
-	idx := r.leb()
-	return r.err == nil && idx < uint64(len(m.types)) && m.types[idx][0] == 0
+	r := &reader{wasmbin.Reader{B: b, Off: at}}
+	idx := r.Leb()
+	return r.Err == nil && idx < uint64(len(m.types)) && m.types[idx][0] == 0
 }
 
 // enterFrame adds a function's frame to the stack counter, keeps the sum in
@@ -291,32 +292,32 @@ func (m *module) noParams(b []byte, at int) bool {
 // sum back after every call (restoreFrame), so a callee's way out (return,
 // a branch, the end) needs no code.
 func (m *module) enterFrame(out []byte, my uint32, frameBytes int64) []byte {
-	out = appendU32(append(out, 0x23), m.stackGlobal)              // global.get
-	out = appendS64(append(out, 0x41), frameBytes)                 // i32.const
-	out = append(out, 0x6a)                                        // i32.add
-	out = appendU32(append(out, 0x22), my)                         // local.tee
-	out = appendU32(append(out, 0x24), m.stackGlobal)              // global.set
-	out = appendU32(append(out, 0x20), my)                         // local.get
-	out = appendS64(append(out, 0x41), int64(m.opt.MaxStackBytes)) // i32.const
-	return append(out, 0x4b, 0x04, 0x40, 0x00, 0x0b)               // i32.gt_u; if; unreachable; end
+	out = wasmbin.AppendU32(append(out, 0x23), m.stackGlobal)              // global.get
+	out = wasmbin.AppendS64(append(out, 0x41), frameBytes)                 // i32.const
+	out = append(out, 0x6a)                                                // i32.add
+	out = wasmbin.AppendU32(append(out, 0x22), my)                         // local.tee
+	out = wasmbin.AppendU32(append(out, 0x24), m.stackGlobal)              // global.set
+	out = wasmbin.AppendU32(append(out, 0x20), my)                         // local.get
+	out = wasmbin.AppendS64(append(out, 0x41), int64(m.opt.MaxStackBytes)) // i32.const
+	return append(out, 0x4b, 0x04, 0x40, 0x00, 0x0b)                       // i32.gt_u; if; unreachable; end
 }
 
 // restoreFrame puts this function's stack sum back after a call.
 func (m *module) restoreFrame(out []byte, my uint32) []byte {
-	out = appendU32(append(out, 0x20), my)             // local.get
-	return appendU32(append(out, 0x24), m.stackGlobal) // global.set
+	out = wasmbin.AppendU32(append(out, 0x20), my)             // local.get
+	return wasmbin.AppendU32(append(out, 0x24), m.stackGlobal) // global.set
 }
 
 // chargeOrLeave subtracts a loop's cost at its header and, when the counter
 // is below zero, leaves the loop for the refill laid out after it (the label
 // of the $slow block is 1 inside the loop).
 func (m *module) chargeOrLeave(out []byte, cost int64) []byte {
-	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
-	out = appendS64(append(out, 0x42), cost)         // i64.const
-	out = append(out, 0x7d)                          // i64.sub
-	out = appendU32(append(out, 0x24), m.fuelGlobal) // global.set
-	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
-	return append(out, 0x42, 0x00, 0x53, 0x0d, 0x01) // i64.const 0; i64.lt_s; br_if 1
+	out = wasmbin.AppendU32(append(out, 0x23), m.fuelGlobal) // global.get
+	out = wasmbin.AppendS64(append(out, 0x42), cost)         // i64.const
+	out = append(out, 0x7d)                                  // i64.sub
+	out = wasmbin.AppendU32(append(out, 0x24), m.fuelGlobal) // global.set
+	out = wasmbin.AppendU32(append(out, 0x23), m.fuelGlobal) // global.get
+	return append(out, 0x42, 0x00, 0x53, 0x0d, 0x01)         // i64.const 0; i64.lt_s; br_if 1
 }
 
 // take subtracts a segment's static cost without a look at the counter
@@ -329,45 +330,45 @@ func (m *module) take(out []byte, cost int64) []byte {
 	if cost == 0 {
 		return out
 	}
-	out = appendU32(append(out, 0x23), m.fuelGlobal)  // global.get
-	out = appendS64(append(out, 0x42), cost)          // i64.const
-	out = append(out, 0x7d)                           // i64.sub
-	return appendU32(append(out, 0x24), m.fuelGlobal) // global.set
+	out = wasmbin.AppendU32(append(out, 0x23), m.fuelGlobal)  // global.get
+	out = wasmbin.AppendS64(append(out, 0x42), cost)          // i64.const
+	out = append(out, 0x7d)                                   // i64.sub
+	return wasmbin.AppendU32(append(out, 0x24), m.fuelGlobal) // global.set
 }
 
 // charge subtracts a static cost, then refills when the counter is negative.
 func (m *module) charge(out []byte, cost int64) []byte {
-	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
-	out = appendS64(append(out, 0x42), cost)         // i64.const
-	out = append(out, 0x7d)                          // i64.sub
-	out = appendU32(append(out, 0x24), m.fuelGlobal) // global.set
+	out = wasmbin.AppendU32(append(out, 0x23), m.fuelGlobal) // global.get
+	out = wasmbin.AppendS64(append(out, 0x42), cost)         // i64.const
+	out = append(out, 0x7d)                                  // i64.sub
+	out = wasmbin.AppendU32(append(out, 0x24), m.fuelGlobal) // global.set
 	return m.check(out)
 }
 
 // chargeTop charges the i32 on top of the stack (kept there), shifted right
 // by shift and multiplied by mul.
 func (m *module) chargeTop(out []byte, tmp uint32, shift, mul int64) []byte {
-	out = appendU32(append(out, 0x22), tmp)          // local.tee
-	out = appendU32(append(out, 0x23), m.fuelGlobal) // global.get
-	out = appendU32(append(out, 0x20), tmp)          // local.get
-	out = append(out, 0xad)                          // i64.extend_i32_u
+	out = wasmbin.AppendU32(append(out, 0x22), tmp)          // local.tee
+	out = wasmbin.AppendU32(append(out, 0x23), m.fuelGlobal) // global.get
+	out = wasmbin.AppendU32(append(out, 0x20), tmp)          // local.get
+	out = append(out, 0xad)                                  // i64.extend_i32_u
 	if shift > 0 {
-		out = appendS64(append(out, 0x42), shift)
+		out = wasmbin.AppendS64(append(out, 0x42), shift)
 		out = append(out, 0x88) // i64.shr_u
 	}
 	if mul > 1 {
-		out = appendS64(append(out, 0x42), mul)
+		out = wasmbin.AppendS64(append(out, 0x42), mul)
 		out = append(out, 0x7e) // i64.mul
 	}
-	out = append(out, 0x7d)                          // i64.sub
-	out = appendU32(append(out, 0x24), m.fuelGlobal) // global.set
+	out = append(out, 0x7d)                                  // i64.sub
+	out = wasmbin.AppendU32(append(out, 0x24), m.fuelGlobal) // global.set
 	return m.check(out)
 }
 
 // check calls the refill import when the counter is below zero.
 func (m *module) check(out []byte) []byte {
-	out = appendU32(append(out, 0x23), m.fuelGlobal)  // global.get
-	out = append(out, 0x42, 0x00, 0x53, 0x04, 0x40)   // i64.const 0; i64.lt_s; if
-	out = appendU32(append(out, 0x10), m.refillIndex) // call refill
-	return append(out, 0x0b)                          // end
+	out = wasmbin.AppendU32(append(out, 0x23), m.fuelGlobal)  // global.get
+	out = append(out, 0x42, 0x00, 0x53, 0x04, 0x40)           // i64.const 0; i64.lt_s; if
+	out = wasmbin.AppendU32(append(out, 0x10), m.refillIndex) // call refill
+	return append(out, 0x0b)                                  // end
 }

@@ -1,6 +1,10 @@
 package instrument
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/kindgi/packd/internal/wasmbin"
+)
 
 // Data segments: a module's active segments are merged where they are
 // close, so that an instance costs the host one record per run of data,
@@ -66,12 +70,12 @@ func (m *module) mergeData(body []byte) []byte {
 	if len(runs) == len(segs) {
 		return body
 	}
-	out := appendU32(nil, uint32(len(runs)))
+	out := wasmbin.AppendU32(nil, uint32(len(runs)))
 	for _, s := range runs {
 		out = append(out, 0, 0x41)
-		out = appendS64(out, int64(int32(s.offset)))
+		out = wasmbin.AppendS64(out, int64(int32(s.offset)))
 		out = append(out, 0x0b)
-		out = appendU32(out, uint32(len(s.init)))
+		out = wasmbin.AppendU32(out, uint32(len(s.init)))
 		out = append(out, s.init...)
 	}
 	return out
@@ -81,12 +85,12 @@ func (m *module) mergeData(body []byte) []byte {
 // (0x41, a signed LEB128, end), as an active data segment's offset is;
 // false for any other.
 func ConstI32(expr []byte) (uint32, bool) {
-	r := &reader{b: expr}
-	if r.byte() != 0x41 {
+	r := &reader{wasmbin.Reader{B: expr}}
+	if r.Byte() != 0x41 {
 		return 0, false
 	}
-	v, ok := r.s32()
-	if !ok || r.byte() != 0x0b || r.err != nil || !r.done() {
+	v, ok := r.S32()
+	if !ok || r.Byte() != 0x0b || r.Err != nil || !r.Done() {
 		return 0, false
 	}
 	return uint32(v), true
@@ -96,29 +100,29 @@ func ConstI32(expr []byte) (uint32, bool) {
 // segments are all active on memory 0 at an i32.const offset; ok is false
 // for any other.
 func activeSegments(body []byte) (segs []dataSegment, ok bool) {
-	r := &reader{b: body}
-	n := r.u32()
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		switch flags := r.u32(); flags {
+	r := &reader{wasmbin.Reader{B: body}}
+	n := r.U32()
+	for i := uint32(0); i < n && r.Err == nil; i++ {
+		switch flags := r.U32(); flags {
 		case 0:
 		case 2:
-			if r.u32() != 0 {
+			if r.U32() != 0 {
 				return nil, false
 			}
 		default:
 			return nil, false
 		}
-		if r.byte() != 0x41 {
+		if r.Byte() != 0x41 {
 			return nil, false
 		}
-		offset, ok := r.s32()
-		if !ok || r.byte() != 0x0b {
+		offset, ok := r.S32()
+		if !ok || r.Byte() != 0x0b {
 			return nil, false
 		}
-		init := r.bytes(int(r.u32()))
+		init := r.Bytes(int(r.U32()))
 		segs = append(segs, dataSegment{offset: uint32(offset), init: init})
 	}
-	if r.err != nil || !r.done() {
+	if r.Err != nil || !r.Done() {
 		return nil, false
 	}
 	return segs, true

@@ -3,6 +3,7 @@ package instrument
 import (
 	"bytes"
 	"context"
+	"github.com/kindgi/packd/internal/wasmbin"
 	"math/rand/v2"
 	"testing"
 
@@ -15,11 +16,11 @@ import (
 func memoryModule(segs [][]byte, dataCount bool) []byte {
 	out := append([]byte(nil), "\x00asm\x01\x00\x00\x00"...)
 	out = appendSection(out, secMemory, []byte{1, 0, 1})
-	out = appendSection(out, secExport, append(appendName([]byte{1}, "mem"), 2, 0))
+	out = appendSection(out, secExport, append(wasmbin.AppendName([]byte{1}, "mem"), 2, 0))
 	if dataCount {
-		out = appendSection(out, secDataCount, appendU32(nil, uint32(len(segs))))
+		out = appendSection(out, secDataCount, wasmbin.AppendU32(nil, uint32(len(segs))))
 	}
-	body := appendU32(nil, uint32(len(segs)))
+	body := wasmbin.AppendU32(nil, uint32(len(segs)))
 	for _, s := range segs {
 		body = append(body, s...)
 	}
@@ -27,8 +28,8 @@ func memoryModule(segs [][]byte, dataCount bool) []byte {
 }
 
 func active(offset int32, init []byte) []byte {
-	b := appendS64([]byte{0, 0x41}, int64(offset))
-	return append(appendU32(append(b, 0x0b), uint32(len(init))), init...)
+	b := wasmbin.AppendS64([]byte{0, 0x41}, int64(offset))
+	return append(wasmbin.AppendU32(append(b, 0x0b), uint32(len(init))), init...)
 }
 
 // memoryAfter instantiates wasm and returns its memory, or nil when
@@ -55,7 +56,7 @@ func dataSegments(t *testing.T, wasm []byte) int {
 	t.Helper()
 	n := -1
 	withSection(t, wasm, secData, func(b []byte) []byte {
-		n = int((&reader{b: b}).u32())
+		n = int((&reader{wasmbin.Reader{B: b}}).U32())
 		return b
 	})
 	return n
@@ -75,7 +76,7 @@ func TestCloseDataSegmentsAreMerged(t *testing.T) {
 			init[j] = byte(1 + rng.IntN(255))
 		}
 		if i%2 == 1 {
-			segs = append(segs, append([]byte{2, 0, 0x41}, append(appendS64(nil, int64(at)), append(appendU32([]byte{0x0b}, uint32(len(init))), init...)...)...)) // flags 2, memory 0
+			segs = append(segs, append([]byte{2, 0, 0x41}, append(wasmbin.AppendS64(nil, int64(at)), append(wasmbin.AppendU32([]byte{0x0b}, uint32(len(init))), init...)...)...)) // flags 2, memory 0
 		} else {
 			segs = append(segs, active(at, init))
 		}
@@ -116,7 +117,7 @@ func TestDataSegmentsKeptWhereMergingIsNotExact(t *testing.T) {
 		fails     bool
 	}{
 		"overlapping":       {segs: [][]byte{active(8, a), active(10, b), active(40, b)}},
-		"passive":           {segs: [][]byte{active(8, a), append(appendU32([]byte{1}, 2), b...), active(14, b)}},
+		"passive":           {segs: [][]byte{active(8, a), append(wasmbin.AppendU32([]byte{1}, 2), b...), active(14, b)}},
 		"data count":        {segs: [][]byte{active(8, a), active(14, b)}, dataCount: true},
 		"out of bounds":     {segs: [][]byte{active(8, a), active(65535, b)}, fails: true},
 		"negative offset":   {segs: [][]byte{active(8, a), active(-2, b)}, fails: true},

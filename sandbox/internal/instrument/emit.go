@@ -2,6 +2,7 @@ package instrument
 
 import (
 	"fmt"
+	"github.com/kindgi/packd/internal/wasmbin"
 	"strconv"
 )
 
@@ -59,7 +60,7 @@ func (m *module) emit() ([]byte, error) {
 
 func appendSection(out []byte, id byte, body []byte) []byte {
 	out = append(out, id)
-	out = appendU32(out, uint32(len(body)))
+	out = wasmbin.AppendU32(out, uint32(len(body)))
 	return append(out, body...)
 }
 
@@ -73,10 +74,10 @@ func (m *module) rewrite(s section) ([]byte, error) {
 		return m.appendToVector(s.body, []byte{0x60, 0, 0})
 	case secImport:
 		var entry []byte
-		entry = appendName(entry, ImportModule)
-		entry = appendName(entry, ImportRefill)
+		entry = wasmbin.AppendName(entry, ImportModule)
+		entry = wasmbin.AppendName(entry, ImportRefill)
 		entry = append(entry, 0x00)
-		entry = appendU32(entry, m.refillType)
+		entry = wasmbin.AppendU32(entry, m.refillType)
 		return m.insertImport(s.body, entry)
 	case secTable:
 		return m.rewriteTables(s.body)
@@ -86,12 +87,12 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	case secExport:
 		return m.rewriteExports(s.body)
 	case secStart:
-		r := &reader{b: s.body}
-		idx := r.index("start function", m.funcs())
+		r := &reader{wasmbin.Reader{B: s.body}}
+		idx := r.Index("start function", m.funcs())
 		if err := r.end("start section"); err != nil {
 			return nil, err
 		}
-		return appendU32(nil, m.fn(idx)), nil
+		return wasmbin.AppendU32(nil, m.fn(idx)), nil
 	case secElement:
 		return m.rewriteElements(s.body)
 	case secCode:
@@ -107,38 +108,38 @@ func (m *module) rewrite(s section) ([]byte, error) {
 // appendToVector adds one entry at the end of a vector section (read to
 // its end by parse).
 func (m *module) appendToVector(body, entry []byte) ([]byte, error) {
-	r := &reader{b: body}
-	n := r.u32()
-	if r.err != nil {
+	r := &reader{wasmbin.Reader{B: body}}
+	n := r.U32()
+	if r.Err != nil {
 		return nil, r.wrap("vector")
 	}
-	out := appendU32(nil, n+1)
-	out = append(out, body[r.off:]...)
+	out := wasmbin.AppendU32(nil, n+1)
+	out = append(out, body[r.Off:]...)
 	return append(out, entry...), nil
 }
 
 // insertImport puts the refill import after the last function import, so
 // imported functions keep their indices.
 func (m *module) insertImport(body, entry []byte) ([]byte, error) {
-	r := &reader{b: body}
-	n := r.u32()
-	countEnd := r.off
+	r := &reader{wasmbin.Reader{B: body}}
+	n := r.U32()
+	countEnd := r.Off
 	var funcs uint32
-	insertAt := r.off
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		r.name()
-		r.name()
-		if r.importDesc(uint32(len(m.types))) == 0x00 {
+	insertAt := r.Off
+	for i := uint32(0); i < n && r.Err == nil; i++ {
+		r.Name()
+		r.Name()
+		if r.ImportDesc(uint32(len(m.types))) == 0x00 {
 			funcs++
 			if funcs == m.funcImports {
-				insertAt = r.off
+				insertAt = r.Off
 			}
 		}
 	}
 	if err := r.end("import section"); err != nil {
 		return nil, err
 	}
-	out := appendU32(nil, n+1)
+	out := wasmbin.AppendU32(nil, n+1)
 	out = append(out, body[countEnd:insertAt]...)
 	out = append(out, entry...)
 	return append(out, body[insertAt:]...), nil
@@ -155,19 +156,19 @@ func (m *module) rewriteTables(body []byte) ([]byte, error) {
 		min, max uint64
 		hasMax   bool
 	}
-	r := &reader{b: body}
-	n := r.u32()
+	r := &reader{wasmbin.Reader{B: body}}
+	n := r.U32()
 	var tables []table
 	var mins uint64
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		t := table{ref: r.byte()}
-		flags := r.byte()
-		if r.err == nil && flags > 1 {
+	for i := uint32(0); i < n && r.Err == nil; i++ {
+		t := table{ref: r.Byte()}
+		flags := r.Byte()
+		if r.Err == nil && flags > 1 {
 			return nil, errorf("table section: limits flags 0x%02x", flags)
 		}
-		t.min = uint64(r.u32())
+		t.min = uint64(r.U32())
 		if t.hasMax = flags == 1; t.hasMax {
-			t.max = uint64(r.u32())
+			t.max = uint64(r.U32())
 		}
 		mins += t.min
 		tables = append(tables, t)
@@ -179,25 +180,25 @@ func (m *module) rewriteTables(body []byte) ([]byte, error) {
 		return nil, limitf("table section: tables of %d elements in all are over the limit of %d", mins, limit)
 	}
 	share := (limit - mins) / uint64(max(len(tables), 1))
-	out := appendU32(nil, n)
+	out := wasmbin.AppendU32(nil, n)
 	for _, t := range tables {
 		clamp := t.min + share
 		if t.hasMax && t.max < clamp {
 			clamp = t.max // may be below min: invalid as written, and still
 		}
 		out = append(out, t.ref, 0x01)
-		out = appendU32(appendU32(out, uint32(t.min)), uint32(clamp))
+		out = wasmbin.AppendU32(wasmbin.AppendU32(out, uint32(t.min)), uint32(clamp))
 	}
 	return out, nil
 }
 
 func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
-	r := &reader{b: body}
-	n := r.u32()
-	out := appendU32(nil, n+2)
+	r := &reader{wasmbin.Reader{B: body}}
+	n := r.U32()
+	out := wasmbin.AppendU32(nil, n+2)
 	first := uint32(len(m.importedMut))
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		typ, mut := r.byte(), r.byte()
+	for i := uint32(0); i < n && r.Err == nil; i++ {
+		typ, mut := r.Byte(), r.Byte()
 		if mut != 0 {
 			m.info.Globals = append(m.info.Globals, first+i)
 			m.info.RefGlobals = m.info.RefGlobals || typ == 0x70 || typ == 0x6f
@@ -215,37 +216,37 @@ func (m *module) rewriteGlobals(body, entry []byte) ([]byte, error) {
 }
 
 func (m *module) rewriteExports(body []byte) ([]byte, error) {
-	r := &reader{b: body}
-	n := r.u32()
-	out := appendU32(nil, n+2+uint32(len(m.info.Globals)))
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		name := r.name()
-		if r.err == nil && reservedExport(name) {
+	r := &reader{wasmbin.Reader{B: body}}
+	n := r.U32()
+	out := wasmbin.AppendU32(nil, n+2+uint32(len(m.info.Globals)))
+	for i := uint32(0); i < n && r.Err == nil; i++ {
+		name := r.Name()
+		if r.Err == nil && reservedExport(name) {
 			return nil, errorf("the module already exports %q", name)
 		}
-		out = appendName(out, name)
-		kind := r.byte()
+		out = wasmbin.AppendName(out, name)
+		kind := r.Byte()
 		var idx uint32
 		switch kind {
 		case 0x00:
-			idx = m.fn(r.index("exported function", m.funcs()))
+			idx = m.fn(r.Index("exported function", m.funcs()))
 		case 0x03:
-			idx = r.index("exported global", m.globals)
+			idx = r.Index("exported global", m.globals)
 		default:
-			idx = r.u32()
+			idx = r.U32()
 		}
-		out = appendU32(append(out, kind), idx)
+		out = wasmbin.AppendU32(append(out, kind), idx)
 	}
 	if err := r.end("export section"); err != nil {
 		return nil, err
 	}
-	out = appendName(out, GlobalExport)
-	out = appendU32(append(out, 0x03), m.fuelGlobal)
-	out = appendName(out, StackExport)
-	out = appendU32(append(out, 0x03), m.stackGlobal)
+	out = wasmbin.AppendName(out, GlobalExport)
+	out = wasmbin.AppendU32(append(out, 0x03), m.fuelGlobal)
+	out = wasmbin.AppendName(out, StackExport)
+	out = wasmbin.AppendU32(append(out, 0x03), m.stackGlobal)
 	for _, g := range m.info.Globals {
-		out = appendName(out, GlobalPrefix+strconv.FormatUint(uint64(g), 10))
-		out = appendU32(append(out, 0x03), g)
+		out = wasmbin.AppendName(out, GlobalPrefix+strconv.FormatUint(uint64(g), 10))
+		out = wasmbin.AppendU32(append(out, 0x03), g)
 	}
 	return out, nil
 }
@@ -253,56 +254,56 @@ func (m *module) rewriteExports(body []byte) ([]byte, error) {
 // constExpr copies a constant expression, checking global.get and
 // renumbering ref.func.
 func (m *module) constExpr(r *reader, out []byte) ([]byte, error) {
-	for r.err == nil {
-		start := r.off
-		op := r.byte()
+	for r.Err == nil {
+		start := r.Off
+		op := r.Byte()
 		switch op {
 		case 0x0b:
 			return append(out, op), nil
 		case 0xd2:
-			out = appendU32(append(out, op), m.fn(r.index("function", m.funcs())))
+			out = wasmbin.AppendU32(append(out, op), m.fn(r.Index("function", m.funcs())))
 			continue
 		case 0x41, 0x42:
-			r.leb()
+			r.Leb()
 		case 0x43:
-			r.bytes(4)
+			r.Bytes(4)
 		case 0x44:
-			r.bytes(8)
+			r.Bytes(8)
 		case 0x23:
 			// only an imported immutable global is constant
-			if i := r.index("imported global", uint32(len(m.importedMut))); r.err == nil && m.importedMut[i] {
+			if i := r.Index("imported global", uint32(len(m.importedMut))); r.Err == nil && m.importedMut[i] {
 				return nil, fmt.Errorf("%w: %w: a constant expression reads mutable global %d", ErrInstrument, errStrict, i)
 			}
 		case 0xd0:
-			r.byte()
+			r.Byte()
 		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e:
 		case 0xfd:
-			if r.u32() != 12 {
+			if r.U32() != 12 {
 				return nil, errorf("unsupported constant instruction")
 			}
-			r.bytes(16)
+			r.Bytes(16)
 		default:
-			if r.err == nil {
+			if r.Err == nil {
 				return nil, errorf("unsupported constant instruction 0x%02x", op)
 			}
 		}
-		out = append(out, r.b[start:r.off]...)
+		out = append(out, r.B[start:r.Off]...)
 	}
 	return nil, r.wrap("constant expression")
 }
 
 func (m *module) rewriteElements(body []byte) ([]byte, error) {
-	r := &reader{b: body}
-	n := r.u32()
-	out := appendU32(nil, n)
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		flags := r.u32()
+	r := &reader{wasmbin.Reader{B: body}}
+	n := r.U32()
+	out := wasmbin.AppendU32(nil, n)
+	for i := uint32(0); i < n && r.Err == nil; i++ {
+		flags := r.U32()
 		if flags > 7 {
 			return nil, errorf("element section: unknown segment kind %d", flags)
 		}
-		out = appendU32(out, flags)
+		out = wasmbin.AppendU32(out, flags)
 		if flags&2 != 0 && flags&1 == 0 {
-			out = appendU32(out, r.u32())
+			out = wasmbin.AppendU32(out, r.U32())
 		}
 		var err error
 		if flags&1 == 0 {
@@ -311,13 +312,13 @@ func (m *module) rewriteElements(body []byte) ([]byte, error) {
 			}
 		}
 		if flags&3 != 0 {
-			out = append(out, r.byte())
+			out = append(out, r.Byte())
 		}
-		count := r.u32()
-		out = appendU32(out, count)
-		for j := uint32(0); j < count && r.err == nil; j++ {
+		count := r.U32()
+		out = wasmbin.AppendU32(out, count)
+		for j := uint32(0); j < count && r.Err == nil; j++ {
 			if flags&4 == 0 {
-				out = appendU32(out, m.fn(r.index("function", m.funcs())))
+				out = wasmbin.AppendU32(out, m.fn(r.Index("function", m.funcs())))
 			} else if out, err = m.constExpr(r, out); err != nil {
 				return nil, err
 			}
@@ -335,44 +336,44 @@ func (m *module) rewriteElements(body []byte) ([]byte, error) {
 // accepts or refuses it exactly as it would the module as written (its
 // names may be one off: they only name things).
 func (m *module) rewriteCustom(body []byte) ([]byte, error) {
-	r := &reader{b: body}
-	if r.name() != "name" || r.err != nil {
+	r := &reader{wasmbin.Reader{B: body}}
+	if r.Name() != "name" || r.Err != nil {
 		return body, nil
 	}
-	out := append([]byte(nil), body[:r.off]...)
-	for !r.done() && r.err == nil {
-		sub := r.byte()
-		size := r.u32()
-		payload := r.bytes(int(size))
-		if r.err != nil {
+	out := append([]byte(nil), body[:r.Off]...)
+	for !r.Done() && r.Err == nil {
+		sub := r.Byte()
+		size := r.U32()
+		payload := r.Bytes(int(size))
+		if r.Err != nil {
 			break
 		}
 		if sub == 1 || sub == 2 {
-			p := &reader{b: payload}
+			p := &reader{wasmbin.Reader{B: payload}}
 			var np []byte
-			count := p.u32()
-			np = appendU32(np, count)
-			for i := uint32(0); i < count && p.err == nil; i++ {
-				np = appendU32(np, m.fn(p.index("function", m.funcs())))
+			count := p.U32()
+			np = wasmbin.AppendU32(np, count)
+			for i := uint32(0); i < count && p.Err == nil; i++ {
+				np = wasmbin.AppendU32(np, m.fn(p.Index("function", m.funcs())))
 				if sub == 1 {
-					np = appendName(np, p.name())
+					np = wasmbin.AppendName(np, p.Name())
 					continue
 				}
-				locals := p.u32()
-				np = appendU32(np, locals)
-				for j := uint32(0); j < locals && p.err == nil; j++ {
-					np = appendU32(np, p.u32())
-					np = appendName(np, p.name())
+				locals := p.U32()
+				np = wasmbin.AppendU32(np, locals)
+				for j := uint32(0); j < locals && p.Err == nil; j++ {
+					np = wasmbin.AppendU32(np, p.U32())
+					np = wasmbin.AppendName(np, p.Name())
 				}
 			}
-			if p.err != nil || !p.done() {
+			if p.Err != nil || !p.Done() {
 				return body, nil
 			}
 			payload = np
 		}
 		out = appendSection(out, sub, payload)
 	}
-	if r.err != nil {
+	if r.Err != nil {
 		return body, nil
 	}
 	return out, nil

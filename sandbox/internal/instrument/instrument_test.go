@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kindgi/packd/internal/wasmbin"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,14 +213,14 @@ func compileRecovering(ctx context.Context, rt wazero.Runtime, wasm []byte) (c w
 // changed by edit.
 func withSection(t *testing.T, wasm []byte, id byte, edit func([]byte) []byte) []byte {
 	t.Helper()
-	r := &reader{b: wasm, off: 8}
+	r := &reader{wasmbin.Reader{B: wasm, Off: 8}}
 	out := append([]byte(nil), wasm[:8]...)
 	found := false
-	for !r.done() {
-		sid := r.byte()
-		body := r.bytes(int(r.u32()))
-		if r.err != nil {
-			t.Fatal(r.err)
+	for !r.Done() {
+		sid := r.Byte()
+		body := r.Bytes(int(r.U32()))
+		if r.Err != nil {
+			t.Fatal(r.Err)
 		}
 		if sid == id && !found {
 			body, found = edit(append([]byte(nil), body...)), true
@@ -261,12 +262,12 @@ func TestTrailingBytesAreRefused(t *testing.T) {
 	}
 	// A function body with a byte after its last end.
 	bad := withSection(t, readFixture(t, "hostile", "loop"), secCode, func(b []byte) []byte {
-		r := &reader{b: b}
-		n := r.u32()
-		out := appendU32(nil, n)
+		r := &reader{wasmbin.Reader{B: b}}
+		n := r.U32()
+		out := wasmbin.AppendU32(nil, n)
 		for i := uint32(0); i < n; i++ {
-			fb := append(r.bytes(int(r.u32())), 0x01)
-			out = append(appendU32(out, uint32(len(fb))), fb...)
+			fb := append(r.Bytes(int(r.U32())), 0x01)
+			out = append(wasmbin.AppendU32(out, uint32(len(fb))), fb...)
 		}
 		return out
 	})
@@ -278,14 +279,14 @@ func TestTrailingBytesAreRefused(t *testing.T) {
 // sectionIDs lists a module's section ids in order, custom ones as 0.
 func sectionIDs(t *testing.T, wasm []byte) []byte {
 	t.Helper()
-	r := &reader{b: wasm, off: 8}
+	r := &reader{wasmbin.Reader{B: wasm, Off: 8}}
 	var ids []byte
-	for !r.done() {
-		ids = append(ids, r.byte())
-		r.bytes(int(r.u32()))
+	for !r.Done() {
+		ids = append(ids, r.Byte())
+		r.Bytes(int(r.U32()))
 	}
-	if r.err != nil {
-		t.Fatal(r.err)
+	if r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	return ids
 }
@@ -320,7 +321,7 @@ func TestAddedSectionsPrecedeATrailingNameSection(t *testing.T) {
 func TestTablesAreClamped(t *testing.T) {
 	head := "\x00asm\x01\x00\x00\x00"
 	tables := func(entries ...string) []byte {
-		body := appendU32(nil, uint32(len(entries)))
+		body := wasmbin.AppendU32(nil, uint32(len(entries)))
 		for _, e := range entries {
 			body = append(body, e...)
 		}
@@ -330,13 +331,13 @@ func TestTablesAreClamped(t *testing.T) {
 		var got [][2]uint32
 		for _, s := range func() []section { m := &module{}; _ = m.parse(wasm); return m.sections }() {
 			if s.id == secTable {
-				r := &reader{b: s.body}
-				for n := r.u32(); n > 0; n-- {
-					r.byte()
-					if r.byte() != 1 {
+				r := &reader{wasmbin.Reader{B: s.body}}
+				for n := r.U32(); n > 0; n-- {
+					r.Byte()
+					if r.Byte() != 1 {
 						t.Fatal("a table without a maximum")
 					}
-					got = append(got, [2]uint32{r.u32(), r.u32()})
+					got = append(got, [2]uint32{r.U32(), r.U32()})
 				}
 			}
 		}
@@ -425,15 +426,15 @@ func TestMutableGlobalsAreExported(t *testing.T) {
 			t.Errorf("%s: %+v", c.name, info)
 		}
 		exported := map[string]uint32{}
-		sr := &reader{b: out, off: 8}
-		for !sr.done() {
-			id, body := sr.byte(), sr.bytes(int(sr.u32()))
+		sr := &reader{wasmbin.Reader{B: out, Off: 8}}
+		for !sr.Done() {
+			id, body := sr.Byte(), sr.Bytes(int(sr.U32()))
 			if id != secExport {
 				continue
 			}
-			r := &reader{b: body}
-			for n := r.u32(); n > 0; n-- {
-				name, kind, idx := r.name(), r.byte(), r.u32()
+			r := &reader{wasmbin.Reader{B: body}}
+			for n := r.U32(); n > 0; n-- {
+				name, kind, idx := r.Name(), r.Byte(), r.U32()
 				if kind == 0x03 {
 					exported[name] = idx
 				}

@@ -1,20 +1,22 @@
 package instrument
 
+import "github.com/kindgi/packd/internal/wasmbin"
+
 func (m *module) parse(wasm []byte) error {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
 		return errorf("not a WebAssembly 1.0 binary")
 	}
-	r := &reader{b: wasm, off: 8}
+	r := &reader{wasmbin.Reader{B: wasm, Off: 8}}
 	last := 0
-	for !r.done() {
-		id := r.byte()
-		size := r.u32()
-		if r.err != nil {
-			return errorf("reading section header: %v", r.err)
+	for !r.Done() {
+		id := r.Byte()
+		size := r.U32()
+		if r.Err != nil {
+			return errorf("reading section header: %v", r.Err)
 		}
-		body := r.bytes(int(size))
-		if r.err != nil {
-			return errorf("section %d: %v", id, r.err)
+		body := r.Bytes(int(size))
+		if r.Err != nil {
+			return errorf("section %d: %v", id, r.Err)
 		}
 		if id != secCustom {
 			rank, ok := order[id]
@@ -38,8 +40,8 @@ func (m *module) parse(wasm []byte) error {
 		case secFunction:
 			err = m.parseFunctions(s.body)
 		case secGlobal:
-			r := &reader{b: s.body}
-			m.globals += r.u32()
+			r := &reader{wasmbin.Reader{B: s.body}}
+			m.globals += r.U32()
 			err = r.wrap("global section")
 		case secExport:
 			m.hasExportSec = true
@@ -68,36 +70,36 @@ func (m *module) parse(wasm []byte) error {
 }
 
 func (m *module) parseTypes(b []byte) error {
-	r := &reader{b: b}
-	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		if form := r.byte(); r.err == nil && form != 0x60 {
+	r := &reader{wasmbin.Reader{B: b}}
+	for n := r.U32(); n > 0 && r.Err == nil; n-- {
+		if form := r.Byte(); r.Err == nil && form != 0x60 {
 			return errorf("type section: form 0x%02x is not a function type", form)
 		}
-		params := r.u32()
-		r.bytes(int(params))
-		results := r.u32()
-		r.bytes(int(results))
+		params := r.U32()
+		r.Bytes(int(params))
+		results := r.U32()
+		r.Bytes(int(results))
 		m.types = append(m.types, [2]int{int(params), int(results)})
 	}
 	return r.end("type section")
 }
 
 func (m *module) parseImports(b []byte) error {
-	r := &reader{b: b}
-	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		mod, name := r.name(), r.name()
-		if r.err == nil && mod == ImportModule && name == ImportRefill {
+	r := &reader{wasmbin.Reader{B: b}}
+	for n := r.U32(); n > 0 && r.Err == nil; n-- {
+		mod, name := r.Name(), r.Name()
+		if r.Err == nil && mod == ImportModule && name == ImportRefill {
 			return errorf("the module already imports %s.%s", mod, name)
 		}
-		kind := r.importDesc(uint32(len(m.types)))
+		kind := r.ImportDesc(uint32(len(m.types)))
 		switch {
-		case r.err != nil:
+		case r.Err != nil:
 		case kind == 0x00:
 			m.funcImports++
 		case m.opt.FunctionImportsOnly:
 			return errorf("import section: %s.%s is a %s; a module may import only functions", mod, name, kindName(kind))
 		case kind == 0x03:
-			typ, mut := r.b[r.off-2], r.b[r.off-1] != 0
+			typ, mut := r.B[r.Off-2], r.B[r.Off-1] != 0
 			if mut {
 				m.info.Globals = append(m.info.Globals, m.globals)
 				m.info.RefGlobals = m.info.RefGlobals || typ == 0x70 || typ == 0x6f
@@ -114,9 +116,9 @@ func kindName(kind byte) string {
 }
 
 func (m *module) parseFunctions(b []byte) error {
-	r := &reader{b: b}
-	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		t := r.index("type", uint32(len(m.types)))
+	r := &reader{wasmbin.Reader{B: b}}
+	for n := r.U32(); n > 0 && r.Err == nil; n-- {
+		t := r.Index("type", uint32(len(m.types)))
 		m.funcTypes = append(m.funcTypes, t)
 	}
 	return r.end("function section")
@@ -125,14 +127,14 @@ func (m *module) parseFunctions(b []byte) error {
 // checkData reads the data section for its offset expressions, which the
 // pass does not change but which must be constant as written.
 func (m *module) checkData(b []byte) error {
-	r := &reader{b: b}
-	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		switch flags := r.u32(); {
-		case r.err != nil:
+	r := &reader{wasmbin.Reader{B: b}}
+	for n := r.U32(); n > 0 && r.Err == nil; n-- {
+		switch flags := r.U32(); {
+		case r.Err != nil:
 		case flags == 1:
 		case flags == 0 || flags == 2:
 			if flags == 2 {
-				r.u32()
+				r.U32()
 			}
 			if _, err := m.constExpr(r, nil); err != nil {
 				return err
@@ -140,7 +142,7 @@ func (m *module) checkData(b []byte) error {
 		default:
 			return errorf("data section: unknown segment kind %d", flags)
 		}
-		r.bytes(int(r.u32()))
+		r.Bytes(int(r.U32()))
 	}
 	return r.end("data section")
 }
