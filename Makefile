@@ -19,7 +19,7 @@ all: build wasm
 build: $(BIN)
 
 # What packd embeds besides Go code (go:embed): a change to one rebuilds it.
-EMBEDDED  := host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/js/package.json sdk/js/index.js sdk/js/index.d.ts abi/guest/go.mod
+EMBEDDED  := internal/host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/js/package.json sdk/js/index.js sdk/js/index.d.ts abi/guest/go.mod
 
 $(BIN): $(GOFILES) $(EMBEDDED) go.mod go.sum
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || CGO_ENABLED=0 $(GO) build -buildvcs=false -o $@ ./cmd/packd
@@ -142,7 +142,7 @@ run: $(BIN) wasm-examples/echo/echo.wasm
 vet:
 	$(GO) vet ./...
 	cd abi/guest && $(GO) vet ./... && $(WASM_ENV) $(GO) vet ./...
-	$(GO) vet -tags spectest ./sandbox/internal/instrument
+	$(GO) vet -tags spectest ./internal/sandbox/internal/instrument
 	$(WASM_ENV) $(GO) vet ./wasm-examples/... ./testdata/gocanary ./testdata/gonet
 
 # make test: scripts/deps installs what the tests need when it is missing
@@ -196,11 +196,11 @@ c-sdk-test:
 
 # The official WebAssembly spec testsuite (wazero's converted copy) through
 # the fuel pass: every module, assertion and refusal (see
-# sandbox/internal/instrument/spec_test.go). Uses wasm-validate when wabt
+# internal/sandbox/internal/instrument/spec_test.go). Uses wasm-validate when wabt
 # is installed.
 spectest:
 	$(GO) mod download github.com/tetratelabs/wazero
-	@mkdir -p build; $(GO) test -tags spectest -count=1 -timeout 5m -v -run TestSpecSuite ./sandbox/internal/instrument >build/spectest.log 2>&1; \
+	@mkdir -p build; $(GO) test -tags spectest -count=1 -timeout 5m -v -run TestSpecSuite ./internal/sandbox/internal/instrument >build/spectest.log 2>&1; \
 	rc=$$?; grep -v -e '^=== RUN' -e '^    --- PASS' -e '^--- PASS' build/spectest.log; exit $$rc
 
 # promtool on a real scrape of a running packd, and a real Prometheus server
@@ -210,14 +210,14 @@ e2e: build wasm
 
 bench: build wasm fixtures
 	-$(GO) run ./cmd/callbench
-	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./sandbox
-	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./sandbox
-	$(GO) test -run '^$$' -bench FuelRate -benchtime 40x -count 3 ./sandbox
-	$(GO) test -run '^$$' -bench ResetAfterBigWrite -benchtime 20x ./sandbox
-	$(GO) test -run '^$$' -bench CallPooledEchoGoRecorded -count 3 ./sandbox
+	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./internal/sandbox
+	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./internal/sandbox
+	$(GO) test -run '^$$' -bench FuelRate -benchtime 40x -count 3 ./internal/sandbox
+	$(GO) test -run '^$$' -bench ResetAfterBigWrite -benchtime 20x ./internal/sandbox
+	$(GO) test -run '^$$' -bench CallPooledEchoGoRecorded -count 3 ./internal/sandbox
 	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
-	$(GO) test -run '^$$' -bench InstantiateAtTheBounds ./sandbox/internal/instrument
-	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch|Egress' -benchmem -count 5 ./sandbox ./host
+	$(GO) test -run '^$$' -bench InstantiateAtTheBounds ./internal/sandbox/internal/instrument
+	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch|Egress' -benchmem -count 5 ./internal/sandbox ./internal/host
 	$(GO) build -o bin/startbench ./cmd/startbench
 	-bin/startbench $(BIN) wasm-examples/echo/echo.wasm 1,10,50
 

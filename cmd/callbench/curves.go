@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kindgi/packd/sandbox"
+	"github.com/kindgi/packd/internal/sandbox"
 )
 
 // echoPack is an echo pack the input-size curve runs: the tool's input

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kindgi/packd/sandbox"
+	"github.com/kindgi/packd/internal/sandbox"
 )
 
 type subject struct {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kindgi/packd/sandbox"
+	"github.com/kindgi/packd/internal/sandbox"
 )
 
 // fatal ends the run for what the bench cannot go on without.

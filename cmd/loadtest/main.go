@@ -32,12 +32,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kindgi/packd/abi"
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/internal/ojson"
-	"github.com/kindgi/packd/sandbox"
-	"github.com/kindgi/packd/server"
-	"github.com/kindgi/packd/service"
+	"github.com/kindgi/packd/internal/sandbox"
+	"github.com/kindgi/packd/internal/server"
+	"github.com/kindgi/packd/internal/service"
 )
 
 func main() {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/host"
 )
 
 // checkCmd loads and compiles everything an index names and lists every

@@ -22,8 +22,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/server"
+	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/server"
 )
 
 // devQuiet is how long a pack's files must stay unchanged after a change

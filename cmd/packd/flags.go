@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/ojson"
-	"github.com/kindgi/packd/sandbox"
+	"github.com/kindgi/packd/internal/sandbox"
 )
 
 // loadFlags are the flags every command that loads a pack takes.

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/abi"
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/ojson"
-	"github.com/kindgi/packd/sandbox"
+	"github.com/kindgi/packd/internal/sandbox"
 )
 
 // indexCmd writes a pack's index.json from its modules: each module

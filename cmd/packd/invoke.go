@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/abi"
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/ojson"
-	"github.com/kindgi/packd/replay"
-	"github.com/kindgi/packd/service"
+	"github.com/kindgi/packd/internal/replay"
+	"github.com/kindgi/packd/internal/service"
 )
 
 func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

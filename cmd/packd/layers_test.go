@@ -13,9 +13,10 @@ import (
 const modulePath = "github.com/kindgi/packd"
 
 // layers are the packages' places, lowest first: abi ← sandbox ← replay
-// ← host ← service ← server ← cmd. The top-level internal packages are
-// libraries any layer may use (-1).
-var layers = []string{"abi", "sandbox", "replay", "host", "service", "server"}
+// ← host ← service ← server ← cmd (all but abi under internal/). The other
+// packages of the top-level internal/ are libraries any layer may use
+// (-1).
+var layers = []string{"abi", "internal/sandbox", "internal/replay", "internal/host", "internal/service", "internal/server"}
 
 const (
 	layerSandbox = 1

@@ -4,8 +4,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/sandbox"
+	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/sandbox"
 )
 
 // recordFlags are the flags of the commands that record calls (serve,

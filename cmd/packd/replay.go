@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kindgi/packd/host"
-	"github.com/kindgi/packd/replay"
-	"github.com/kindgi/packd/sandbox"
+	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/replay"
+	"github.com/kindgi/packd/internal/sandbox"
 )
 
 // replayCmd replays recorded calls offline (replay.Replayer) and says, for

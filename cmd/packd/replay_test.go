@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kindgi/packd/replay"
+	"github.com/kindgi/packd/internal/replay"
 )
 
 // replayProc runs packd replay with env added to the test's environment.

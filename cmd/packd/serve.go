@@ -14,10 +14,10 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/kindgi/packd/host"
+	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/lineq"
-	"github.com/kindgi/packd/server"
-	"github.com/kindgi/packd/service"
+	"github.com/kindgi/packd/internal/server"
+	"github.com/kindgi/packd/internal/service"
 )
 
 const tokenEnv = "KINDGI_PACK_SERVICE_TOKEN"

@@ -1,0 +1,42 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/internal/sandbox"
+)
+
+// TestFirstTouchesStopAtTheDeadline: one memory.fill over 1 GiB of freshly
+// grown memory, then memory.copy of 512 MiB in a loop (freshfill), and a
+// byte written to each 4 KiB page of 2 GiB just grown (stride), are stopped
+// within a bounded time of a 100 ms deadline, fresh and pooled: each chunk
+// of a bulk operation looks at the clock, and a grow faults its pages in
+// (in chunks, each after a look at the clock) before the guest touches
+// them. On main the fill ran to its end, 3-4 s, each copy ran whole before
+// the deadline was looked at again, and the strides took three units of
+// fuel a page fault, the whole 2 GiB (0.8 s here) between two refills.
+func TestFirstTouchesStopAtTheDeadline(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		pool int
+	}{{"freshfill", 0}, {"freshfill", 1}, {"stride", 0}, {"stride", 1}} {
+		pool := c.pool
+		sb := newSandbox(t, sandbox.Config{PoolSize: pool, DefaultFuel: sandbox.MaxFuel, MemoryLimitPages: 40000})
+		m := compile(t, sb, hostile(c.name))
+		for round := 0; round < 2; round++ {
+			stop, cancel := context.WithTimeout(context.Background(), 20*time.Second) // the test's own bound
+			ctx := lateTimer{Context: stop, deadline: time.Now().Add(100 * time.Millisecond)}
+			start := time.Now()
+			_, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
+			took := time.Since(start)
+			cancel()
+			t.Logf("%s, pool %d, round %d: %v after %v", c.name, pool, round, err, took)
+			if !errors.Is(err, sandbox.ErrDeadline) || took > 400*time.Millisecond {
+				t.Errorf("%s, pool %d, round %d: %v after %v", c.name, pool, round, err, took)
+			}
+		}
+	}
+}

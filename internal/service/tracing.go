@@ -1,0 +1,300 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kindgi/packd/internal/host"
+)
+
+// Tracing exports OpenTelemetry spans over OTLP/HTTP, configured by the
+// standard OTEL_* variables of the process environment (the exporter's
+// endpoint, headers, timeout, protocol; the sampler; the batch
+// processor's queue): a server span per call to /v1/invoke whose parent
+// is the caller's traceparent, and a client span per outbound request of
+// its pack code, whose traceparent the request carries.
+//
+// Exporting never blocks a call: a span that ends goes into the batch
+// processor's bounded queue (OTEL_BSP_MAX_QUEUE_SIZE, 2048 by default),
+// which one goroutine exports; while the collector is down or slow the
+// queue fills and the spans past it are dropped.
+type Tracing struct {
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+	spans  *prometheus.CounterVec // exported spans by outcome; nil until metrics exist
+	mu     sync.Mutex
+	said   time.Time // when an export failure was last said in a record
+	failed int       // export failures since
+	// resumeAt is when exports resume after a failure (Unix nanoseconds),
+	// backoff how long they last rested (countingExporter).
+	resumeAt atomic.Int64
+	backoff  time.Duration
+	// queued counts the spans handed to the batch processor and not yet
+	// exported or lost: its queue holds at most maxQueue, and a span that
+	// would not fit is dropped here, counted, rather than by the
+	// processor, which counts nothing anyone can read.
+	queued   atomic.Int64
+	maxQueue int64
+}
+
+// maxAttributeLength bounds a span attribute's value by default.
+const maxAttributeLength = 256
+
+// NewTracing starts the exporter (it sends nothing until spans end).
+// rec is told of export failures, at most once a minute.
+func NewTracing(ctx context.Context, version string, rec *Log) (*Tracing, error) {
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("OpenTelemetry's OTLP exporter: %w", err)
+	}
+	// Later detectors win: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+	// over packd's own name.
+	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "packd"), attribute.String("service.version", version)),
+		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil {
+		return nil, fmt.Errorf("OpenTelemetry's resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
+	}
+	t := &Tracing{maxQueue: int64(envInt("OTEL_BSP_MAX_QUEUE_SIZE", sdktrace.DefaultMaxQueueSize))}
+	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, t}, sdktrace.WithMaxQueueSize(int(t.maxQueue)))
+	// A caller names the tenant and the tool: no value it sends reaches
+	// the collector longer than this, unless OTEL_*_VALUE_LENGTH_LIMIT
+	// says otherwise.
+	limits := sdktrace.NewSpanLimits()
+	if limits.AttributeValueLengthLimit < 0 {
+		limits.AttributeValueLengthLimit = maxAttributeLength
+	}
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(restingProcessor{bsp, t}), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits))
+	t.tracer = t.tp.Tracer("github.com/kindgi/packd/internal/server")
+	if rec != nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { t.exportFailed(err, rec) }))
+	}
+	return t, nil
+}
+
+// exportFailed says an export failure in a record: the first, then at
+// most one a minute with how many there were since.
+func (t *Tracing) exportFailed(err error, rec *Log) {
+	t.mu.Lock()
+	t.failed++
+	now := time.Now()
+	if !t.said.IsZero() && now.Sub(t.said) < time.Minute {
+		t.mu.Unlock()
+		return
+	}
+	n := t.failed
+	t.said, t.failed = now, 0
+	t.mu.Unlock()
+	rec.Lifecycle("trace-export-failed", "warn", "Spans could not be exported (calls go on; spans past the queue are dropped): "+err.Error(),
+		Field{Key: "failures", Value: n})
+}
+
+// Close exports what is queued, waiting at most until ctx is done, and
+// stops the exporter.
+func (t *Tracing) Close(ctx context.Context) error { return t.tp.Shutdown(ctx) }
+
+// countingExporter counts the spans each export sent or lost, and after
+// an export fails rests the exports for a while (a second, doubling to
+// half a minute while they go on failing), during which restingProcessor
+// drops each span as it ends. A collector that is down then costs no work
+// of queueing, converting and sending spans that would be lost: that work
+// took half again a pooled call's time on two cores.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	t *Tracing
+}
+
+// Export backoff after a failure (countingExporter).
+const (
+	exportBackoffMin = time.Second
+	exportBackoffMax = 30 * time.Second
+)
+
+func (c countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	t := c.t
+	err := c.SpanExporter.ExportSpans(ctx, spans)
+	t.mu.Lock()
+	if err != nil {
+		t.backoff = min(max(2*t.backoff, exportBackoffMin), exportBackoffMax)
+		t.resumeAt.Store(time.Now().Add(t.backoff).UnixNano())
+	} else {
+		t.backoff = 0
+	}
+	t.mu.Unlock()
+	t.queued.Add(-int64(len(spans)))
+	t.count(map[bool]string{true: spansOK, false: spansFailed}[err == nil], len(spans))
+	return err
+}
+
+// The outcomes packd_trace_spans_total counts.
+const (
+	spansOK      = "ok"      // exported
+	spansFailed  = "failed"  // the collector was down or refused them, or exports rested after it was
+	spansDropped = "dropped" // the export queue was full: the collector is slower than the spans come
+)
+
+// count counts n spans by outcome.
+func (t *Tracing) count(outcome string, n int) {
+	if m := t.spans; m != nil {
+		m.WithLabelValues(outcome).Add(float64(n))
+	}
+}
+
+// envInt is a positive integer of the environment, else def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// restingProcessor is the batch processor, but for the spans that end
+// while exports rest (countingExporter): those are dropped, and counted.
+type restingProcessor struct {
+	sdktrace.SpanProcessor
+	t *Tracing
+}
+
+func (p restingProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	switch {
+	case !s.SpanContext().IsSampled():
+		return // the batch processor takes sampled spans only
+	case time.Now().UnixNano() < p.t.resumeAt.Load():
+		p.t.count(spansFailed, 1)
+		return
+	case p.t.queued.Add(1) > p.t.maxQueue:
+		p.t.queued.Add(-1)
+		p.t.count(spansDropped, 1)
+		return
+	}
+	p.SpanProcessor.OnEnd(s)
+}
+
+// register adds packd_trace_spans_total to the service's registry.
+func (t *Tracing) register(reg prometheus.Registerer) error {
+	spans := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "packd_trace_spans_total", Help: "Spans handed to the OTLP exporter, by outcome: ok (exported), failed (lost: the collector was down or refused them) or dropped (lost: the export queue was full).",
+	}, []string{"outcome"})
+	if err := reg.Register(spans); err != nil {
+		return err
+	}
+	t.spans = spans
+	return nil
+}
+
+// startCall opens the server span of a call, a child of the caller's
+// traceparent when it sent a valid one.
+func (t *Tracing) startCall(ctx context.Context, traceparent, tracestate string) (context.Context, trace.Span) {
+	if traceparent != "" {
+		carrier := propagation.MapCarrier{"traceparent": traceparent}
+		if tracestate != "" {
+			carrier["tracestate"] = tracestate
+		}
+		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
+	}
+	return t.tracer.Start(ctx, "invoke", trace.WithSpanKind(trace.SpanKindServer))
+}
+
+// describeCall names the span of a call that was dispatched and gives it
+// what the call did.
+func describeCall(span trace.Span, e Event, known bool) {
+	target := string(e.Target)
+	if target == "" {
+		target = string(host.TargetTool)
+	}
+	name := "invoke"
+	if e.Target == host.TargetCheck {
+		name = "check-invoke"
+	}
+	if known { // ids the index names only: span names stay bounded
+		name += " " + e.ID
+	}
+	span.SetName(name)
+	attrs := []attribute.KeyValue{
+		attribute.String("packd.target", target),
+		attribute.String("packd."+target+".id", e.ID),
+		attribute.String("packd.outcome", e.Outcome),
+		attribute.String("packd.artifact_version", e.ArtifactVersion),
+		attribute.Int64("packd.fuel", e.Fuel),
+		attribute.Int64("packd.memory.peak_bytes", e.MemoryBytes),
+	}
+	if eg := e.Egress; eg.Requests > 0 || eg.Refused > 0 { // a module that sends no requests has none
+		attrs = append(attrs, attribute.Int("packd.egress.requests", eg.Requests), attribute.Int("packd.egress.refused", eg.Refused),
+			attribute.Int64("packd.egress.bytes_sent", eg.BytesSent), attribute.Int64("packd.egress.bytes_received", eg.BytesReceived))
+	}
+	if e.Version != "" {
+		attrs = append(attrs, attribute.String("packd."+target+".version", e.Version))
+	}
+	if e.TenantID != "" {
+		attrs = append(attrs, attribute.String("packd.tenant.id", e.TenantID))
+	}
+	if e.Instance != "" {
+		attrs = append(attrs, attribute.String("packd.instance", e.Instance), attribute.Float64("packd.pool.reset_seconds", e.ResetSeconds))
+	}
+	if e.Outcome != "ok" {
+		attrs = append(attrs, attribute.String("packd.error.code", e.Outcome))
+		span.SetStatus(codes.Error, e.Outcome)
+	}
+	span.SetAttributes(attrs...)
+}
+
+// endCall closes a call's span with the status it was answered with.
+func endCall(span trace.Span, status int) {
+	span.SetAttributes(attribute.Int("http.response.status_code", status))
+	if status >= 400 {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+	span.End()
+}
+
+// refusedSpan marks the span of a call refused before its pack code ran.
+func refusedSpan(span trace.Span, reason string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.String("packd.outcome", reason), attribute.String("packd.error.code", reason))
+	span.SetStatus(codes.Error, reason)
+}
+
+// Start implements host.EgressTracer: the client span of one outbound
+// request, a child of the call's, whose traceparent the request carries
+// (over any its pack code set; never the caller's tracestate or baggage,
+// which are not the host's to pass on).
+func (t *Tracing) Start(parent context.Context, method, hostName string, h http.Header) func(host.EgressEvent) {
+	_, span := t.tracer.Start(parent, method, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("server.address", hostName)))
+	sc := span.SpanContext()
+	h.Set("Traceparent", fmt.Sprintf("00-%s-%s-%s", sc.TraceID(), sc.SpanID(), sc.TraceFlags()))
+	h.Del("Tracestate")
+	return func(ev host.EgressEvent) {
+		if ev.Reason != "" {
+			span.SetAttributes(attribute.String("packd.egress.refused", ev.Reason))
+			span.SetStatus(codes.Error, ev.Reason)
+		} else {
+			span.SetAttributes(attribute.Int("http.response.status_code", ev.Status))
+			if ev.Status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(ev.Status))
+			}
+		}
+		span.SetAttributes(attribute.Int64("packd.egress.bytes_sent", ev.BytesSent), attribute.Int64("packd.egress.bytes_received", ev.BytesReceived))
+		if ev.Credential != "" {
+			span.SetAttributes(attribute.String("packd.egress.credential", ev.Credential)) // its source, never its value
+		}
+		span.End()
+	}
+}
