@@ -347,13 +347,13 @@ func runSpecFile(t *testing.T, path string, features api.CoreFeatures, spectest 
 			p, def := plain.invoke(ctx, c.Action)
 			m, _ := metered.invoke(ctx, c.Action)
 			switch {
-			case c.Type == "assert_return" && p.Err != nil:
-				t.Errorf("%s %s: wazero itself fails: %v", where, c.Action.Field, p.Err)
-			case (c.Type == "assert_trap" || c.Type == "assert_exhaustion") && p.Err == nil:
+			case c.Type == "assert_return" && p.err != nil:
+				t.Errorf("%s %s: wazero itself fails: %v", where, c.Action.Field, p.err)
+			case (c.Type == "assert_trap" || c.Type == "assert_exhaustion") && p.err == nil:
 				t.Errorf("%s %s: wazero itself does not trap", where, c.Action.Field)
 			case p.errLine() != m.errLine():
 				t.Errorf("%s %s: plain %q, metered %q", where, c.Action.Field, p.errLine(), m.errLine())
-			case p.Err == nil && !sameResults(p.results, m.results, def, c.Expected):
+			case p.err == nil && !sameResults(p.results, m.results, def, c.Expected):
 				t.Errorf("%s %s: plain %v, metered %v", where, c.Action.Field, p.results, m.results)
 			}
 			switch c.Type {
