@@ -44,8 +44,8 @@ func TestPromtoolChecksARealScrape(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`packd_calls_total{id="conformance.echo",outcome="ok",target="tool"} 1`,
-		`packd_refusals_total{reason="bad-token",status="401"} 1`, "packd_build_info{", "packd_pack_info{", "go_goroutines", "process_cpu_seconds_total"} {
+	for _, want := range []string{`packd_calls_total{face="http",id="conformance.echo",outcome="ok",target="tool"} 1`,
+		`packd_refusals_total{face="http",reason="bad-token",status="401"} 1`, "packd_build_info{", "packd_pack_info{", "go_goroutines", "process_cpu_seconds_total"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("the scrape lacks %s", want)
 		}

@@ -163,6 +163,8 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // cliFace is packd invoke as a face: its exit status, 0 for an answer.
 type cliFace struct{}
 
+func (cliFace) Name() string { return "cli" }
+
 func (cliFace) Status(code string) int {
 	if code == "" {
 		return exitOK

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/kindgi/packd/internal/host/internal/egress"
 	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/internal/replay"
 )
@@ -26,6 +27,22 @@ type ToolSpec struct {
 	Input, Output                        any // JSON Schemas as written (ojson)
 	// Limits bound the tool's calls (its limits and network).
 	Limits Limits
+	// Internal is visibility "internal": the tool is the operator's, not
+	// a model's. /v1/invoke calls it; the MCP face neither lists it nor
+	// calls it.
+	Internal bool
+	// Mutating is the index's mutating (nil: the index does not say).
+	Mutating *bool
+	// EffectKinds are the kinds of the index's effects, in index order
+	// ("" for an effect without a string kind).
+	EffectKinds []string
+}
+
+// ReachesNetwork says whether the index lets the tool's code make
+// outbound requests (its network is an allowlist or unrestricted).
+func (t *ToolSpec) ReachesNetwork() bool {
+	k := t.Limits.Network.Kind
+	return k != "" && k != egress.KindNone
 }
 
 // GuardrailSpec is one entry of the index's guardrails.
@@ -54,7 +71,7 @@ var (
 	indexRequired = []string{"v", "packId", "packVersion", "artifactVersion", "publishedAt",
 		"tools", "guardrails", "agents", "flows"}
 	toolKeys = keySet("id", "input", "output", "modulePath", "description", "version",
-		"effects", "needs", "needsSpec", "sandbox", "limits", "network", "mutating", "spec")
+		"effects", "needs", "needsSpec", "sandbox", "limits", "network", "mutating", "spec", "visibility")
 	guardrailKeys = keySet("id", "kind", "action", "checkModulePath", "checkId",
 		"configSchema", "config", "name", "severity", "scope", "sandbox", "limits", "network")
 	envName       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -287,12 +304,34 @@ func (p *problemList) tool(i int, v any) *ToolSpec {
 	for _, k := range []string{"effects", "needs"} {
 		p.objects(o, k, where)
 	}
+	if effects, ok := o.Get("effects"); ok {
+		list, _ := effects.([]any)
+		for _, e := range list {
+			kind := ""
+			if eo, ok := e.(*ojson.Object); ok {
+				kind, _ = stringField(eo, "kind")
+			}
+			t.EffectKinds = append(t.EffectKinds, kind)
+		}
+	}
+	switch v, ok := o.Get("visibility"); {
+	case !ok, v == "public":
+	case v == "internal":
+		t.Internal = true
+	default:
+		p.add(`%s "visibility" must be "public" or "internal"`, where)
+	}
 	for _, k := range []string{"needsSpec", "spec"} {
 		p.object(o, k, where)
 	}
 	t.Limits = p.readLimits(o, where)
 	p.str(o, "sandbox", where, false)
 	p.boolean(o, "mutating", where)
+	if v, _ := o.Get("mutating"); v != nil {
+		if m, ok := v.(bool); ok {
+			t.Mutating = &m
+		}
+	}
 	if m, _ := o.Get("mutating"); m == false {
 		t.Limits.Network.ReadOnly = true
 	}

@@ -17,7 +17,7 @@ const baseIndex = `{
   "tools": [{"id": "acme.ledger.record-expense", "version": "1.0.0", "description": "Records an expense.",
     "input": {"type": "object"}, "output": true, "modulePath": "tools/ledger.wasm",
     "effects": [{"kind": "writes"}], "needs": [{}], "needsSpec": {}, "network": {"kind": "allowlist", "hosts": ["api.example.com", "*.example.org", "10.0.0.1", "::1"], "note": "open"}, "spec": {},
-    "sandbox": "wasm", "mutating": true, "limits": {"fuel": 1000, "instance": "fresh", "memMB": 64, "cpuMs": 500}}],
+    "sandbox": "wasm", "mutating": true, "visibility": "public", "limits": {"fuel": 1000, "instance": "fresh", "memMB": 64, "cpuMs": 500}}],
   "guardrails": [{"id": "acme.ledger.response-not-empty", "checkId": "acme.ledger.checks.response-not-empty",
     "kind": "zero-llm", "action": {"on-violation": "halt"}, "checkModulePath": "guardrails/response.wasm",
     "configSchema": {"type": "object"}, "config": {}, "name": "Not empty", "severity": "error",

@@ -272,7 +272,7 @@ func TestAuditLogRecordsEveryDispatchAndNothingSecret(t *testing.T) {
 			t.Errorf("row %d holds input or secrets: %s", i, l)
 		}
 	}
-	if !strings.HasPrefix(lines[0], `{"time":"`) || !strings.Contains(lines[0], `"tenantId":"t1","runId":"r","target":"tool","toolId":"hostile.counter","version":"1.0.0","outcome":"ok","status":200,`) ||
+	if !strings.HasPrefix(lines[0], `{"time":"`) || !strings.Contains(lines[0], `"tenantId":"t1","runId":"r","face":"http","target":"tool","toolId":"hostile.counter","version":"1.0.0","outcome":"ok","status":200,`) ||
 		!strings.HasSuffix(lines[0], `,"artifactVersion":"hostile-1.0.0","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`) {
 		t.Errorf("row layout: %s", lines[0])
 	}

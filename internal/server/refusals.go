@@ -54,6 +54,8 @@ const noTenant = "The kindgi-tenant-id header is required by this pack service"
 // codes never are).
 type httpFace struct{}
 
+func (httpFace) Name() string { return "http" }
+
 func (httpFace) Status(code string) int {
 	if code == "" {
 		return http.StatusOK

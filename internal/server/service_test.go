@@ -125,7 +125,7 @@ func TestServiceRunsAndShutsDownInOrder(t *testing.T) {
 	}
 	m, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if !strings.Contains(string(m), `packd_calls_total{id="hostile.counter",outcome="ok",target="tool"} 1`) {
+	if !strings.Contains(string(m), `packd_calls_total{face="http",id="hostile.counter",outcome="ok",target="tool"} 1`) {
 		t.Fatalf("metrics:\n%s", m)
 	}
 

@@ -153,6 +153,7 @@ func (a *AuditLog) line(e Event) []byte {
 	for _, f := range e.Correlation.Pairs() {
 		set(f.Key, f.Value)
 	}
+	set("face", e.Face)
 	set("target", string(e.Target))
 	set(idKey(e.Target), e.ID)
 	set("version", e.Version)

@@ -42,6 +42,9 @@ type Refusal struct {
 
 // Face is the front a call came through.
 type Face interface {
+	// Name names the face in metrics (the face label), audit lines and
+	// spans: "http", "mcp", "cli".
+	Name() string
 	// Status is the status the face answers with, for a refusal's code or
 	// "" for an answer: what the call's event, audit line, metrics and
 	// span say it was answered with.
@@ -143,7 +146,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	}()
 	if r := s.CheckTenant(req.ClaimedTenant); r != nil {
 		// Told to the hooks (an audit line), though the message was never read.
-		end.event = Event{Time: time.Now(), Outcome: r.Code, Status: req.Face.Status(r.Code),
+		end.event = Event{Time: time.Now(), Face: req.Face.Name(), Outcome: r.Code, Status: req.Face.Status(r.Code),
 			Call: host.Call{Correlation: host.Correlation{TenantID: only(req.ClaimedTenant)}}, TraceID: traceIDFrom(req.TraceParent),
 			ArtifactVersion: s.gen.Load().artifactVersion}
 		s.runHooks(end.event)
@@ -152,7 +155,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	// The span of the call (Config.Tracing) ends once the answer is
 	// written; egress spans are its children.
 	if t := s.cfg.Tracing; t != nil {
-		ctx, end.span = t.startCall(ctx, req.TraceParent, req.TraceState)
+		ctx, end.span = t.startCall(ctx, req.Face.Name(), req.TraceParent, req.TraceState)
 	}
 	g := s.acquire()
 	end.g = g
@@ -182,7 +185,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	elapsed := time.Since(admitted)
 	e := &end.event
 	*e = Event{
-		Time: admitted, Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
+		Time: admitted, Face: req.Face.Name(), Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
 		Outcome: "ok", Duration: elapsed,
 		TraceID: traceIDFrom(req.TraceParent), SpanID: newSpanID(),
 		ArtifactVersion: g.artifactVersion,
@@ -249,7 +252,7 @@ func (s *Service) hostRefusal(r *host.Refusal) *Refusal {
 
 // refuse answers a refusal: counted, and said on the call's span.
 func (s *Service) refuse(ctx context.Context, end *callEnd, r *Refusal) Answer {
-	s.cfg.Metrics.refused(end.face.Status(r.Code), r.Code)
+	s.cfg.Metrics.refused(end.face, r.Code)
 	if end.span != nil {
 		refusedSpan(end.span, r.Code)
 	}

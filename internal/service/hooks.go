@@ -13,6 +13,8 @@ import (
 // output, secrets or env values.
 type Event struct {
 	Time time.Time
+	// Face is the name of the face the call came through (Face.Name).
+	Face string
 	// Parsed is false for a call refused before its message was read
 	// (a tenant header mismatch): such a call has no call record.
 	Parsed bool

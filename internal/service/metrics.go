@@ -95,12 +95,12 @@ func (m *Metrics) EgressRequest(ev host.EgressEvent) {
 // NewMetrics registers packd's metrics on reg.
 func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) {
 	m := &Metrics{tenantLabel: cfg.TenantLabel}
-	callLabels := []string{"target", "id", "outcome"}
+	callLabels := []string{"face", "target", "id", "outcome"}
 	if cfg.TenantLabel {
 		callLabels = append(callLabels, "tenant")
 	}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "packd_calls_total", Help: "Calls to /v1/invoke by target (tool or check), id and outcome (ok, an error code or a refusal code).",
+		Name: "packd_calls_total", Help: "Calls by face (http, mcp, cli), target (tool or check), id and outcome (ok, an error code or a refusal code).",
 	}, callLabels)
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "packd_call_duration_seconds", Help: "Time from admission to answer of /v1/invoke calls, by target.",
@@ -118,8 +118,8 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 		Name: "packd_calls_in_flight", Help: "Calls to /v1/invoke being served.",
 	})
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "packd_refusals_total", Help: "Requests refused before any pack code ran, by HTTP status and reason.",
-	}, []string{"status", "reason"})
+		Name: "packd_refusals_total", Help: "Requests refused before any pack code ran, by face (http, mcp, cli), the status the face answered with (HTTP's; 0 where a face has none) and reason.",
+	}, []string{"face", "status", "reason"})
 	m.hookPanics = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "packd_hook_panics_total", Help: "Dispatch hooks that panicked (recovered).",
 	})
@@ -219,7 +219,7 @@ func (m *Metrics) OnCall(e Event) {
 	if target == "" {
 		target = string(host.TargetTool)
 	}
-	labels := []string{target, id, e.Outcome}
+	labels := []string{e.Face, target, id, e.Outcome}
 	if m.tenantLabel {
 		labels = append(labels, e.TenantID)
 	}
@@ -242,11 +242,11 @@ func observe(o prometheus.Observer, v float64, traceID string) {
 	o.Observe(v)
 }
 
-func (m *Metrics) refused(status int, reason string) {
+func (m *Metrics) refused(f Face, reason string) {
 	if m == nil {
 		return
 	}
-	m.refusals.WithLabelValues(strconv.Itoa(status), reason).Inc()
+	m.refusals.WithLabelValues(f.Name(), strconv.Itoa(f.Status(reason)), reason).Inc()
 }
 
 // poolInstances reports packd_pool_instances at each scrape.

@@ -196,7 +196,7 @@ func only(values []string) string {
 
 // Refused counts a refusal a face answered by itself, before any call
 // (a bad token, a tenant on a request that is not a call).
-func (s *Service) Refused(f Face, code string) { s.cfg.Metrics.refused(f.Status(code), code) }
+func (s *Service) Refused(f Face, code string) { s.cfg.Metrics.refused(f, code) }
 
 // Drain stops taking calls (new ones and Ready are refused draining),
 // writes the `draining` log line, and waits for the calls in flight up to

@@ -199,7 +199,7 @@ func (t *Tracing) register(reg prometheus.Registerer) error {
 
 // startCall opens the server span of a call, a child of the caller's
 // traceparent when it sent a valid one.
-func (t *Tracing) startCall(ctx context.Context, traceparent, tracestate string) (context.Context, trace.Span) {
+func (t *Tracing) startCall(ctx context.Context, face, traceparent, tracestate string) (context.Context, trace.Span) {
 	if traceparent != "" {
 		carrier := propagation.MapCarrier{"traceparent": traceparent}
 		if tracestate != "" {
@@ -207,7 +207,8 @@ func (t *Tracing) startCall(ctx context.Context, traceparent, tracestate string)
 		}
 		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
 	}
-	return t.tracer.Start(ctx, "invoke", trace.WithSpanKind(trace.SpanKindServer))
+	return t.tracer.Start(ctx, "invoke", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("packd.face", face)))
 }
 
 // describeCall names the span of a call that was dispatched and gives it

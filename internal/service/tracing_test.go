@@ -126,6 +126,8 @@ func tracedCall(s *Service) int {
 // testFace answers 200, or 503 for any refusal.
 type testFace struct{}
 
+func (testFace) Name() string { return "test" }
+
 func (testFace) Status(code string) int {
 	if code == "" {
 		return http.StatusOK

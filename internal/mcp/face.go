@@ -1,0 +1,144 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/service"
+)
+
+// Defaults of a zero Config.
+const (
+	DefaultMaxBodyBytes = 10 << 20
+	DefaultBodyTimeout  = 30 * time.Second
+)
+
+// Config is an MCP face over a service.
+type Config struct {
+	// Service runs the calls. Required.
+	Service *service.Service
+	// Token is the service token a request to /mcp must carry, as
+	// "Authorization: Bearer <token>" or kindgi-pack-token. Required unless
+	// NoAuth.
+	Token string
+	// NoAuth serves /mcp without a token. Only for a listener on a loopback
+	// address (the caller checks): the Host and Origin of every request must
+	// then be loopback ones (DNS rebinding).
+	NoAuth bool
+	// MaxBodyBytes bounds a request's body (default 10 MiB, as /v1/invoke's);
+	// BodyTimeout how long it may take to arrive (default 30 s).
+	MaxBodyBytes int64
+	BodyTimeout  time.Duration
+	// Version is packd's, said as the server's in MCP's serverInfo.
+	Version string
+}
+
+// Face is the MCP face of a service: Handler serves Streamable HTTP,
+// ServeStdio a client over stdio.
+type Face struct {
+	cfg       Config
+	server    *sdk.Server
+	http      http.Handler
+	tokenHash [32]byte
+
+	mu     sync.Mutex
+	synced *host.Pack // the pack whose tools the server lists
+	listed map[string]listedTool
+}
+
+// ErrConfig is wrapped by New's errors.
+var ErrConfig = errors.New("mcp: bad config")
+
+// New makes the MCP face of a service.
+func New(cfg Config) (*Face, error) {
+	if cfg.Service == nil {
+		return nil, fmt.Errorf("%w: a service is required", ErrConfig)
+	}
+	if cfg.Token == "" && !cfg.NoAuth {
+		return nil, fmt.Errorf("%w: a token is required (or NoAuth, on a loopback listener only)", ErrConfig)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	f := &Face{cfg: cfg, tokenHash: hashToken(cfg.Token)}
+	f.server = sdk.NewServer(&sdk.Implementation{Name: "packd", Version: cfg.Version}, &sdk.ServerOptions{
+		// Tools only: no logging capability (the SDK's default).
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+	})
+	// Every request lists the tools of the pack served now (a reload
+	// serves another).
+	f.server.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			f.sync()
+			return next(ctx, method, req)
+		}
+	})
+	f.sync()
+	f.http = f.streamable()
+	return f, nil
+}
+
+// sync lists the tools of the pack the service serves now, once per pack.
+func (f *Face) sync() {
+	p := f.cfg.Service.Pack()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p == f.synced {
+		return
+	}
+	tools := listedTools(p.Index())
+	listed := make(map[string]listedTool, len(tools))
+	for _, t := range tools {
+		listed[t.id] = t
+	}
+	var gone []string
+	for id := range f.listed {
+		if _, ok := listed[id]; !ok {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		f.server.RemoveTools(gone...)
+	}
+	for _, t := range tools {
+		f.server.AddTool(t.tool, f.handler(t.id))
+	}
+	f.synced, f.listed = p, listed
+}
+
+// tool is the listed tool of that name now.
+func (f *Face) tool(name string) (listedTool, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.listed[name]
+	return t, ok
+}
+
+// ServeStdio serves one client over in and out (newline-delimited
+// JSON-RPC, MCP's stdio transport) until it closes in or ctx is done.
+func (f *Face) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	err := f.server.Run(ctx, &sdk.IOTransport{Reader: in, Writer: out})
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// Close ends the face's sessions. Safe twice.
+func (f *Face) Close(ctx context.Context) error {
+	for s := range f.server.Sessions() {
+		_ = s.Close()
+	}
+	return nil
+}
