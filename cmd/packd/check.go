@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/mcp"
 )
 
 // checkCmd loads and compiles everything an index names and lists every
@@ -18,8 +19,14 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var lf loadFlags
 	lf.register(fs, os.Getenv)
+	var mcpFace string
+	registerMCP(fs, &mcpFace, os.Getenv, false)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if problems := checkMCP(mcpFace, "", true); len(problems) > 0 || mcpFace == mcpNoAuth {
+		fmt.Fprintln(stderr, `packd check: --mcp (or PACKD_MCP) must be "on" or "off"`)
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "packd check: unexpected argument %q\n", fs.Arg(0))
@@ -33,6 +40,9 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if lf.cacheWarning != "" {
 		fmt.Fprintln(stderr, "packd check: warning:", lf.cacheWarning)
+	}
+	if mcpFace != mcpOff {
+		hc.IndexRules = mcp.IndexProblems
 	}
 	pack, err := host.Load(context.Background(), hc)
 	if pack != nil {

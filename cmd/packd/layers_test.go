@@ -13,7 +13,8 @@ import (
 const modulePath = "github.com/kindgi/packd"
 
 // layers are the packages' places, lowest first: abi ← sandbox ← replay
-// ← host ← service ← server ← cmd (all but abi under internal/). The other
+// ← host ← service ← server, mcp ← cmd (all but abi under internal/). The
+// faces, server (HTTP) and mcp, share the top layer (faces). The other
 // packages of the top-level internal/ are libraries any layer may use
 // (-1).
 var layers = []string{"abi", "internal/sandbox", "internal/replay", "internal/host", "internal/service", "internal/server"}
@@ -33,17 +34,21 @@ func layer(pkg string) int {
 			return i
 		}
 	}
+	if rel == "internal/mcp" || strings.HasPrefix(rel, "internal/mcp/") {
+		return layerServer
+	}
 	if strings.HasPrefix(rel, "internal/") {
 		return -1
 	}
 	return len(layers) // commands and example packs
 }
 
-// TestLayers: no package imports one of a higher layer; nothing under the
-// top-level internal/ imports replay or above; service reaches sandbox only
-// through host, and server reaches the pack only through service (its
-// code imports neither host nor sandbox; its tests load packs), so each
-// concept stays in its layer (RATIONALE.md, "three seams").
+// TestLayers: no package imports one of a higher layer, and no face
+// imports the other; nothing under the top-level internal/ imports replay
+// or above; service reaches sandbox only through host, and server reaches
+// the pack only through service (its code imports neither host nor
+// sandbox; its tests load packs; mcp reads host's index to list tools),
+// so each concept stays in its layer (RATIONALE.md, "three seams").
 func TestLayers(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}} |{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, modulePath+"/...").Output()
 	if err != nil {
@@ -69,13 +74,25 @@ func TestLayers(t *testing.T) {
 				t.Errorf("%s (internal) imports %s", pkg, imp)
 			case from >= layerService && from <= layerServer && to == layerSandbox:
 				t.Errorf("%s imports %s: it reaches the sandbox through host", pkg, imp)
-			case from == layerServer && to == layerHost && !inTests:
+			case from == layerServer && to == layerServer && !sameFace(pkg, imp):
+				t.Errorf("%s imports %s: a face does not use another", pkg, imp)
+			case from == layerServer && to == layerHost && !inTests && !strings.HasPrefix(pkg, modulePath+"/internal/mcp"):
 				t.Errorf("%s (server) imports %s: a face reaches the pack through service", pkg, imp)
 			case from >= 0 && to > from:
 				t.Errorf("%s (layer %d) imports %s (layer %d)", pkg, from, imp, to)
 			}
 		}
 	}
+}
+
+// sameFace says whether two packages of the faces' layer are one face's.
+func sameFace(a, b string) bool {
+	face := func(p string) string {
+		rel := strings.TrimPrefix(p, modulePath+"/internal/")
+		f, _, _ := strings.Cut(rel, "/")
+		return f
+	}
+	return face(a) == face(b)
 }
 
 // TestFilesStaySmall: no non-test Go file of the repository is over 500

@@ -11,6 +11,7 @@
 //	                           write the index from what the modules describe
 //	packd replay --index I RECORD|DIR ...   re-run recorded calls offline
 //	packd dev [serve flags] DIR  serve a pack, rebuilding and reloading it as it changes
+//	packd mcp [--index I]      serve the pack's tools to one MCP client over stdio
 //	packd build-js [-o pack.wasm] bundle.js   a pack's module from its bundled JavaScript
 //	packd version
 //
@@ -107,6 +108,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return devCmd(args[1:], stdout, stderr)
 	case "replay":
 		return replayCmd(args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCmd(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "packd", versionString())
 		return exitOK
@@ -131,6 +134,7 @@ func usage(w io.Writer) {
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
   packd dev [serve flags] DIR                              serve a pack, rebuilding and reloading it as it changes
+  packd mcp [--index I] [serve flags]                      serve the pack's tools to one MCP client over stdio
   packd replay [--index I | --module M] RECORD|DIR ...     re-run recorded calls offline (serve --record): same output and fuel?
   packd version
 Run "packd serve -h", "packd invoke -h" or "packd check -h" for every flag.

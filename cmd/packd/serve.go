@@ -46,6 +46,7 @@ type serviceConfig struct {
 	guestOutput    string
 	tenantShare    string
 	traces         bool // OpenTelemetry spans over OTLP/HTTP (tracesFrom)
+	mcp            string
 	help           bool // -h: print the flags, serve nothing
 }
 
@@ -64,6 +65,7 @@ func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&c.tls.KeyFile, "tls-key", getenv("PACKD_TLS_KEY"), "the TLS certificate's private key, PEM (default $PACKD_TLS_KEY)")
 	fs.StringVar(&c.tls.ClientCAFile, "tls-client-ca", getenv("PACKD_TLS_CLIENT_CA"), "mutual TLS: every client presents a certificate of these CAs, PEM (default $PACKD_TLS_CLIENT_CA)")
 	fs.StringVar(&c.tenantShare, "tenant-share", envOr(getenv, "PACKD_TENANT_SHARE", "on"), `"on": while several tenants call, each holds at most its share of the concurrency cap and of the memory budget (default $PACKD_TENANT_SHARE, else on); "off": one tenant may hold it all`)
+	registerMCP(fs, &c.mcp, getenv, true)
 	fs.StringVar(&c.guestOutput, "guest-output", envOr(getenv, "PACKD_GUEST_OUTPUT", "records"), `pack code output: "records" (each line in a guest-output record on stderr) or "plain" (as written, on stdout and stderr, like the other pack services; default $PACKD_GUEST_OUTPUT, else records)`)
 	return fs
 }
@@ -93,7 +95,9 @@ func serveUsage(w io.Writer) {
 }
 
 // readServiceConfig collects every problem with the configuration.
-func readServiceConfig(args []string, getenv func(string) string, stderr io.Writer) (serviceConfig, []string) {
+// stdio reads it for packd mcp, whose one client is on its stdin and
+// stdout: no token, no port.
+func readServiceConfig(args []string, getenv func(string) string, stdio bool) (serviceConfig, []string) {
 	var c serviceConfig
 	var problems []string
 	fs := serveFlags(&c, getenv)
@@ -127,15 +131,17 @@ func readServiceConfig(args []string, getenv func(string) string, stderr io.Writ
 		problems = append(problems, fmt.Sprintf(`--guest-output (or PACKD_GUEST_OUTPUT) must be "records" or "plain", got %q`, c.guestOutput))
 	}
 
+	problems = append(problems, checkMCP(c.mcp, c.host, stdio)...)
 	c.token = strings.TrimSpace(getenv(tokenEnv))
 	switch {
+	case stdio:
 	case c.token == "":
 		problems = append(problems, tokenEnv+" is required")
 	case strings.IndexFunc(c.token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		problems = append(problems, tokenEnv+" must not contain whitespace or control characters")
 	}
 	c.port = 8080
-	if p := getenv("PORT"); p != "" {
+	if p := getenv("PORT"); p != "" && !stdio {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 || n > 65535 || !digits(p) {
 			problems = append(problems, fmt.Sprintf("PORT must be an integer from 0 to 65535, got %q", p))
@@ -236,7 +242,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 		_ = lines.Close(ctx)
 	}()
 	rec := service.NewLog(lines)
-	cfg, problems := readServiceConfig(args, getenv, stderr)
+	cfg, problems := readServiceConfig(args, getenv, false)
 	if cfg.help {
 		serveUsage(stdout)
 		return exitOK, nil
@@ -264,6 +270,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 	}
 	cfg.load.setGoMemoryLimit()
 	hc.Record = cfg.record.config()
+	faces := mcpRoute(&hc, cfg)
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
 	defer signal.Stop(signals)
@@ -280,6 +287,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 		},
 		HTTP: server.Config{Token: cfg.token}, Host: cfg.host, Port: cfg.port, TLS: cfg.tls,
 		MetricsAddr: cfg.metricsAddr, MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Log: rec,
+		Faces: faces,
 	})
 	if err != nil {
 		errors.As(err, &loadErr)

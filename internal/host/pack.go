@@ -55,6 +55,10 @@ type Config struct {
 	// Record, when set, makes a record of the calls it names
 	// (Outcome.Record, record.go).
 	Record *RecordConfig
+	// IndexRules, when set, are a face's own rules for the index (the MCP
+	// face's tool names and input schemas): what they find are load
+	// problems, so a pack one of its faces cannot serve does not load.
+	IndexRules func(Index) []string
 }
 
 // NetworkConfig is the operator's side of outbound HTTP (package egress):
@@ -164,6 +168,9 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	idx, problems := parseIndex(data)
 	if len(problems) > 0 && idx.PackID == "" && len(idx.Tools) == 0 && len(idx.Guardrails) == 0 {
 		return nil, &LoadError{Problems: problems}
+	}
+	if cfg.IndexRules != nil {
+		problems = append(problems, cfg.IndexRules(*idx)...)
 	}
 	root := cfg.ModuleRoot
 	if root == "" {

@@ -55,6 +55,12 @@ func (s *Server) routes() *echo.Echo {
 	for _, r := range routes {
 		e.Any(r.path, s.method(r.method, r.h))
 	}
+	for _, r := range s.cfg.Routes {
+		e.Any(r.Path, echo.WrapHandler(r.Handler))
+		for _, m := range []string{"PROPFIND", "REPORT"} { // those Any leaves out
+			e.Add(m, r.Path, echo.WrapHandler(r.Handler))
+		}
+	}
 	// A method echo does not route (none of the ones Any registers) on a
 	// known path is still the wrong method: 405, as for any other, not 404.
 	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {

@@ -35,6 +35,18 @@ type Config struct {
 	// 10 s), against slow clients. A body is read before the call takes a
 	// slot of the concurrency cap, so slow bodies cannot hold the cap.
 	ReadHeaderTimeout, BodyTimeout time.Duration
+	// Routes are other faces served on the same listener (MCP's /mcp),
+	// each with its own authentication: every method on Path goes to its
+	// Handler.
+	Routes []Route
+}
+
+// Route is another face on the listener: its path and its handler, and
+// what closes it once the listener has stopped (nil: nothing).
+type Route struct {
+	Path    string
+	Handler http.Handler
+	Close   func(context.Context) error
 }
 
 // Server is the service's HTTP face. Create it with New, run it with

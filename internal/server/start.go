@@ -41,6 +41,10 @@ type StartConfig struct {
 	// MemoryBudgetMiB is the process's memory budget, said in the
 	// listening line.
 	MemoryBudgetMiB int64
+	// Faces, when set, makes the other faces served beside the HTTP one
+	// (HTTP.Routes) once the service has started; each route's Close runs
+	// at shutdown, after the listener has stopped.
+	Faces func(*service.Service) ([]Route, error)
 	// Log receives the service's log lines; nil discards them.
 	Log *service.Log
 }
@@ -54,6 +58,7 @@ type Running struct {
 	ln       net.Listener
 	certs    *certificates // nil without TLS
 	metrics  *http.Server  // nil when off
+	routes   []Route       // the other faces, closed at teardown
 	serving  bool          // the HTTP server owns ln
 	done     chan struct{} // closed when the HTTP server has stopped
 	served   error         // why it stopped on its own, if it did
@@ -89,6 +94,13 @@ func (r *Running) start(cfg StartConfig) error {
 	log, pack := r.log, r.svc.Pack()
 	hc := cfg.HTTP
 	hc.Service = r.svc
+	if cfg.Faces != nil {
+		routes, err := cfg.Faces(r.svc)
+		if err != nil {
+			return err
+		}
+		hc.Routes, r.routes = append(hc.Routes, routes...), routes
+	}
 	var err error
 	if r.srv, err = New(hc); err != nil {
 		return err
@@ -204,6 +216,11 @@ func (r *Running) teardown() {
 	}
 	if r.metrics != nil {
 		_ = r.metrics.Close()
+	}
+	for _, rt := range r.routes {
+		if rt.Close != nil {
+			_ = rt.Close(context.Background())
+		}
 	}
 	_ = r.svc.Close(context.Background())
 }
