@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,11 +19,26 @@ import (
 
 const testToken = "tok"
 
+// cacheDir is the compilation cache the tests' packs share: each module
+// compiles once for the whole package.
+var cacheDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "packd-mcp-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	cacheDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // newService serves a pack of wasm-examples (its index.json) through a
 // service, closed when the test ends.
 func newService(t *testing.T, example string, sc service.Config) *service.Service {
 	t.Helper()
-	p, err := host.Load(context.Background(), host.Config{IndexPath: filepath.Join("..", "..", "wasm-examples", example, "index.json")})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: filepath.Join("..", "..", "wasm-examples", example, "index.json"), Sandbox: host.SandboxConfig{CacheDir: cacheDir}})
 	if err != nil {
 		t.Fatalf("loading %s: %v (make builds the examples)", example, err)
 	}

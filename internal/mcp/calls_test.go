@@ -1,0 +1,289 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kindgi/packd/internal/service"
+)
+
+// conformanceTools are the conformance pack's echo, sleep and throws, and
+// echo again as an internal tool (conformance.echo's module serves it by
+// that id: the index names it internal).
+const conformanceTools = `[
+ {"id":"conformance.echo","version":"1.0.0","description":"Echoes its message.","input":{"type":"object","properties":{"message":{"type":"string","minLength":1}},"required":["message"],"additionalProperties":false},"output":{"type":"object"},"modulePath":"conformance.wasm","mutating":false},
+ {"id":"conformance.sleep","version":"1.0.0","input":{"type":"object","properties":{"ms":{"type":"integer","minimum":0}},"required":["ms"]},"output":{"type":"object"},"modulePath":"conformance.wasm","effects":[{"kind":"deletes"}],"network":{"kind":"allowlist","hosts":["example.com"]}},
+ {"id":"conformance.throws","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"conformance.wasm","visibility":"internal"}
+]`
+
+// events records the service's call events.
+type events struct {
+	mu   sync.Mutex
+	list []service.Event
+}
+
+func (e *events) OnCall(ev service.Event) {
+	e.mu.Lock()
+	e.list = append(e.list, ev)
+	e.mu.Unlock()
+}
+
+func (e *events) waitFor(t *testing.T, outcome string) service.Event {
+	t.Helper()
+	for range 200 {
+		e.mu.Lock()
+		for _, ev := range e.list {
+			if ev.Outcome == outcome {
+				e.mu.Unlock()
+				return ev
+			}
+		}
+		e.mu.Unlock()
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("no call ended %q: %+v", outcome, e.list)
+	return service.Event{}
+}
+
+func TestInternalToolsAreNeitherListedNorCalled(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{})
+	cs := connect(t, url, testToken)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if strings.Join(names, ",") != "conformance.echo,conformance.sleep" {
+		t.Fatalf("listed %v", names)
+	}
+	if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "conformance.throws", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("an internal tool over MCP: %v", err)
+	}
+	// Its annotations say what the index says.
+	a := list.Tools[0].Annotations
+	if !a.ReadOnlyHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
+		t.Errorf("echo's annotations %+v", a)
+	}
+	a = list.Tools[1].Annotations
+	if a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+		t.Errorf("sleep's annotations %+v", a)
+	}
+	if list.Tools[0].Description != "Echoes its message." {
+		t.Errorf("description %q", list.Tools[0].Description)
+	}
+}
+
+func TestADeadlineEndsACallAsTheToolsFailure(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{})
+	cs := connect(t, url, testToken)
+	r, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "conformance.sleep", Arguments: map[string]any{"ms": 5000},
+		Meta: sdk.Meta{metaTimeoutMs: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.IsError || !strings.Contains(text(r), "did not finish within its time limit") {
+		t.Fatalf("%+v %s", r, text(r))
+	}
+}
+
+func TestAClientAbortCancelsTheCall(t *testing.T) {
+	ev := &events{}
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{Hooks: []service.Hook{ev}})
+	_, url := serve(t, svc, Config{})
+	cs := connect(t, url, testToken)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	begun := time.Now()
+	_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "conformance.sleep", Arguments: map[string]any{"ms": 20000}})
+	if err == nil {
+		t.Fatal("the call answered")
+	}
+	e := ev.waitFor(t, "cancelled")
+	if d := time.Since(begun); d > 10*time.Second || e.Face != "mcp" {
+		t.Fatalf("cancelled after %v, face %q", d, e.Face)
+	}
+}
+
+// post sends one raw JSON-RPC body to /mcp with the token.
+func post(t *testing.T, url, body string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if req.Header.Get("Authorization") == "" && header["No-Auth"] == nil {
+		req.Header.Set("Authorization", "Bearer "+testToken)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(b)
+}
+
+func callBody(id int, name, args, meta string) string {
+	if meta == "" {
+		meta = "{}"
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":%s}}`, id, name, args, meta)
+}
+
+func TestAFullServiceAnswers503WithRetryAfter(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{MaxConcurrency: 1, TenantShareOff: true})
+	_, url := serve(t, svc, Config{})
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		post(t, url, callBody(1, "conformance.sleep", `{"ms":1500}`, ""), nil)
+	}()
+	for i := 0; svc.InFlight() == 0; i++ {
+		if i > 400 {
+			t.Fatal("the first call never ran")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res, body := post(t, url, callBody(2, "conformance.echo", `{"message":"x"}`, ""), nil)
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != "1" ||
+		!strings.Contains(body, `"code":-32000`) || !strings.Contains(body, `"id":2`) || !strings.Contains(body, "did not run") {
+		t.Fatalf("%d %q %s", res.StatusCode, res.Header.Get("Retry-After"), body)
+	}
+	<-held
+	if res, body := post(t, url, callBody(3, "conformance.echo", `{"message":"x"}`, ""), nil); res.StatusCode != http.StatusOK || !strings.Contains(body, `"structuredContent":{"message":"x"}`) {
+		t.Fatalf("after: %d %s", res.StatusCode, body)
+	}
+}
+
+func TestTheTenantIsCheckedBeforeTheGate(t *testing.T) {
+	ev := &events{}
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{TenantID: "acme", Hooks: []service.Hook{ev}})
+	_, url := serve(t, svc, Config{})
+	for _, c := range []struct {
+		meta   string
+		header http.Header
+		want   string
+	}{
+		{`{"kindgi.com/ctx":{"tenantId":7}}`, nil, "tenantId must be a string"},
+		{`{"kindgi.com/ctx":"acme"}`, nil, "must be an object"},
+		{`{"kindgi.com/ctx":{"tenantId":null}}`, nil, "tenantId must be a string"},
+		{`{}`, nil, "pinned to a tenant: name it"},
+		{`{"kindgi.com/ctx":{"tenantId":"other"}}`, nil, "pinned to another tenant"},
+		{`{}`, http.Header{"Kindgi-Tenant-Id": {"acme", "acme"}}, "send it once"},
+		{`{"kindgi.com/ctx":{"tenantId":"other"}}`, http.Header{"Kindgi-Tenant-Id": {"acme"}}, "name different tenants"},
+	} {
+		res, body := post(t, url, callBody(1, "conformance.echo", `{"message":"x"}`, c.meta), c.header)
+		if !strings.Contains(body, c.want) || !strings.Contains(body, `"code":-32602`) {
+			t.Errorf("%s %v: %d %s", c.meta, c.header, res.StatusCode, body)
+		}
+	}
+	for _, c := range []struct {
+		meta   string
+		header http.Header
+	}{
+		{`{"kindgi.com/ctx":{"tenantId":"acme"}}`, nil},
+		{`{}`, http.Header{"Kindgi-Tenant-Id": {"acme"}}},
+	} {
+		if res, body := post(t, url, callBody(1, "conformance.echo", `{"message":"x"}`, c.meta), c.header); res.StatusCode != 200 || strings.Contains(body, "error") || strings.Contains(body, "isError") {
+			t.Errorf("%s %v: %d %s", c.meta, c.header, res.StatusCode, body)
+		}
+	}
+	e := ev.waitFor(t, "ok")
+	if e.TenantID != "acme" || e.Face != "mcp" {
+		t.Errorf("event %+v", e)
+	}
+}
+
+func TestNoAuthAnswersOnlyLoopbackHostsAndOrigins(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{NoAuth: true})
+	port := url[strings.LastIndex(url, ":")+1:]
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, h := range []http.Header{
+		{"No-Auth": {"1"}},
+		{"No-Auth": {"1"}, "Origin": {"http://localhost:3000"}},
+		{"No-Auth": {"1"}, "Origin": {"http://127.0.0.1:" + port}},
+		{"No-Auth": {"1"}, "Host": {"localhost:" + port}},
+	} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(ping))
+		req.Header = h.Clone()
+		if hh := h.Get("Host"); hh != "" {
+			req.Host = hh
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("%v: %d", h, res.StatusCode)
+		}
+	}
+	for _, c := range []struct{ host, origin string }{
+		{"evil.example:" + port, ""},
+		{"", "http://evil.example"},
+		{"", "null"},
+		{"", "http://localhost.evil.example"},
+	} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(ping))
+		if c.host != "" {
+			req.Host = c.host
+		}
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("%+v: %d", c, res.StatusCode)
+		}
+	}
+}
+
+func TestAnswersReadAsAModelNeedsThem(t *testing.T) {
+	svc := newService(t, "conformance", service.Config{})
+	_, url := serve(t, svc, Config{})
+	_, body := post(t, url, callBody(1, "conformance.bad-output", `{}`, ""), nil)
+	var res struct {
+		Result sdk.CallToolResult `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil || !res.Result.IsError || !strings.Contains(text(&res.Result), "output its own schema does not allow") {
+		t.Errorf("bad output: %s", body)
+	}
+	_, body = post(t, url, callBody(2, "conformance.echo", `{"message":"","extra":1}`, ""), nil)
+	if !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "must NOT have fewer than 1 characters") || !strings.Contains(body, "must NOT have additional properties") {
+		t.Errorf("bad input: %s", body)
+	}
+	_, body = post(t, url, callBody(3, "conformance.echo", `"not an object"`, ""), nil)
+	if !strings.Contains(body, `"error"`) && !strings.Contains(body, `"isError":true`) {
+		t.Errorf("arguments not an object: %s", body)
+	}
+	// An unknown method, before MCP 2026-07-28: the SDK's 400.
+	hr, body := post(t, url, `{"jsonrpc":"2.0","id":4,"method":"no/such"}`, nil)
+	if hr.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"no/such" unsupported`) {
+		t.Errorf("unknown method: %d %s", hr.StatusCode, body)
+	}
+}

@@ -1,0 +1,84 @@
+package mcp
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/internal/service"
+)
+
+// Every bound on what a caller sends /mcp, each with the request that
+// would cost the host without it.
+func TestHostileRequestsAreBounded(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{MaxBodyBytes: 64 << 10})
+	deep := strings.Repeat("[", 30_000) + strings.Repeat("]", 30_000)
+	batch := "[" + strings.Repeat(`{"jsonrpc":"2.0","method":"notifications/initialized"},`, 1000) + `{"jsonrpc":"2.0","id":1,"method":"ping"}]`
+	for _, c := range []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"a body over the limit", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 70<<10) + `"}}`, http.StatusRequestEntityTooLarge, "over 65536 bytes"},
+		{"JSON nested 30,000 deep", callBody(1, "conformance.echo", deep, ""), http.StatusBadRequest, "nests 30002 deep"},
+		{"a batch of 1,001 messages", batch, http.StatusBadRequest, "batch of 1001 messages"},
+		{"a request id of 2 KiB", `{"jsonrpc":"2.0","id":"` + strings.Repeat("i", 2048) + `","method":"ping"}`, http.StatusBadRequest, "request id of 2050 bytes"},
+		{"arguments nested past the bound", callBody(1, "conformance.echo", strings.Repeat(`{"a":`, 200)+"1"+strings.Repeat("}", 200), ""), http.StatusBadRequest, "nests"},
+	} {
+		res, body := post(t, url, c.body, nil)
+		if res.StatusCode != c.status || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s", c.name, res.StatusCode, body[:min(len(body), 300)])
+		}
+	}
+	// A batch within the bound is served.
+	res, body := post(t, url, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, nil)
+	if res.StatusCode != 200 {
+		t.Errorf("a batch of two: %d %s", res.StatusCode, body)
+	}
+}
+
+// A body that never finishes arriving is cut off after BodyTimeout, and
+// the service goes on answering others.
+func TestASlowBodyIsCutOff(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{BodyTimeout: 300 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":", testToken)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("a slow body: %v %v", res, err)
+	}
+	res.Body.Close()
+	if res, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil); res.StatusCode != 200 {
+		t.Fatalf("after: %d %s", res.StatusCode, body)
+	}
+}
+
+// Methods other than POST are refused (stateless: no stream to GET, no
+// session to DELETE).
+func TestOnlyPOST(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{})
+	for _, m := range []string{"GET", "DELETE", "PUT"} {
+		req, _ := http.NewRequest(m, url, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "POST" {
+			t.Errorf("%s: %d", m, res.StatusCode)
+		}
+	}
+}
