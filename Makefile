@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
-EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
+EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm wasm-examples/mcp-conformance/mcp-conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
              wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm testdata/jshostile/hostile.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
@@ -12,7 +12,7 @@ GOFILES   := $(filter-out ./build/%,$(call rwildcard,.,*.go))
 
 .SECONDEXPANSION:
 
-.PHONY: js-runtime js-runtime-check js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: mcp-conformance js-runtime js-runtime-check js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -164,6 +164,7 @@ test-all:
 	$(MAKE) --no-print-directory js-sdk-test
 	$(MAKE) --no-print-directory image-check
 	$(MAKE) --no-print-directory spectest
+	$(MAKE) --no-print-directory mcp-conformance
 	$(MAKE) --no-print-directory e2e
 
 # The container image (Dockerfile, target prebuilt): bin/packd (static:
@@ -202,6 +203,11 @@ spectest:
 	$(GO) mod download github.com/tetratelabs/wazero
 	@mkdir -p build; $(GO) test -tags spectest -count=1 -timeout 5m -v -run TestSpecSuite ./internal/sandbox/internal/instrument >build/spectest.log 2>&1; \
 	rc=$$?; grep -v -e '^=== RUN' -e '^    --- PASS' -e '^--- PASS' build/spectest.log; exit $$rc
+
+# MCP's conformance suite against packd serve's /mcp (scripts/mcp-conformance;
+# the scenarios packd cannot pass: testdata/mcp/conformance-baseline.yml).
+mcp-conformance: $(BIN) wasm-examples/mcp-conformance/mcp-conformance.wasm node_modules/.package-lock.json
+	scripts/mcp-conformance
 
 # promtool on a real scrape of a running packd, and a real Prometheus server
 # scraping it (needs Debian's prometheus package).

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -120,12 +119,12 @@ func toolError(text string) *sdk.CallToolResult {
 // ran: the gate's deny is the tool's failure (isError, with the policy's
 // reason); a call that may be sent again is marked for the HTTP face's 503
 // and is a JSON-RPC error; any other is a JSON-RPC error.
-func refusalResult(ctx context.Context, id string, r *service.Refusal) (*sdk.CallToolResult, error) {
+func refusalResult(ex *exchange, id string, r *service.Refusal) (*sdk.CallToolResult, error) {
 	switch {
 	case r.Code == service.CodeGateDenied:
 		return toolError(fmt.Sprintf("The policy does not allow this call of %s: %s", id, r.Message)), nil
 	case retryLater[r.Code]:
-		if ex := exchangeFrom(ctx); ex != nil {
+		if ex != nil {
 			ex.retryLater(r.Code)
 		}
 		msg := "The service is at its capacity: the call did not run; send it again in a second"

@@ -110,7 +110,7 @@ func (f *Face) call(ctx context.Context, req *sdk.CallToolRequest, t listedTool)
 	})
 	defer a.Done()
 	if r := a.Refusal; r != nil {
-		return refusalResult(ctx, t.id, r)
+		return refusalResult(f.exchanges.of(header), t.id, r)
 	}
 	return answerResult(t, a.Response)
 }

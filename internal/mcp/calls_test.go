@@ -287,3 +287,81 @@ func TestAnswersReadAsAModelNeedsThem(t *testing.T) {
 		t.Errorf("unknown method: %d %s", hr.StatusCode, body)
 	}
 }
+
+// initialize opens a session as a client of MCP 2025-11-25 does, and says
+// it is initialized; it returns the session's id.
+func initialize(t *testing.T, url string) (string, int) {
+	t.Helper()
+	res, body := post(t, url, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	sid := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != 200 {
+		return "", res.StatusCode
+	}
+	if sid == "" || !strings.Contains(body, `"protocolVersion":"2025-11-25"`) {
+		t.Fatalf("initialize: %d %s", res.StatusCode, body)
+	}
+	h := http.Header{"Mcp-Session-Id": {sid}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	if res, body := post(t, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", res.StatusCode, body)
+	}
+	return sid, 200
+}
+
+// An older client (MCP 2025-11-25) works in a session: its
+// notifications/cancelled ends the call it names, as the TypeScript SDK's
+// client sends it when its caller aborts.
+func TestNotificationsCancelledEndsTheCallInASession(t *testing.T) {
+	ev := &events{}
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{Hooks: []service.Hook{ev}})
+	_, url := serve(t, svc, Config{})
+	sid, _ := initialize(t, url)
+	h := http.Header{"Mcp-Session-Id": {sid}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	answered := make(chan string, 1)
+	go func() {
+		_, body := post(t, url, callBody(7, "conformance.sleep", `{"ms":20000}`, ""), h)
+		answered <- body
+	}()
+	for i := 0; svc.InFlight() == 0; i++ {
+		if i > 400 {
+			t.Fatal("the call never ran")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	begun := time.Now()
+	if res, body := post(t, url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user stopped it"}}`, h); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancelled: %d %s", res.StatusCode, body)
+	}
+	ev.waitFor(t, "cancelled")
+	if d := time.Since(begun); d > 10*time.Second {
+		t.Fatalf("the call ran on %v after it was cancelled", d)
+	}
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call's POST never ended")
+	}
+	// Another session's id cancels nothing of this one's: a session is
+	// its own.
+	other, _ := initialize(t, url)
+	if other == sid {
+		t.Fatal("two sessions share an id")
+	}
+}
+
+func TestSessionsAreBounded(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{MaxSessions: 2})
+	for i := range 2 {
+		if _, status := initialize(t, url); status != 200 {
+			t.Fatalf("session %d: %d", i, status)
+		}
+	}
+	res, body := post(t, url, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || !strings.Contains(body, "2 sessions are open") {
+		t.Fatalf("a third session: %d %s", res.StatusCode, body)
+	}
+	// Calls outside sessions are still served.
+	if res, body := post(t, url, callBody(1, "conformance.echo", `{"message":"x"}`, ""), nil); res.StatusCode != 200 || !strings.Contains(body, `"structuredContent"`) {
+		t.Fatalf("a call: %d %s", res.StatusCode, body)
+	}
+}

@@ -19,6 +19,11 @@ import (
 const (
 	DefaultMaxBodyBytes = 10 << 20
 	DefaultBodyTimeout  = 30 * time.Second
+	// DefaultMaxSessions bounds the sessions of clients of MCP before
+	// 2026-07-28 (initialize, Mcp-Session-Id); DefaultSessionIdle is how
+	// long one lives without a request.
+	DefaultMaxSessions = 256
+	DefaultSessionIdle = 10 * time.Minute
 )
 
 // Config is an MCP face over a service.
@@ -37,6 +42,11 @@ type Config struct {
 	// BodyTimeout how long it may take to arrive (default 30 s).
 	MaxBodyBytes int64
 	BodyTimeout  time.Duration
+	// MaxSessions bounds the sessions of older clients open at once
+	// (default 256; an initialize past it is a 503), SessionIdle how long
+	// one lives without a request (default 10 min).
+	MaxSessions int
+	SessionIdle time.Duration
 	// Version is packd's, said as the server's in MCP's serverInfo.
 	Version string
 }
@@ -44,10 +54,17 @@ type Config struct {
 // Face is the MCP face of a service: Handler serves Streamable HTTP,
 // ServeStdio a client over stdio.
 type Face struct {
-	cfg       Config
-	server    *sdk.Server
-	http      http.Handler
-	tokenHash [32]byte
+	cfg Config
+	// stateless serves MCP 2026-07-28 (every POST a whole exchange) and
+	// any request of an older client outside a session; sessions serves
+	// the sessions older clients open with initialize, in which
+	// notifications/cancelled reaches the call it names.
+	stateless, sessions *sdk.Server
+	http                http.Handler
+	statelessHTTP       http.Handler
+	sessionsHTTP        http.Handler
+	tokenHash           [32]byte
+	exchanges           exchanges
 
 	mu     sync.Mutex
 	synced *host.Pack // the pack whose tools the server lists
@@ -71,22 +88,33 @@ func New(cfg Config) (*Face, error) {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
 	f := &Face{cfg: cfg, tokenHash: hashToken(cfg.Token)}
-	f.server = sdk.NewServer(&sdk.Implementation{Name: "packd", Version: cfg.Version}, &sdk.ServerOptions{
+	f.stateless, f.sessions = f.newServer(), f.newServer()
+	f.sync()
+	f.streamable()
+	return f, nil
+}
+
+func (f *Face) newServer() *sdk.Server {
+	s := sdk.NewServer(&sdk.Implementation{Name: "packd", Version: f.cfg.Version}, &sdk.ServerOptions{
 		// Tools only: no logging capability (the SDK's default).
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 	})
 	// Every request lists the tools of the pack served now (a reload
 	// serves another).
-	f.server.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			f.sync()
 			return next(ctx, method, req)
 		}
 	})
-	f.sync()
-	f.http = f.streamable()
-	return f, nil
+	return s
 }
 
 // sync lists the tools of the pack the service serves now, once per pack.
@@ -108,11 +136,13 @@ func (f *Face) sync() {
 			gone = append(gone, id)
 		}
 	}
-	if len(gone) > 0 {
-		f.server.RemoveTools(gone...)
-	}
-	for _, t := range tools {
-		f.server.AddTool(t.tool, f.handler(t.id))
+	for _, s := range []*sdk.Server{f.stateless, f.sessions} {
+		if len(gone) > 0 {
+			s.RemoveTools(gone...)
+		}
+		for _, t := range tools {
+			s.AddTool(t.tool, f.handler(t.id))
+		}
 	}
 	f.synced, f.listed = p, listed
 }
@@ -128,7 +158,7 @@ func (f *Face) tool(name string) (listedTool, bool) {
 // ServeStdio serves one client over in and out (newline-delimited
 // JSON-RPC, MCP's stdio transport) until it closes in or ctx is done.
 func (f *Face) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	err := f.server.Run(ctx, &sdk.IOTransport{Reader: in, Writer: out})
+	err := f.sessions.Run(ctx, &sdk.IOTransport{Reader: in, Writer: out})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -137,8 +167,19 @@ func (f *Face) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteClo
 
 // Close ends the face's sessions. Safe twice.
 func (f *Face) Close(ctx context.Context) error {
-	for s := range f.server.Sessions() {
-		_ = s.Close()
+	for _, srv := range []*sdk.Server{f.stateless, f.sessions} {
+		for s := range srv.Sessions() {
+			_ = s.Close()
+		}
 	}
 	return nil
+}
+
+// openSessions counts the sessions of older clients open now.
+func (f *Face) openSessions() int {
+	n := 0
+	for range f.sessions.Sessions() {
+		n++
+	}
+	return n
 }

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -17,9 +16,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kindgi/packd/internal/service"
 )
 
 // Streamable HTTP on /mcp: who may call (the token, or a loopback caller
@@ -42,22 +44,36 @@ const (
 // Handler is the face's Streamable HTTP handler, for /mcp.
 func (f *Face) Handler() http.Handler { return f.http }
 
-func (f *Face) streamable() http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.server }, &sdk.StreamableHTTPOptions{
-		// MCP 2026-07-28 is stateless: every POST is a whole exchange;
-		// clients of older revisions are served a session per request.
-		Stateless: true,
+func (f *Face) streamable() {
+	opts := sdk.StreamableHTTPOptions{
 		// One JSON answer per POST: written once, under a write deadline,
 		// and replaceable by a 503 until then (exchange).
 		JSONResponse: true,
-		// A client that aborts its POST cancels its call.
+		// A client that aborts its POST cancels its call (MCP 2026-07-28;
+		// an older client says notifications/cancelled in its session).
 		PropagateRequestCancellation: true,
 		MaxRequestBodyBytes:          f.cfg.MaxBodyBytes,
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.serveHTTP(h, w, r) })
+		SessionTimeout:               f.cfg.SessionIdle,
+	}
+	stateless := opts
+	// MCP 2026-07-28 is stateless: every POST is a whole exchange.
+	stateless.Stateless = true
+	f.statelessHTTP = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.stateless }, &stateless)
+	f.sessionsHTTP = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.sessions }, &opts)
+	f.http = http.HandlerFunc(f.serveHTTP)
 }
 
-func (f *Face) serveHTTP(next http.Handler, w http.ResponseWriter, r *http.Request) {
+// Headers the face reads.
+const (
+	headerSession  = "Mcp-Session-Id"
+	headerProtocol = "Mcp-Protocol-Version"
+	// headerExchange names a POST's exchange to its calls' handlers: set
+	// here on every request (a caller's own is dropped), read back from
+	// the request's headers, which the SDK hands every handler of it.
+	headerExchange = "Packd-Exchange"
+)
+
+func (f *Face) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if !f.cfg.NoAuth && !f.authorized(r) {
 		f.cfg.Service.Refused(mcpFace{}, codeBadToken)
 		v := `Bearer realm="packd"`
@@ -73,9 +89,14 @@ func (f *Face) serveHTTP(next http.Handler, w http.ResponseWriter, r *http.Reque
 		httpError(w, http.StatusForbidden, why)
 		return
 	}
-	if r.Method != http.MethodPost {
+	session := r.Header.Get(headerSession)
+	switch {
+	case r.Method == http.MethodDelete && session != "":
+		f.sessionsHTTP.ServeHTTP(w, r) // an older client ends its session
+		return
+	case r.Method != http.MethodPost:
 		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, "Use POST: this server is stateless (MCP 2026-07-28) and opens no stream of its own")
+		httpError(w, http.StatusMethodNotAllowed, "Use POST: this server opens no stream of its own")
 		return
 	}
 	body, status, why := f.readBody(w, r)
@@ -83,14 +104,26 @@ func (f *Face) serveHTTP(next http.Handler, w http.ResponseWriter, r *http.Reque
 		httpError(w, status, why)
 		return
 	}
-	if why := checkMessages(body); why != "" {
+	msgs, why := checkMessages(body)
+	if why != "" {
 		writeRPCError(w, http.StatusBadRequest, -32600, why)
 		return
 	}
+	next := f.statelessHTTP
+	if session != "" || (r.Header.Get(headerProtocol) < "2026-07-28" && msgs.initialize) {
+		next = f.sessionsHTTP
+		if session == "" && f.openSessions() >= f.cfg.MaxSessions {
+			f.cfg.Service.Refused(mcpFace{}, service.CodeOverloaded)
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("%d sessions are open, as many as this server keeps: retry later, or speak MCP 2026-07-28 (no session)", f.cfg.MaxSessions))
+			return
+		}
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	ex := &exchange{w: w}
-	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex))
+	ex, id := f.exchanges.open(w)
+	defer f.exchanges.close(id)
+	r.Header.Set(headerExchange, id)
 	next.ServeHTTP(ex, r)
 	ex.finish()
 }
@@ -182,33 +215,46 @@ func (f *Face) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, st
 	return body, 0, ""
 }
 
+// messages is what the face reads of a body's JSON-RPC messages.
+type messages struct {
+	// initialize: one of them is an initialize (an older client opening
+	// a session).
+	initialize bool
+}
+
 // checkMessages checks a body's JSON-RPC messages against the bounds
 // before any decoder that recurses or keeps them reads it: its nesting, the
-// number of messages, the length of their ids. "" when within them (a body
+// number of messages, the length of their ids; why when past one (a body
 // that is not JSON is the SDK's to refuse).
-func checkMessages(body []byte) string {
+func checkMessages(body []byte) (messages, string) {
+	var m messages
 	if d := depth(body); d > maxDepth {
-		return fmt.Sprintf("The message nests %d deep, over %d", d, maxDepth)
+		return m, fmt.Sprintf("The message nests %d deep, over %d", d, maxDepth)
 	}
 	trimmed := bytes.TrimSpace(body)
 	msgs := []json.RawMessage{trimmed}
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if err := json.Unmarshal(trimmed, &msgs); err != nil {
-			return ""
+			return m, ""
 		}
 		if len(msgs) > maxBatch {
-			return fmt.Sprintf("A batch of %d messages is over %d", len(msgs), maxBatch)
+			return m, fmt.Sprintf("A batch of %d messages is over %d", len(msgs), maxBatch)
 		}
 	}
-	for _, m := range msgs {
-		var idOnly struct {
-			ID json.RawMessage `json:"id"`
+	for _, raw := range msgs {
+		var head struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
-		if json.Unmarshal(m, &idOnly) == nil && len(idOnly.ID) > maxIDBytes {
-			return fmt.Sprintf("A request id of %d bytes is over %d", len(idOnly.ID), maxIDBytes)
+		if json.Unmarshal(raw, &head) != nil {
+			continue
 		}
+		if len(head.ID) > maxIDBytes {
+			return m, fmt.Sprintf("A request id of %d bytes is over %d", len(head.ID), maxIDBytes)
+		}
+		m.initialize = m.initialize || head.Method == "initialize"
 	}
-	return ""
+	return m, ""
 }
 
 // depth is the deepest nesting of arrays and objects in JSON text,
@@ -251,11 +297,28 @@ type exchange struct {
 	retry  string // the refusal code of a call to send again; "": none
 }
 
-type exchangeKey struct{}
+// exchanges are the POSTs being answered, by the id headerExchange gives
+// their handlers.
+type exchanges struct {
+	next atomic.Uint64
+	m    sync.Map // id → *exchange
+}
 
-func exchangeFrom(ctx context.Context) *exchange {
-	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
-	return ex
+func (xs *exchanges) open(w http.ResponseWriter) (*exchange, string) {
+	id := strconv.FormatUint(xs.next.Add(1), 36)
+	ex := &exchange{w: w}
+	xs.m.Store(id, ex)
+	return ex, id
+}
+
+func (xs *exchanges) close(id string) { xs.m.Delete(id) }
+
+// of is the exchange of a request's headers; nil over stdio.
+func (xs *exchanges) of(h http.Header) *exchange {
+	if ex, ok := xs.m.Load(h.Get(headerExchange)); ok {
+		return ex.(*exchange)
+	}
+	return nil
 }
 
 func (ex *exchange) retryLater(code string) {
