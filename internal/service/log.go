@@ -93,7 +93,9 @@ func (r *Log) callLine(level string, e Event) {
 		b = appendField(b, f.Key, f.Value)
 	}
 	b = appendField(b, idKey(e.Target), e.ID)
-	b = append(b, `,"event":"call","kind":"call","target":`...)
+	b = append(b, `,"event":"call","kind":"call"`...)
+	b = appendField(b, "face", e.Face)
+	b = append(b, `,"target":`...)
 	b = ojson.AppendString(b, string(e.Target))
 	b = append(b, `,"id":`...)
 	b = ojson.AppendString(b, e.ID)
