@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -27,6 +28,9 @@ const codeRetryLater = -32000
 // retryAfterSeconds is how long a refused caller is told to wait.
 const retryAfterSeconds = 1
 
+// resultPrefix begins every result message host writes.
+var resultPrefix = []byte(`{"v":2,"kind":"result","output":`)
+
 // message is a Pack protocol answer, as far as MCP reads it.
 type message struct {
 	Kind    string          `json:"kind"`
@@ -47,13 +51,22 @@ type issue struct {
 
 // answerResult is the CallToolResult of the service's answer.
 func answerResult(t listedTool, response []byte) (*sdk.CallToolResult, error) {
+	// host writes a result as abi.EncodeResult does: read without a decoder
+	if out, ok := bytes.CutPrefix(response, resultPrefix); ok && len(out) > 0 && out[len(out)-1] == '}' {
+		out = out[:len(out)-1]
+		r := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(out)}}}
+		if isObject(out) {
+			r.StructuredContent = json.RawMessage(out)
+		}
+		return r, nil
+	}
 	var m message
 	if err := json.Unmarshal(response, &m); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the pack's answer cannot be read"}
 	}
 	if m.Kind == "result" {
 		r := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(m.Output)}}}
-		if t.objectOutput || isObject(m.Output) {
+		if isObject(m.Output) {
 			r.StructuredContent = m.Output
 		}
 		return r, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/internal/service"
 )
 
@@ -79,12 +80,17 @@ func (f *Face) handler(id string) sdk.ToolHandler {
 		if !ok { // a reload took it away after the SDK found it
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", id)}
 		}
-		return f.call(ctx, req, t)
+		var header http.Header
+		if req.Extra != nil {
+			header = req.Extra.Header
+		}
+		return f.run(ctx, req, t, f.exchanges.of(header))
 	}
 }
 
-// call runs one tools/call through the service.
-func (f *Face) call(ctx context.Context, req *sdk.CallToolRequest, t listedTool) (*sdk.CallToolResult, error) {
+// run runs one tools/call through the service; ex is the POST it came in
+// (nil: none, or one that says "retry later" its own way).
+func (f *Face) run(ctx context.Context, req *sdk.CallToolRequest, t listedTool, ex *exchange) (*sdk.CallToolResult, error) {
 	var header http.Header
 	if req.Extra != nil {
 		header = req.Extra.Header
@@ -110,7 +116,7 @@ func (f *Face) call(ctx context.Context, req *sdk.CallToolRequest, t listedTool)
 	})
 	defer a.Done()
 	if r := a.Refusal; r != nil {
-		return refusalResult(f.exchanges.of(header), t.id, r)
+		return refusalResult(ex, t.id, r)
 	}
 	return answerResult(t, a.Response)
 }
@@ -152,32 +158,29 @@ func invokeMessage(t listedTool, args json.RawMessage, meta sdk.Meta, header htt
 	default:
 		tenant = DefaultTenant
 	}
-	callCtx["tenantId"] = tenant
-	if _, ok := callCtx["runId"]; !ok {
-		callCtx["runId"] = DefaultRunID
-	}
-	ctxJSON, err := json.Marshal(callCtx)
-	if err != nil {
-		return nil, nil, badParams("the call's context cannot be read: %v", err)
+	var ctxJSON []byte
+	if len(callCtx) == 0 { // the common call: no context of its own
+		ctxJSON = ojson.AppendString(append(make([]byte, 0, 64), `{"tenantId":`...), tenant)
+		ctxJSON = append(ctxJSON, `,"runId":"`+DefaultRunID+`"}`...)
+	} else {
+		callCtx["tenantId"] = tenant
+		if _, ok := callCtx["runId"]; !ok {
+			callCtx["runId"] = DefaultRunID
+		}
+		var err error
+		if ctxJSON, err = json.Marshal(callCtx); err != nil {
+			return nil, nil, badParams("the call's context cannot be read: %v", err)
+		}
 	}
 	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		args = json.RawMessage("{}")
 	}
-	tool := map[string]string{"id": t.id}
-	if t.version != "" {
-		tool["version"] = t.version
-	}
-	toolJSON, _ := json.Marshal(tool)
-	var b bytes.Buffer
-	b.Grow(len(args) + len(ctxJSON) + len(toolJSON) + 48)
-	b.WriteString(`{"v":2,"kind":"invoke","tool":`)
-	b.Write(toolJSON)
-	b.WriteString(`,"input":`)
-	b.Write(args)
-	b.WriteString(`,"ctx":`)
-	b.Write(ctxJSON)
-	b.WriteByte('}')
-	return b.Bytes(), claimed, nil
+	b := make([]byte, 0, len(t.invokePrefix)+len(args)+len(ctxJSON)+10)
+	b = append(b, t.invokePrefix...)
+	b = append(b, args...)
+	b = append(b, `,"ctx":`...)
+	b = append(b, ctxJSON...)
+	return append(b, '}'), claimed, nil
 }
 
 // timeoutOf is the caller's limit on a call: kindgi-timeout-ms, else

@@ -2,11 +2,13 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -65,6 +67,9 @@ type Face struct {
 	sessionsHTTP        http.Handler
 	tokenHash           [32]byte
 	exchanges           exchanges
+	serverInfo          []byte // {"name":"packd","version":…}, as MCP says it
+	noFast              bool   // tests: the SDK answers every call
+	fastServed          atomic.Int64
 
 	mu     sync.Mutex
 	synced *host.Pack // the pack whose tools the server lists
@@ -95,6 +100,7 @@ func New(cfg Config) (*Face, error) {
 		cfg.SessionIdle = DefaultSessionIdle
 	}
 	f := &Face{cfg: cfg, tokenHash: hashToken(cfg.Token)}
+	f.serverInfo, _ = json.Marshal(&sdk.Implementation{Name: "packd", Version: cfg.Version})
 	f.stateless, f.sessions = f.newServer(), f.newServer()
 	f.sync()
 	f.streamable()
@@ -136,12 +142,20 @@ func (f *Face) sync() {
 			gone = append(gone, id)
 		}
 	}
+	for _, t := range tools {
+		if sdkRefuses(t.tool) != "" { // IndexProblems refused it at load
+			delete(listed, t.id)
+			gone = append(gone, t.id)
+		}
+	}
 	for _, s := range []*sdk.Server{f.stateless, f.sessions} {
 		if len(gone) > 0 {
 			s.RemoveTools(gone...)
 		}
 		for _, t := range tools {
-			s.AddTool(t.tool, f.handler(t.id))
+			if _, ok := listed[t.id]; ok {
+				s.AddTool(t.tool, f.handler(t.id))
+			}
 		}
 	}
 	f.synced, f.listed = p, listed

@@ -104,6 +104,15 @@ func (f *Face) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, status, why)
 		return
 	}
+	if d := depth(body); d > maxDepth {
+		writeRPCError(w, http.StatusBadRequest, -32600, fmt.Sprintf("The message nests %d deep, over %d", d, maxDepth))
+		return
+	}
+	if req, t := f.fastCall(r, body); req != nil && !f.noFast {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout(0)))
+		f.serveFast(w, r, req, t)
+		return
+	}
 	msgs, why := checkMessages(body)
 	if why != "" {
 		writeRPCError(w, http.StatusBadRequest, -32600, why)
@@ -223,14 +232,11 @@ type messages struct {
 }
 
 // checkMessages checks a body's JSON-RPC messages against the bounds
-// before any decoder that recurses or keeps them reads it: its nesting, the
+// before the SDK's decoders read it (its nesting is checked before): the
 // number of messages, the length of their ids; why when past one (a body
 // that is not JSON is the SDK's to refuse).
 func checkMessages(body []byte) (messages, string) {
 	var m messages
-	if d := depth(body); d > maxDepth {
-		return m, fmt.Sprintf("The message nests %d deep, over %d", d, maxDepth)
-	}
 	trimmed := bytes.TrimSpace(body)
 	msgs := []json.RawMessage{trimmed}
 	if len(trimmed) > 0 && trimmed[0] == '[' {

@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -37,7 +39,31 @@ func IndexProblems(idx host.Index) []string {
 			problems = append(problems, fmt.Sprintf(`%s "input" cannot be an MCP tool's input schema: %s`, where, why))
 		}
 	}
+	if len(problems) > 0 {
+		return problems
+	}
+	// What the SDK itself refuses of a tool (x-mcp-header annotations it
+	// cannot serve): asked of a server of its own, whose refusal is a
+	// panic.
+	for _, lt := range listedTools(idx) {
+		if why := sdkRefuses(lt.tool); why != "" {
+			problems = append(problems, fmt.Sprintf(`tool %s cannot be served over MCP: %s`, lt.id, why))
+		}
+	}
 	return problems
+}
+
+// sdkRefuses is why the SDK will not serve a tool, or "".
+func sdkRefuses(t *sdk.Tool) (why string) {
+	defer func() {
+		if p := recover(); p != nil {
+			why = fmt.Sprint(p)
+		}
+	}()
+	sdk.NewServer(&sdk.Implementation{Name: "check"}, nil).AddTool(t, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return nil, nil
+	})
+	return ""
 }
 
 func badName(name string) string {
@@ -100,6 +126,12 @@ type listedTool struct {
 	// objectOutput: the output schema allows only objects, so a result's
 	// output is its structuredContent.
 	objectOutput bool
+	// headerParams: its input schema names x-mcp-header parameters, which
+	// only the SDK checks against a request's headers (no fast path).
+	headerParams bool
+	// invokePrefix begins the invoke message of a call of it, up to its
+	// input: {"v":2,"kind":"invoke","tool":{"id":…,"version":…},"input":
+	invokePrefix []byte
 }
 
 // listedTools are the tools of an index MCP lists: each public tool id
@@ -124,12 +156,17 @@ func listedTools(idx host.Index) []listedTool {
 		if why != "" || badName(t.ID) != "" {
 			continue // IndexProblems refused it at load
 		}
-		lt := listedTool{id: t.ID, version: t.Version, tool: &sdk.Tool{
+		lt := listedTool{id: t.ID, version: t.Version, headerParams: bytes.Contains(in, []byte(`"x-mcp-header"`)), tool: &sdk.Tool{
 			Name: t.ID, Description: t.Description, InputSchema: in, Annotations: annotations(t),
 		}}
 		if o := outputSchema(t.Output); o != nil {
 			lt.tool.OutputSchema, lt.objectOutput = o, true
 		}
+		tool := &ojson.Object{Keys: []string{"id"}, Vals: []any{t.ID}}
+		if t.Version != "" {
+			tool.Set("version", t.Version)
+		}
+		lt.invokePrefix = append(ojson.Append([]byte(`{"v":2,"kind":"invoke","tool":`), tool), `,"input":`...)
 		out = append(out, lt)
 	}
 	return out
