@@ -308,3 +308,39 @@ func TestMCPCallsAreRecordedAndReplayExactly(t *testing.T) {
 		t.Fatalf("packd replay: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestMCPFlagsAndLoadProblems: --mcp no-auth serves only on a loopback
+// --host; a tool MCP cannot serve is a problem of packd check and of
+// packd serve's boot unless --mcp off, which also leaves /mcp unrouted.
+func TestMCPFlagsAndLoadProblems(t *testing.T) {
+	s := launch(t, filepath.Join("..", "..", "wasm-examples", "echo", "index.json"), nil, "--host", "0.0.0.0", "--mcp", "no-auth")
+	line := s.stderr.waitFor(t, 30*time.Second, kindIs("config-invalid"))
+	if !strings.Contains(line, "--mcp no-auth serves without a token: only on a loopback --host") {
+		t.Errorf("no-auth on every interface: %s", line)
+	}
+
+	dir := t.TempDir()
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "wasm-examples", "echo", "echo.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := `{"v":1,"packId":"p","packVersion":"1","artifactVersion":"1","publishedAt":"x","guardrails":[],"agents":[],"flows":[],"tools":[` +
+		`{"id":"echo echo","input":{"type":"object"},"output":{"type":"object"},"modulePath":"echo.wasm"}]}`
+	_ = os.WriteFile(filepath.Join(dir, "index.json"), []byte(index), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "echo.wasm"), wasm, 0o644)
+	r := packd(t, "check", "--index", filepath.Join(dir, "index.json"), "--cache-dir", cacheDir)
+	if r.code != 1 || !strings.Contains(r.stdout, `tools[0] (echo echo) "id" cannot be an MCP tool name`) {
+		t.Errorf("packd check: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := packd(t, "check", "--index", filepath.Join(dir, "index.json"), "--cache-dir", cacheDir, "--mcp", "off"); r.code != 0 {
+		t.Errorf("packd check --mcp off: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	s = launch(t, filepath.Join(dir, "index.json"), nil)
+	if line := s.stderr.waitFor(t, 30*time.Second, kindIs("boot-failed")); !strings.Contains(line, "cannot be an MCP tool name") {
+		t.Errorf("serve: %s", line)
+	}
+	s = start(t, filepath.Join(dir, "index.json"), nil, "--mcp", "off")
+	if r := s.do(t, "POST", "/mcp", `{}`, map[string]string{"Authorization": "Bearer " + s.token}); r.status != http.StatusNotFound {
+		t.Errorf("/mcp with --mcp off: %d %s", r.status, r.body)
+	}
+}
