@@ -10,8 +10,10 @@
 // metrics, spans and records are the service's, the same for every face.
 //
 // What MCP adds is said here: which tools are listed (every tool the
-// index does not mark internal, by its id, in index order; IndexProblems
-// says which index cannot be served), what their annotations are (tools.go),
-// how an answer reads to a model (answer.go), and the bounds on what a
-// caller sends and reads (http.go).
+// index does not mark internal, by its id; IndexProblems says which index
+// cannot be served), what their annotations are (tools.go), how an answer
+// reads to a model (answer.go), who may call and the bounds on what a
+// caller sends and reads (http.go), sessions for clients of revisions
+// before 2026-07-28 (face.go), and the fast path of a 2026-07-28
+// tools/call, which answers as the SDK would (fast.go).
 package mcp

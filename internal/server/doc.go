@@ -5,6 +5,8 @@
 // write deadline, and the table that says each refusal code as a status,
 // a body and Retry-After. Every call, and /readyz, /v1/info and a tool's
 // describe, is service.Service's: this package reaches the pack only
-// through it. Start runs a whole service (service.Start) behind it, with
-// the /metrics listener and the listening log line.
+// through it. Other faces share its listener as routes of their own
+// (Config.Routes: MCP's /mcp), with their own authentication. Start runs a
+// whole service (service.Start) behind it, with the /metrics listener and
+// the listening log line.
 package server
