@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/service"
 )
 
@@ -363,5 +365,73 @@ func TestSessionsAreBounded(t *testing.T) {
 	// Calls outside sessions are still served.
 	if res, body := post(t, url, callBody(1, "conformance.echo", `{"message":"x"}`, ""), nil); res.StatusCode != 200 || !strings.Contains(body, `"structuredContent"`) {
 		t.Fatalf("a call: %d %s", res.StatusCode, body)
+	}
+}
+
+// denyTenant refuses every call of one tenant, and cannot decide for
+// another.
+type denyTenant struct{ tenant, broken string }
+
+func (g denyTenant) Check(_ context.Context, c host.Call) error {
+	switch c.TenantID {
+	case g.tenant:
+		return &host.Deny{Reason: "tenant " + c.TenantID + " may not call " + c.ID}
+	case g.broken:
+		return errors.New("the policy store is down")
+	}
+	return nil
+}
+
+// The gate is consulted before every MCP call: its deny is the tool's
+// failure (isError, the policy's reason), told to the hooks (the audit
+// line) as a deny of face mcp; a gate that cannot decide refuses the call
+// as one to send again (503), never lets it through.
+func TestTheGateDecidesEveryMCPCall(t *testing.T) {
+	ev := &events{}
+	svc := servePackGated(t, "../../wasm-examples/conformance", conformanceTools, service.Config{Hooks: []service.Hook{ev}},
+		denyTenant{tenant: "mallory", broken: "unlucky"})
+	_, url := serve(t, svc, Config{})
+	cs := connect(t, url, testToken)
+	r := callTool(t, cs, "conformance.echo", map[string]any{"message": "x"})
+	if r.IsError {
+		t.Fatalf("allowed: %s", text(r))
+	}
+	r, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "conformance.echo", Arguments: map[string]any{"message": "x"},
+		Meta: sdk.Meta{metaCtx: map[string]any{"tenantId": "mallory"}}})
+	if err != nil || !r.IsError || !strings.Contains(text(r), "tenant mallory may not call conformance.echo") {
+		t.Fatalf("denied: %v %+v", err, r)
+	}
+	if e := ev.waitFor(t, "pack-gate-denied"); e.Face != "mcp" || e.TenantID != "mallory" {
+		t.Errorf("the deny's event: %+v", e)
+	}
+	res, body := post(t, url, callBody(3, "conformance.echo", `{"message":"x"}`, `{"kindgi.com/ctx":{"tenantId":"unlucky"}}`), nil)
+	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "pack-gate-failed") {
+		t.Errorf("a gate that cannot decide: %d %s", res.StatusCode, body)
+	}
+}
+
+// tools/list pages: a pack of 1,500 tools is listed in two pages, every
+// tool once, by name.
+func TestToolsListPages(t *testing.T) {
+	var tools []string
+	for i := range 1500 {
+		tools = append(tools, fmt.Sprintf(`{"id":"echo.t%04d","description":"d","input":{"type":"object"},"output":{"type":"object"},"modulePath":"echo.wasm"}`, i))
+	}
+	svc := servePack(t, "../../wasm-examples/echo", "["+strings.Join(tools, ",")+"]", service.Config{})
+	_, url := serve(t, svc, Config{})
+	cs := connect(t, url, testToken)
+	first, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(first.Tools) != 1000 || first.NextCursor == "" {
+		t.Fatalf("first page: %v %d %q", err, len(first.Tools), first.NextCursor)
+	}
+	second, err := cs.ListTools(context.Background(), &sdk.ListToolsParams{Cursor: first.NextCursor})
+	if err != nil || len(second.Tools) != 500 || second.NextCursor != "" {
+		t.Fatalf("second page: %v %d %q", err, len(second.Tools), second.NextCursor)
+	}
+	if first.Tools[0].Name != "echo.t0000" || second.Tools[499].Name != "echo.t1499" {
+		t.Errorf("order: %s … %s", first.Tools[0].Name, second.Tools[499].Name)
+	}
+	if r := callTool(t, cs, "echo.t1234", map[string]any{"n": 1}); r.IsError || text(r) != `{"n":1}` {
+		t.Errorf("a call: %s", text(r))
 	}
 }

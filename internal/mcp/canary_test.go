@@ -20,6 +20,12 @@ import (
 // modules are in moduleRoot.
 func servePack(t *testing.T, moduleRoot, tools string, sc service.Config) *service.Service {
 	t.Helper()
+	return servePackGated(t, moduleRoot, tools, sc, nil)
+}
+
+// servePackGated is servePack with a gate.
+func servePackGated(t *testing.T, moduleRoot, tools string, sc service.Config, gate host.Gate) *service.Service {
+	t.Helper()
 	dir := t.TempDir()
 	index := fmt.Sprintf(`{"v":1,"packId":"mcptest","packVersion":"1.0.0","artifactVersion":"mcptest-1","publishedAt":"2026-12-05T00:00:00Z","tools":%s,"guardrails":[],"agents":[],"flows":[]}`, tools)
 	path := filepath.Join(dir, "index.json")
@@ -27,7 +33,7 @@ func servePack(t *testing.T, moduleRoot, tools string, sc service.Config) *servi
 		t.Fatal(err)
 	}
 	root, _ := filepath.Abs(moduleRoot)
-	p, err := host.Load(context.Background(), host.Config{IndexPath: path, ModuleRoot: root, IndexRules: IndexProblems, Sandbox: host.SandboxConfig{CacheDir: cacheDir}})
+	p, err := host.Load(context.Background(), host.Config{IndexPath: path, ModuleRoot: root, IndexRules: IndexProblems, Sandbox: host.SandboxConfig{CacheDir: cacheDir}, Gate: gate})
 	if err != nil {
 		t.Fatalf("loading: %v (make builds the test packs)", err)
 	}

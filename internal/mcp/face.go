@@ -44,6 +44,11 @@ type Config struct {
 	// BodyTimeout how long it may take to arrive (default 30 s).
 	MaxBodyBytes int64
 	BodyTimeout  time.Duration
+	// WriteTimeout is how long an answer may take to be written, and a
+	// tenth of it more for every 64 KiB of it (default 10 s): a caller that
+	// does not read its answer holds a connection, not a goroutine, and not
+	// for ever.
+	WriteTimeout time.Duration
 	// MaxSessions bounds the sessions of older clients open at once
 	// (default 256; an initialize past it is a 503), SessionIdle how long
 	// one lives without a request (default 10 min).
@@ -92,6 +97,9 @@ func New(cfg Config) (*Face, error) {
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions

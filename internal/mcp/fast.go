@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -212,6 +213,7 @@ func (f *Face) serveFast(w http.ResponseWriter, r *http.Request, req *fastReques
 		out = e.Bytes()
 	}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(out))}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(f.writeTimeout(len(out))))
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 }

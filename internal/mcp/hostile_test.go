@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -79,6 +80,43 @@ func TestOnlyPOST(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "POST" {
 			t.Errorf("%s: %d", m, res.StatusCode)
+		}
+	}
+}
+
+// A caller that never reads its answer is cut off once the answer's write
+// deadline passes, on the fast path and through the SDK alike: the server
+// closes the connection before the whole answer is out.
+func TestASlowReaderIsCutOff(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/echo", `[{"id":"echo.echo","input":{"type":"object"},"output":{"type":"object"},"modulePath":"echo.wasm"}]`, service.Config{})
+	_, url := serve(t, svc, Config{WriteTimeout: 20 * time.Millisecond})
+	big := strings.Repeat("x", 9<<20)
+	for _, fast := range []bool{true, false} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo.echo","arguments":{"m":"` + big + `"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		headers := "Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo.echo\r\n"
+		if !fast {
+			body = callBody(1, "echo.echo", `{"m":"`+big+`"}`, "")
+			headers = ""
+		}
+		conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n%s", testToken, headers, len(body), body)
+		time.Sleep(2 * time.Second) // the answer's deadline (20 ms and 2 ms a 64 KiB: under 0.7 s) passes unread
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("fast %v: %v", fast, err)
+		}
+		b, err := io.ReadAll(res.Body)
+		n := int64(len(b))
+		if n < 200 {
+			t.Logf("fast %v: %d %s", fast, res.StatusCode, b)
+		}
+		conn.Close()
+		if err == nil || n >= res.ContentLength || res.ContentLength < 9<<20 {
+			t.Errorf("fast %v: read %d of %d bytes of an answer its reader was too slow for (%v)", fast, n, res.ContentLength, err)
 		}
 	}
 }

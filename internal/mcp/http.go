@@ -54,6 +54,12 @@ func (f *Face) streamable() {
 		PropagateRequestCancellation: true,
 		MaxRequestBodyBytes:          f.cfg.MaxBodyBytes,
 		SessionTimeout:               f.cfg.SessionIdle,
+		// DNS rebinding is foreign's to refuse: without a token, any Host
+		// but a loopback one; with one, the SDK's own check (a loopback
+		// listener answers only loopback Hosts) would refuse every request
+		// a reverse proxy on the same machine forwards, which the token
+		// already vouches for.
+		DisableLocalhostProtection: true,
 	}
 	stateless := opts
 	// MCP 2026-07-28 is stateless: every POST is a whole exchange.
@@ -109,7 +115,6 @@ func (f *Face) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req, t := f.fastCall(r, body); req != nil && !f.noFast {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout(0)))
 		f.serveFast(w, r, req, t)
 		return
 	}
@@ -130,7 +135,7 @@ func (f *Face) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	ex, id := f.exchanges.open(w)
+	ex, id := f.exchanges.open(w, f.writeTimeout)
 	defer f.exchanges.close(id)
 	r.Header.Set(headerExchange, id)
 	next.ServeHTTP(ex, r)
@@ -296,11 +301,12 @@ func depth(b []byte) int {
 // only message, and the write is bounded in time (a caller that does not
 // read its answer holds a connection, not a goroutine, and not for ever).
 type exchange struct {
-	w      http.ResponseWriter
-	mu     sync.Mutex
-	status int
-	buf    bytes.Buffer
-	retry  string // the refusal code of a call to send again; "": none
+	w       http.ResponseWriter
+	timeout func(n int) time.Duration // writeTimeout
+	mu      sync.Mutex
+	status  int
+	buf     bytes.Buffer
+	retry   string // the refusal code of a call to send again; "": none
 }
 
 // exchanges are the POSTs being answered, by the id headerExchange gives
@@ -310,9 +316,9 @@ type exchanges struct {
 	m    sync.Map // id → *exchange
 }
 
-func (xs *exchanges) open(w http.ResponseWriter) (*exchange, string) {
+func (xs *exchanges) open(w http.ResponseWriter, timeout func(int) time.Duration) (*exchange, string) {
 	id := strconv.FormatUint(xs.next.Add(1), 36)
-	ex := &exchange{w: w}
+	ex := &exchange{w: w, timeout: timeout}
 	xs.m.Store(id, ex)
 	return ex, id
 }
@@ -369,7 +375,10 @@ func (ex *exchange) finish() {
 	if ex.status == 0 {
 		ex.status = http.StatusOK
 	}
-	_ = http.NewResponseController(ex.w).SetWriteDeadline(time.Now().Add(writeTimeout(ex.buf.Len())))
+	_ = http.NewResponseController(ex.w).SetWriteDeadline(time.Now().Add(ex.timeout(ex.buf.Len())))
+	if ex.buf.Len() > 0 {
+		ex.w.Header().Set("Content-Length", strconv.Itoa(ex.buf.Len()))
+	}
 	ex.w.WriteHeader(ex.status)
 	_, _ = ex.w.Write(ex.buf.Bytes())
 }
@@ -381,9 +390,10 @@ func singleAnswer(b []byte) bool {
 }
 
 // writeTimeout is how long an answer of n bytes may take to be written:
-// 10 s, and a second more for every 64 KiB.
-func writeTimeout(n int) time.Duration {
-	return 10*time.Second + time.Duration(n>>16)*time.Second
+// Config.WriteTimeout, and a tenth of it more for every 64 KiB (by default
+// 10 s and a second a 64 KiB, as /v1/invoke's).
+func (f *Face) writeTimeout(n int) time.Duration {
+	return f.cfg.WriteTimeout + time.Duration(n>>16)*(f.cfg.WriteTimeout/10)
 }
 
 func httpError(w http.ResponseWriter, status int, message string) {
