@@ -50,13 +50,20 @@ func mcpFixture(t *testing.T, example string) (string, string) {
 	return path, src
 }
 
-type bearerTransport struct{ token string }
+// bearerOver sends every request with the token as a bearer token,
+// through base.
+type bearerOver struct {
+	token string
+	base  http.RoundTripper
+}
 
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b bearerOver) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
+	return b.base.RoundTrip(r)
 }
+
+func bearerTransport(token string) http.RoundTripper { return bearerOver{token, http.DefaultTransport} }
 
 func mcpText(r *sdk.CallToolResult) string {
 	var b strings.Builder
@@ -214,7 +221,7 @@ func TestMCPClientsCallTheFixturesTools(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: s.base + "/mcp",
-				HTTPClient: &http.Client{Transport: bearerTransport{s.token}}}, nil)
+				HTTPClient: &http.Client{Transport: bearerTransport(s.token)}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +251,7 @@ func mcpSession(t *testing.T, s *served) *sdk.ClientSession {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "go-test", Version: "1"}, nil).Connect(ctx,
-		&sdk.StreamableClientTransport{Endpoint: s.base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{s.token}}}, nil)
+		&sdk.StreamableClientTransport{Endpoint: s.base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport(s.token)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,10 +292,32 @@ func TestMCPCallsAreRecordedAndReplayExactly(t *testing.T) {
 	}
 	mu.Unlock()
 	_ = cs.Close()
+	if m := scrape(t, s); !strings.Contains(m, `packd_calls_total{face="mcp",id="net.fetch",outcome="ok",target="tool"} 4`) {
+		t.Errorf("the metrics do not count the MCP calls by face:\n%s", m)
+	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	if code := s.wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("packd serve exited %d", code)
 	}
+	// Over stdio the same: the credential reaches the API, never the pack.
+	cmd := exec.Command(packdPath, "mcp", "--index", index, "--cache-dir", cacheDir)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PACKD_NETWORK_ALLOW=127.0.0.0/8"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stdio, err := sdk.NewClient(&sdk.Implementation{Name: "go-test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := stdio.CallTool(ctx, &sdk.CallToolParams{Name: "net.fetch", Arguments: map[string]any{"url": api + "/reflect?stdio=1"}, Meta: meta})
+	if err != nil || sr.IsError || strings.Contains(mcpText(sr), bound) || !strings.Contains(mcpText(sr), "[credential redacted by packd]") {
+		t.Errorf("over stdio: %v %s", err, mcpText(sr))
+	}
+	_ = stdio.Close()
+	mu.Lock()
+	if len(seen) != 5 || !strings.Contains(seen[4], "/reflect auth=Bearer "+bound) {
+		t.Errorf("over stdio the API saw %v", seen)
+	}
+	mu.Unlock()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) != 4 {
 		t.Fatalf("%d records of 4 calls", len(files))

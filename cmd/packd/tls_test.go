@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // testCA is a certificate authority made for a test, and what it signed.
@@ -127,6 +130,29 @@ func TestServiceTLS(t *testing.T) {
 	}
 	if _, _, err := get("https://127.0.0.1:" + p); err == nil {
 		t.Fatal("mutual TLS served a client without a certificate")
+	}
+	// MCP on the same listener, over the same mutual TLS.
+	mcpTLS := func(certs ...tls.Certificate) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		hc := &http.Client{Transport: bearerOver{s.token, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}}}}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "tls-test", Version: "1"}, nil).Connect(ctx,
+			&sdk.StreamableClientTransport{Endpoint: "https://127.0.0.1:" + p + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+		if err != nil {
+			return err
+		}
+		defer cs.Close()
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "conformance.echo", Arguments: map[string]any{"message": "over mTLS"}})
+		if err == nil && (r.IsError || mcpText(r) != `{"message":"over mTLS"}`) {
+			err = fmt.Errorf("answered %s", mcpText(r))
+		}
+		return err
+	}
+	if err := mcpTLS(clientCert); err != nil {
+		t.Fatalf("MCP over mutual TLS: %v", err)
+	}
+	if err := mcpTLS(); err == nil {
+		t.Fatal("MCP over mutual TLS served a client without a certificate")
 	}
 	if _, _, err := get("https://127.0.0.1:"+p, strangerCert); err == nil {
 		t.Fatal("mutual TLS served a client whose certificate another CA signed")
