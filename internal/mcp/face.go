@@ -76,10 +76,13 @@ type Face struct {
 	noFast              bool   // tests: the SDK answers every call
 	fastServed          atomic.Int64
 
-	mu     sync.Mutex
-	synced *host.Pack // the pack whose tools the server lists
-	listed map[string]listedTool
+	mu     sync.Mutex                // held while the servers' tools change
+	synced atomic.Pointer[host.Pack] // the pack whose tools the servers list
+	listed atomic.Pointer[toolSet]   // its listed tools, by name
 }
+
+// toolSet is the tools listed now, by name.
+type toolSet map[string]listedTool
 
 // ErrConfig is wrapped by New's errors.
 var ErrConfig = errors.New("mcp: bad config")
@@ -134,9 +137,12 @@ func (f *Face) newServer() *sdk.Server {
 // sync lists the tools of the pack the service serves now, once per pack.
 func (f *Face) sync() {
 	p := f.cfg.Service.Pack()
+	if p == f.synced.Load() {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if p == f.synced {
+	if p == f.synced.Load() {
 		return
 	}
 	tools := listedTools(p.Index())
@@ -145,7 +151,7 @@ func (f *Face) sync() {
 		listed[t.id] = t
 	}
 	var gone []string
-	for id := range f.listed {
+	for id := range f.listedNow() {
 		if _, ok := listed[id]; !ok {
 			gone = append(gone, id)
 		}
@@ -166,14 +172,21 @@ func (f *Face) sync() {
 			}
 		}
 	}
-	f.synced, f.listed = p, listed
+	set := toolSet(listed)
+	f.listed.Store(&set)
+	f.synced.Store(p)
+}
+
+func (f *Face) listedNow() toolSet {
+	if l := f.listed.Load(); l != nil {
+		return *l
+	}
+	return nil
 }
 
 // tool is the listed tool of that name now.
 func (f *Face) tool(name string) (listedTool, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.listed[name]
+	t, ok := f.listedNow()[name]
 	return t, ok
 }
 
