@@ -286,13 +286,26 @@ func TestMCPCallsAreRecordedAndReplayExactly(t *testing.T) {
 			t.Fatalf("call %d answered %s", i, text)
 		}
 	}
+	// The TypeScript SDK's client the same.
+	var ts struct {
+		Fetch struct {
+			IsError bool   `json:"isError"`
+			Text    string `json:"text"`
+		} `json:"fetch"`
+	}
+	out := tsClient(t, "net", s.base+"/mcp", s.token, api+"/reflect?ts=1", bound)
+	raw, _ := json.Marshal(out)
+	_ = json.Unmarshal(raw, &ts)
+	if ts.Fetch.IsError || strings.Contains(ts.Fetch.Text, bound) || !strings.Contains(ts.Fetch.Text, "[credential redacted by packd]") {
+		t.Errorf("the TypeScript client's fetch: %s", raw)
+	}
 	mu.Lock()
-	if len(seen) != 4 || !strings.Contains(seen[0], "auth=Bearer "+bound) {
+	if len(seen) != 5 || !strings.Contains(seen[0], "auth=Bearer "+bound) || !strings.Contains(seen[4], "auth=Bearer "+bound) {
 		t.Errorf("the API saw %v", seen)
 	}
 	mu.Unlock()
 	_ = cs.Close()
-	if m := scrape(t, s); !strings.Contains(m, `packd_calls_total{face="mcp",id="net.fetch",outcome="ok",target="tool"} 4`) {
+	if m := scrape(t, s); !strings.Contains(m, `packd_calls_total{face="mcp",id="net.fetch",outcome="ok",target="tool"} 5`) {
 		t.Errorf("the metrics do not count the MCP calls by face:\n%s", m)
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
@@ -314,13 +327,13 @@ func TestMCPCallsAreRecordedAndReplayExactly(t *testing.T) {
 	}
 	_ = stdio.Close()
 	mu.Lock()
-	if len(seen) != 5 || !strings.Contains(seen[4], "/reflect auth=Bearer "+bound) {
+	if len(seen) != 6 || !strings.Contains(seen[5], "/reflect auth=Bearer "+bound) {
 		t.Errorf("over stdio the API saw %v", seen)
 	}
 	mu.Unlock()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	if len(files) != 4 {
-		t.Fatalf("%d records of 4 calls", len(files))
+	if len(files) != 5 {
+		t.Fatalf("%d records of 5 calls", len(files))
 	}
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
@@ -333,7 +346,7 @@ func TestMCPCallsAreRecordedAndReplayExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := replayProc(t, nil, "--index", index, "--secrets", secretsFile, dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "4 of 4 records replayed identically") {
+	if r.code != 0 || !strings.Contains(r.stdout, "5 of 5 records replayed identically") {
 		t.Fatalf("packd replay: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -8,6 +8,11 @@
 //
 //   node client.mjs stdio PACKD --index INDEX [packd mcp flags...]
 //
+// or, against an egress test pack over HTTP, one net.fetch of URL with a
+// bound credential (SECRET as ctx.secrets.apiToken):
+//
+//   node client.mjs net MCPURL TOKEN URL SECRET
+//
 // It lists the tools of a conformance fixture pack and calls them: echo,
 // a bad input, a throw, a call past its deadline, a call it aborts, and
 // conformance.noisy (internal in the test's index); it prints what each
@@ -20,7 +25,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 const [mode, ...rest] = process.argv.slice(2);
 let transport;
 let stderrText = '';
-if (mode === 'http') {
+if (mode === 'http' || mode === 'net') {
   const [url, token] = rest;
   transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
@@ -47,6 +52,14 @@ const call = async (name, args, meta, options) => {
     return { error: String(e?.message ?? e) };
   }
 };
+
+if (mode === 'net') {
+  const [, , fetchURL, secret] = rest;
+  const r = await call('net.fetch', { url: fetchURL }, { 'kindgi.com/ctx': { tenantId: 't-ts', runId: 'run-ts', secrets: { apiToken: secret } } });
+  await client.close();
+  process.stdout.write(JSON.stringify({ fetch: r }) + '\n');
+  process.exit(0);
+}
 
 const list = await client.listTools();
 out.tools = list.tools.map((t) => t.name);
