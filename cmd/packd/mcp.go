@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/kindgi/packd/internal/host"
-	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/internal/mcp"
 	"github.com/kindgi/packd/internal/server"
 	"github.com/kindgi/packd/internal/service"
@@ -88,13 +87,8 @@ func mcpRoute(hc *host.Config, cfg serviceConfig) func(*service.Service) ([]serv
 // for its listener; its lines, and pack code's output, on stderr, since
 // stdout is the client's.
 func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	lines := lineq.NewBatch(stderr)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), logFlushWait)
-		defer cancel()
-		_ = lines.Close(ctx)
-	}()
-	rec := service.NewLog(lines)
+	rec, closeLog := batchedLog(stderr)
+	defer closeLog()
 	cfg, problems := readServiceConfig(args, os.Getenv, true)
 	if cfg.help {
 		fmt.Fprint(stderr, "usage: packd mcp [--index I] [--module-root R] [serve's flags for the pack and its calls]\n\n"+
@@ -108,32 +102,15 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if cfg.mcp == mcpOff {
 		problems = append(problems, "packd mcp is the MCP face: --mcp off leaves it nothing to serve")
 	}
-	if len(problems) > 0 {
-		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", service.Field{Key: "problems", Value: problems})
-		return exitError
-	}
-	_ = os.Unsetenv(tokenEnv)
-	cfg.load.poolAuto = cfg.maxConcurrency
 	// Pack code's output never reaches stdout: it is the client's.
-	hc, err := cfg.load.config(stderr)
-	if err != nil {
-		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", service.Field{Key: "problems", Value: []string{err.Error()}})
+	sc, ok := cfg.prepare(problems, rec, stderr)
+	if !ok {
 		return exitError
 	}
-	cfg.load.setGoMemoryLimit()
-	hc.Record = cfg.record.config()
-	hc.IndexRules = mcp.IndexProblems
+	sc.Load.IndexRules = mcp.IndexProblems
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	svc, err := service.Start(ctx, service.StartConfig{
-		Load: hc,
-		Calls: service.Config{MaxConcurrency: cfg.maxConcurrency,
-			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
-		Policy: cfg.policy, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
-		RecordDir: cfg.record.dir, RecordMaxBytes: cfg.record.totalMiB << 20,
-		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
-		Version: versionString(), Log: rec,
-	})
+	svc, err := service.Start(ctx, sc)
 	if err != nil {
 		return exitError // said in its boot-failed line
 	}

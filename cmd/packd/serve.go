@@ -177,6 +177,59 @@ func readServiceConfig(args []string, getenv func(string) string, stdio bool) (s
 	return c, problems
 }
 
+// batchedLog is the service's log on w: its lines go out in batches (one
+// write(2) per line was a system call per call served, and a wake-up of
+// w's reader when it is a pipe); flush writes out what is queued.
+func batchedLog(w io.Writer) (rec *service.Log, flush func()) {
+	lines := lineq.NewBatch(w)
+	return service.NewLog(lines), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), logFlushWait)
+		defer cancel()
+		_ = lines.Close(ctx)
+	}
+}
+
+// prepare makes the service's start config of a config read with problems
+// (a config-invalid line, and false, when there are any): the token leaves
+// the process environment, the load config is made (pack code's plain
+// output to guestOut), the cache's lines are written and the Go memory
+// limit set.
+func (cfg *serviceConfig) prepare(problems []string, rec *service.Log, guestOut io.Writer) (service.StartConfig, bool) {
+	invalid := func(problems []string) (service.StartConfig, bool) {
+		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", service.Field{Key: "problems", Value: problems})
+		return service.StartConfig{}, false
+	}
+	if len(problems) > 0 {
+		return invalid(problems)
+	}
+	// Pack code must never see the token, not even through a bug in the
+	// environment filter: it leaves the process environment before any
+	// module loads.
+	_ = os.Unsetenv(tokenEnv)
+	cfg.load.poolAuto = cfg.maxConcurrency
+	hc, err := cfg.load.config(guestOut)
+	if err != nil {
+		return invalid([]string{err.Error()})
+	}
+	if cfg.load.cacheWarning != "" {
+		rec.Lifecycle("cache-unavailable", "warn", cfg.load.cacheWarning)
+	}
+	if cfg.load.cacheNote != "" {
+		rec.Lifecycle("cache-read-only", "info", cfg.load.cacheNote)
+	}
+	cfg.load.setGoMemoryLimit()
+	hc.Record = cfg.record.config()
+	return service.StartConfig{
+		Load: hc,
+		Calls: service.Config{MaxConcurrency: cfg.maxConcurrency,
+			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
+		Policy: cfg.policy, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
+		RecordDir: cfg.record.dir, RecordMaxBytes: cfg.record.totalMiB << 20,
+		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
+		Version: versionString(), Log: rec,
+	}, true
+}
+
 // tracesFrom decides from the standard OTEL_* variables whether packd
 // exports spans: off unless an OTLP endpoint is named or
 // OTEL_TRACES_EXPORTER is "otlp"; "none" or OTEL_SDK_DISABLED=true turn it
@@ -233,59 +286,25 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 // loadErr is why the service did not start when its pack did not load
 // (said in the boot-failed record too).
 func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writer, beside func(context.Context, *server.Running)) (code int, loadErr *host.LoadError) {
-	// Log lines go out in batches: one write(2) per line was a system call
-	// per call served (and a wake-up of stderr's reader when it is a pipe).
-	lines := lineq.NewBatch(stderr)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), logFlushWait)
-		defer cancel()
-		_ = lines.Close(ctx)
-	}()
-	rec := service.NewLog(lines)
+	rec, closeLog := batchedLog(stderr)
+	defer closeLog()
 	cfg, problems := readServiceConfig(args, getenv, false)
 	if cfg.help {
 		serveUsage(stdout)
 		return exitOK, nil
 	}
-	if len(problems) > 0 {
-		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", service.Field{Key: "problems", Value: problems})
+	sc, ok := cfg.prepare(problems, rec, stdout)
+	if !ok {
 		return exitError, nil
 	}
-	// Pack code must never see the token, not even through a bug in the
-	// environment filter: it leaves the process environment before any
-	// module loads.
-	_ = os.Unsetenv(tokenEnv)
-
-	cfg.load.poolAuto = cfg.maxConcurrency
-	hc, err := cfg.load.config(stdout)
-	if err != nil {
-		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", service.Field{Key: "problems", Value: []string{err.Error()}})
-		return exitError, nil
-	}
-	if cfg.load.cacheWarning != "" {
-		rec.Lifecycle("cache-unavailable", "warn", cfg.load.cacheWarning)
-	}
-	if cfg.load.cacheNote != "" {
-		rec.Lifecycle("cache-read-only", "info", cfg.load.cacheNote)
-	}
-	cfg.load.setGoMemoryLimit()
-	hc.Record = cfg.record.config()
-	faces := mcpRoute(&hc, cfg)
+	faces := mcpRoute(&sc.Load, cfg)
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
 	defer signal.Stop(signals)
 	ctx := context.Background()
 	svc, err := server.Start(ctx, server.StartConfig{
-		Service: service.StartConfig{
-			Load: hc,
-			Calls: service.Config{MaxConcurrency: cfg.maxConcurrency,
-				StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
-			Policy: cfg.policy, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
-			RecordDir: cfg.record.dir, RecordMaxBytes: cfg.record.totalMiB << 20,
-			GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
-			Version: versionString(),
-		},
-		HTTP: server.Config{Token: cfg.token}, Host: cfg.host, Port: cfg.port, TLS: cfg.tls,
+		Service: sc,
+		HTTP:    server.Config{Token: cfg.token}, Host: cfg.host, Port: cfg.port, TLS: cfg.tls,
 		MetricsAddr: cfg.metricsAddr, MemoryBudgetMiB: cfg.load.memoryBudgetMiB, Log: rec,
 		Faces: faces,
 	})

@@ -120,18 +120,21 @@ func TestAClientAbortCancelsTheCall(t *testing.T) {
 	}
 }
 
-// post sends one raw JSON-RPC body to /mcp with the token.
-func post(t *testing.T, url, body string, header http.Header) (*http.Response, string) {
+// send posts a raw JSON-RPC body to /mcp with exactly the header given,
+// and Content-Type and Accept as MCP asks (a "Host" in it is the
+// request's Host).
+func send(t *testing.T, url, body string, header http.Header) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	for k, v := range header {
-		req.Header[k] = v
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	if h := req.Header.Get("Host"); h != "" {
+		req.Host = h
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if req.Header.Get("Authorization") == "" && header["No-Auth"] == nil {
-		req.Header.Set("Authorization", "Bearer "+testToken)
-	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +142,19 @@ func post(t *testing.T, url, body string, header http.Header) (*http.Response, s
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	return res, string(b)
+}
+
+// post sends with the token too, unless the header names its own.
+func post(t *testing.T, url, body string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	h := header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if h.Get("Authorization") == "" {
+		h.Set("Authorization", "Bearer "+testToken)
+	}
+	return send(t, url, body, h)
 }
 
 func callBody(id int, name, args, meta string) string {
@@ -217,50 +233,21 @@ func TestNoAuthAnswersOnlyLoopbackHostsAndOrigins(t *testing.T) {
 	_, url := serve(t, svc, Config{NoAuth: true})
 	port := url[strings.LastIndex(url, ":")+1:]
 	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-	for _, h := range []http.Header{
-		{"No-Auth": {"1"}},
-		{"No-Auth": {"1"}, "Origin": {"http://localhost:3000"}},
-		{"No-Auth": {"1"}, "Origin": {"http://127.0.0.1:" + port}},
-		{"No-Auth": {"1"}, "Host": {"localhost:" + port}},
+	for _, c := range []struct {
+		header http.Header
+		status int
+	}{
+		{nil, 200},
+		{http.Header{"Origin": {"http://localhost:3000"}}, 200},
+		{http.Header{"Origin": {"http://127.0.0.1:" + port}}, 200},
+		{http.Header{"Host": {"localhost:" + port}}, 200},
+		{http.Header{"Host": {"evil.example:" + port}}, http.StatusForbidden},
+		{http.Header{"Origin": {"http://evil.example"}}, http.StatusForbidden},
+		{http.Header{"Origin": {"null"}}, http.StatusForbidden},
+		{http.Header{"Origin": {"http://localhost.evil.example"}}, http.StatusForbidden},
 	} {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(ping))
-		req.Header = h.Clone()
-		if hh := h.Get("Host"); hh != "" {
-			req.Host = hh
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			t.Errorf("%v: %d", h, res.StatusCode)
-		}
-	}
-	for _, c := range []struct{ host, origin string }{
-		{"evil.example:" + port, ""},
-		{"", "http://evil.example"},
-		{"", "null"},
-		{"", "http://localhost.evil.example"},
-	} {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(ping))
-		if c.host != "" {
-			req.Host = c.host
-		}
-		if c.origin != "" {
-			req.Header.Set("Origin", c.origin)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusForbidden {
-			t.Errorf("%+v: %d", c, res.StatusCode)
+		if res, body := send(t, url, ping, c.header); res.StatusCode != c.status {
+			t.Errorf("%v: %d %s", c.header, res.StatusCode, body)
 		}
 	}
 }

@@ -33,7 +33,16 @@ func servePackGated(t *testing.T, moduleRoot, tools string, sc service.Config, g
 		t.Fatal(err)
 	}
 	root, _ := filepath.Abs(moduleRoot)
-	p, err := host.Load(context.Background(), host.Config{IndexPath: path, ModuleRoot: root, IndexRules: IndexProblems, Sandbox: host.SandboxConfig{CacheDir: cacheDir}, Gate: gate})
+	return serveIndex(t, host.Config{IndexPath: path, ModuleRoot: root, Gate: gate}, sc)
+}
+
+// serveIndex loads a pack (with the MCP face's rules, and the tests'
+// compilation cache) and serves it through a service, both closed when the
+// test ends.
+func serveIndex(t *testing.T, hc host.Config, sc service.Config) *service.Service {
+	t.Helper()
+	hc.IndexRules, hc.Sandbox.CacheDir = IndexProblems, cacheDir
+	p, err := host.Load(context.Background(), hc)
 	if err != nil {
 		t.Fatalf("loading: %v (make builds the test packs)", err)
 	}

@@ -38,18 +38,7 @@ func TestMain(m *testing.M) {
 // service, closed when the test ends.
 func newService(t *testing.T, example string, sc service.Config) *service.Service {
 	t.Helper()
-	p, err := host.Load(context.Background(), host.Config{IndexPath: filepath.Join("..", "..", "wasm-examples", example, "index.json"), Sandbox: host.SandboxConfig{CacheDir: cacheDir}})
-	if err != nil {
-		t.Fatalf("loading %s: %v (make builds the examples)", example, err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	sc.Pack = p
-	svc, err := service.New(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Close(context.Background()) })
-	return svc
+	return serveIndex(t, host.Config{IndexPath: filepath.Join("..", "..", "wasm-examples", example, "index.json")}, sc)
 }
 
 // serve serves svc's MCP face on a loopback listener, with the token
@@ -171,31 +160,14 @@ func TestATokenIsRequired(t *testing.T) {
 		{"Authorization": {"Bearer tok", "Bearer tok"}},
 		{"Authorization": {"Bearer tok"}, "Kindgi-Pack-Token": {"tok"}},
 	} {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header = h
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
+		res, _ := send(t, url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, h)
 		if res.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer ") {
 			t.Errorf("%v: %d %q", h, res.StatusCode, res.Header.Get("WWW-Authenticate"))
 		}
 	}
 	for _, h := range []http.Header{{"Authorization": {"Bearer tok"}}, {"Authorization": {"bearer tok"}}, {"Kindgi-Pack-Token": {"tok"}}} {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header = h
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			t.Errorf("%v: %d", h, res.StatusCode)
+		if res, body := send(t, url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, h); res.StatusCode != http.StatusOK {
+			t.Errorf("%v: %d %s", h, res.StatusCode, body)
 		}
 	}
 }
