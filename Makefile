@@ -135,6 +135,7 @@ run: $(BIN) wasm-examples/echo/echo.wasm
 	echo "  curl -s -H 'kindgi-pack-token: $$token' -H 'content-type: application/json' \\"; \
 	echo "    -d '{\"v\":2,\"kind\":\"invoke\",\"tool\":{\"id\":\"echo.message\"},\"input\":{\"message\":\"hello\"},\"ctx\":{\"tenantId\":\"t1\",\"runId\":\"r1\"}}' \\"; \
 	echo "    http://127.0.0.1:$(PORT)/v1/invoke"; \
+	echo "or over MCP (docs/mcp.md): http://127.0.0.1:$(PORT)/mcp with the header Authorization: Bearer $$token"; \
 	echo "stop it with Ctrl-C"; \
 	KINDGI_PACK_SERVICE_TOKEN=$$token PORT=$(PORT) exec $(BIN) --index wasm-examples/echo/index.json
 

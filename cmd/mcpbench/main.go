@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -79,7 +80,7 @@ func main() {
 		}
 	}
 	fmt.Printf("MCP tools/call beside /v1/invoke: echo.message of %s, %v per face and concurrency, %d rounds\n", *index, *duration, *rounds)
-	fmt.Printf("%-16s %4s %12s %12s\n", "face", "c", "req/s", "median")
+	fmt.Printf("%-16s %4s %12s %12s %14s\n", "face", "c", "req/s", "median", "heap B/call")
 	for _, c := range []int{1, 32} {
 		rates := map[string][]float64{}
 		for r := range *rounds {
@@ -96,7 +97,10 @@ func main() {
 					_ = pprof.StartCPUProfile(pf)
 					defer pprof.StopCPUProfile()
 				}
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
 				rate, median, err := fc.load(c, *duration)
+				runtime.ReadMemStats(&m1)
 				if *cpuProfile != "" && fc.name == faces[1].name && c == 32 && r == 0 {
 					pprof.StopCPUProfile()
 				}
@@ -104,7 +108,8 @@ func main() {
 					fatal(err)
 				}
 				rates[fc.name] = append(rates[fc.name], rate)
-				fmt.Printf("%-16s %4d %12.0f %12v\n", fc.name, c, rate, median.Round(time.Microsecond))
+				calls := rate * duration.Seconds()
+				fmt.Printf("%-16s %4d %12.0f %12v %14.0f\n", fc.name, c, rate, median.Round(time.Microsecond), float64(m1.TotalAlloc-m0.TotalAlloc)/calls)
 			}
 		}
 		ratio := mean(rates[faces[1].name]) / mean(rates[faces[0].name])

@@ -79,9 +79,11 @@ func (f *Face) fastCall(r *http.Request, body []byte) (*fastRequest, listedTool)
 	if !ok || str(meta, metaProtocol) != fastRevision {
 		return nil, listedTool{}
 	}
-	caps, ok := meta.Get(metaCapabilities)
+	// The client's capabilities: an object the SDK can read (most are {}).
+	caps, _ := meta.Get(metaCapabilities)
+	co, isObj := caps.(*ojson.Object)
 	var cc *sdk.ClientCapabilities
-	if _, isObj := caps.(*ojson.Object); !ok || !isObj || json.Unmarshal(ojson.Append(nil, caps), &cc) != nil {
+	if !isObj || co.Len() > 0 && json.Unmarshal(ojson.Append(nil, co), &cc) != nil {
 		return nil, listedTool{}
 	}
 	req.meta = sdk.Meta{}

@@ -214,7 +214,15 @@ func (f *Face) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, st
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(f.cfg.BodyTimeout))
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	var body []byte
+	var err error
+	if r.ContentLength >= 0 && r.ContentLength <= presizeBody {
+		// one buffer of the declared length (net/http ends the body there)
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
 	_ = rc.SetReadDeadline(time.Time{})
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -235,6 +243,10 @@ type messages struct {
 	// a session).
 	initialize bool
 }
+
+// presizeBody is the largest declared body length read into a buffer
+// allocated before it arrives.
+const presizeBody = 64 << 10
 
 // checkMessages checks a body's JSON-RPC messages against the bounds
 // before the SDK's decoders read it (its nesting is checked before): the
