@@ -184,7 +184,7 @@ func TestTracesReachARealCollector(t *testing.T) {
 		t.Errorf("the call's span: trace %x parent %x kind %v, want the caller's trace and span as parent, server", call.TraceId, call.ParentSpanId, call.Kind)
 	}
 	a := attrs(call)
-	for k, want := range map[string]string{"packd.target": "tool", "packd.tool.id": "net.fetch", "packd.tool.version": "1.0.0", "packd.tenant.id": "t-traced",
+	for k, want := range map[string]string{"packd.face": "http", "packd.target": "tool", "packd.tool.id": "net.fetch", "packd.tool.version": "1.0.0", "packd.tenant.id": "t-traced",
 		"packd.outcome": "ok", "packd.artifact_version": "traced-1", "packd.egress.requests": "1", "packd.egress.refused": "0",
 		"packd.egress.bytes_received": "4", "http.response.status_code": "200", "packd.pool.reset_seconds": "positive"} {
 		if a[k] != want {

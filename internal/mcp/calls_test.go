@@ -422,3 +422,16 @@ func TestToolsListPages(t *testing.T) {
 		t.Errorf("a call: %s", text(r))
 	}
 }
+
+// MCP 2026-07-28 without a session: server/discover says the server's
+// revisions and that it serves tools (no initialize, no Mcp-Session-Id).
+func TestServerDiscover(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{Version: "v9"})
+	h := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"server/discover"}}
+	res, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, h)
+	if res.StatusCode != 200 || res.Header.Get("Mcp-Session-Id") != "" || !strings.Contains(body, `"2026-07-28"`) ||
+		!strings.Contains(body, `"tools":{`) || !strings.Contains(body, `"name":"packd","version":"v9"`) {
+		t.Fatalf("server/discover: %d %s", res.StatusCode, body)
+	}
+}
