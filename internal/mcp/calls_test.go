@@ -281,15 +281,21 @@ func TestAnswersReadAsAModelNeedsThem(t *testing.T) {
 // it is initialized; it returns the session's id.
 func initialize(t *testing.T, url string) (string, int) {
 	t.Helper()
-	res, body := post(t, url, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	return initializeAt(t, url, "2025-11-25")
+}
+
+// initializeAt opens a session at a revision.
+func initializeAt(t *testing.T, url, version string) (string, int) {
+	t.Helper()
+	res, body := post(t, url, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
 	sid := res.Header.Get("Mcp-Session-Id")
 	if res.StatusCode != 200 {
 		return "", res.StatusCode
 	}
-	if sid == "" || !strings.Contains(body, `"protocolVersion":"2025-11-25"`) {
+	if sid == "" || !strings.Contains(body, `"protocolVersion":"`+version+`"`) {
 		t.Fatalf("initialize: %d %s", res.StatusCode, body)
 	}
-	h := http.Header{"Mcp-Session-Id": {sid}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	h := http.Header{"Mcp-Session-Id": {sid}, "Mcp-Protocol-Version": {version}}
 	if res, body := post(t, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); res.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized: %d %s", res.StatusCode, body)
 	}
@@ -334,6 +340,32 @@ func TestNotificationsCancelledEndsTheCallInASession(t *testing.T) {
 	other, _ := initialize(t, url)
 	if other == sid {
 		t.Fatal("two sessions share an id")
+	}
+}
+
+// A client of MCP 2025-06-18 opens a session and calls in it.
+func TestA2025_06_18ClientWorks(t *testing.T) {
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{})
+	_, url := serve(t, svc, Config{})
+	sid, _ := initializeAt(t, url, "2025-06-18")
+	h := http.Header{"Mcp-Session-Id": {sid}, "Mcp-Protocol-Version": {"2025-06-18"}}
+	if res, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, h); res.StatusCode != 200 || !strings.Contains(body, `"name":"conformance.echo"`) {
+		t.Fatalf("tools/list: %d %s", res.StatusCode, body)
+	}
+	if res, body := post(t, url, callBody(2, "conformance.echo", `{"message":"2025"}`, ""), h); res.StatusCode != 200 || !strings.Contains(body, `"structuredContent":{"message":"2025"}`) {
+		t.Fatalf("tools/call: %d %s", res.StatusCode, body)
+	}
+	// Its session ends when it says so.
+	req, _ := http.NewRequest("DELETE", url, nil)
+	req.Header = h.Clone()
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res, _ := post(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, h); res.StatusCode != http.StatusNotFound {
+		t.Errorf("a call in an ended session: %d", res.StatusCode)
 	}
 }
 
