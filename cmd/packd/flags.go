@@ -25,7 +25,9 @@ type loadFlags struct {
 	memoryBudgetMiB             int64
 	poolSize                    string
 	// poolAuto is the pool size "auto" means: serve sets it to its
-	// concurrency cap; a one-off command has nothing to pool.
+	// concurrency cap; invoke to 1, so that its call runs from the
+	// snapshot as a pooled serve call does (fuel and all); check and
+	// index have no call to pool.
 	poolAuto                    int
 	fuel, loadFuel              int64
 	compileTimeout, loadTimeout time.Duration
@@ -60,7 +62,7 @@ func (l *loadFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.Int64Var(&l.memoryBudgetMiB, "memory-budget-mib", envInt(getenv, "PACKD_MEMORY_BUDGET_MIB", defaultMemoryBudget(nil)>>20),
 		"memory the process may use, MiB: half for instances' linear memory (a call that does not fit answers 503 overloaded), half the Go heap's soft limit (default $PACKD_MEMORY_BUDGET_MIB, else 3/4 of the cgroup's or the machine's memory)")
 	fs.StringVar(&l.poolSize, "pool-size", envOr(getenv, "PACKD_POOL_SIZE", "auto"),
-		`instances of each module kept between calls, reset to their snapshot after _initialize; 0: a fresh instance for every call (default $PACKD_POOL_SIZE, else "auto": the service's concurrency cap)`)
+		`instances of each module kept between calls, reset to their snapshot after _initialize; 0: a fresh instance for every call (default $PACKD_POOL_SIZE, else "auto": serve's concurrency cap, invoke's 1)`)
 	fs.UintVar(&l.maxModuleMiB, "max-module-mib", sandbox.DefaultMaxModuleBytes>>20, "largest module packd loads, MiB")
 	fs.DurationVar(&l.compileTimeout, "compile-timeout", sandbox.DefaultCompileTimeout, "longest a module's compilation may take")
 	fs.DurationVar(&l.loadTimeout, "load-timeout", sandbox.DefaultLoadTimeout, "longest a module's load-time code (start, _initialize, kindgi_describe) may run")
