@@ -36,6 +36,7 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		toolID, toolVersion, input, ctxArg string
 		checkID, config, trace             string
 		timeoutMs                          int64
+		recordFailed                       bool
 	)
 	lf.register(fs, os.Getenv)
 	rf.register(fs, os.Getenv, false)
@@ -47,6 +48,7 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&config, "config", "{}", "the check config: JSON or @file")
 	fs.StringVar(&trace, "trace", "{}", "the run trace the check evaluates: JSON or @file")
 	fs.Int64Var(&timeoutMs, "timeout-ms", host.DefaultTimeout.Milliseconds(), "the call's deadline in milliseconds")
+	fs.BoolVar(&recordFailed, "record-failed", false, "with --record: record the call even when it fails (by default only a call that answers a result is recorded: a record is a test's baseline)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -153,7 +155,13 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	_ = svc.Close(context.Background())
 	_ = pack.Close(context.Background()) // writes out the guest's last lines first
 	fmt.Fprintf(stderr, "packd invoke: fuel used: %d (%s)\n", event.Fuel, fuelBasis(hc.Sandbox.PoolSize))
-	if hc.Record != nil {
+	switch {
+	case hc.Record == nil:
+	case event.Outcome != "ok" && !recordFailed:
+		// A record replays as "identical" whatever the call answered: one
+		// of a failing call would make its failure a test's baseline.
+		fmt.Fprintf(stderr, "packd invoke: the call failed (%s): not recorded (--record-failed records it anyway)\n", event.Outcome)
+	default:
 		if code := writeRecord(rf.dir, kept, stderr); code != exitOK {
 			return code
 		}

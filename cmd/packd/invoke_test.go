@@ -403,3 +403,24 @@ func TestInvokeChargesWhatServeCharges(t *testing.T) {
 		})
 	}
 }
+
+// TestAFailingCallIsNotABaseline: packd invoke --record records a call
+// that answers a result, and not one that fails (a record replays as
+// "identical" whatever the call answered, so make test would hold the
+// failure as the baseline), unless --record-failed asks for it.
+func TestAFailingCallIsNotABaseline(t *testing.T) {
+	dir := t.TempDir()
+	r := packd(t, "invoke", "--index", conformance, "--cache-dir", cacheDir, "--tool", "conformance.throws", "--record", dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if r.code != 1 || len(files) != 0 || !strings.Contains(r.stderr, "the call failed (handler-throw): not recorded (--record-failed records it anyway)") {
+		t.Fatalf("a throw: %d, %d records\n%s", r.code, len(files), r.stderr)
+	}
+	r = packd(t, "invoke", "--index", conformance, "--cache-dir", cacheDir, "--tool", "conformance.throws", "--record", dir, "--record-failed")
+	if files, _ = filepath.Glob(filepath.Join(dir, "*.json")); r.code != 1 || len(files) != 1 {
+		t.Fatalf("a throw with --record-failed: %d, %d records\n%s", r.code, len(files), r.stderr)
+	}
+	r = packd(t, "invoke", "--index", conformance, "--cache-dir", cacheDir, "--tool", "conformance.echo", "--input", `{"message":"ok"}`, "--record", dir)
+	if files, _ = filepath.Glob(filepath.Join(dir, "*.json")); r.code != 0 || len(files) != 2 {
+		t.Fatalf("a result: %d, %d records\n%s", r.code, len(files), r.stderr)
+	}
+}
