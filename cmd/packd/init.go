@@ -231,8 +231,9 @@ func TestGreet(t *testing.T) {
 `,
 	"Makefile": `# make: build the module and write index.json; make test: the native tests,
 # then every recorded call in records/ replayed on the module (packd replay:
-# the same output and fuel). make record records the example call anew; a
-# call recorded by packd serve --record DIR joins records/ the same way.
+# the same output and fuel), built first (a clone lacks the module: it is
+# not committed). make record records the example call anew; a call
+# recorded by packd serve --record DIR joins records/ the same way.
 # Commit records/: each record is a test.
 # PACKD is packd's path when it is not on PATH (make PACKD=/path/to/packd).
 PACKD ?= packd
@@ -249,7 +250,7 @@ record: index
 	rm -rf records/example
 	$(PACKD) invoke --index index.json --tool {{.Pack}}.greet --input '{"name":"Ada"}' --record records/example
 
-test:
+test: index
 	go test ./...
 	$(PACKD) replay --index index.json records
 
@@ -311,8 +312,9 @@ int main(void) {
 `,
 	"Makefile": `# make: build the module and write index.json; make test: the native tests,
 # then every recorded call in records/ replayed on the module (packd replay:
-# the same output and fuel). make record records the example call anew; a
-# call recorded by packd serve --record DIR joins records/ the same way.
+# the same output and fuel), built first (a clone lacks the module: it is
+# not committed). make record records the example call anew; a call
+# recorded by packd serve --record DIR joins records/ the same way.
 # Commit records/: each record is a test.
 # Needs Debian's clang, lld, wasi-libc and libclang-rt-14-dev-wasm32.
 # PACKD is packd's path when it is not on PATH (make PACKD=/path/to/packd).
@@ -331,7 +333,7 @@ record: index
 	rm -rf records/example
 	$(PACKD) invoke --index index.json --tool {{.Pack}}.greet --input '{"name":"Ada"}' --record records/example
 
-test:
+test: index
 	$(CLANG) -Wall -o {{.Name}}_test {{.Name}}_test.c && ./{{.Name}}_test
 	$(PACKD) replay --index index.json records
 

@@ -42,6 +42,7 @@ func TestInitScaffoldsAPackThatAnswers(t *testing.T) {
 	if r := packdProc(t, "invoke", "--index", index, "--tool", "acme-notes.greet", "--input", `{"name":5}`); r.code != 1 || !strings.Contains(r.stdout, "input-validation-failed") {
 		t.Fatalf("input of the wrong type: %d %s", r.code, r.stdout)
 	}
+	freshClone(t, dir)
 	test := exec.Command("make", "test", "PACKD="+packdPath)
 	test.Dir = dir
 	test.Env = withoutMake(os.Environ())
@@ -82,6 +83,7 @@ func TestInitCPack(t *testing.T) {
 	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"greeting":"Hello, Adá!"}}` {
 		t.Fatalf("packd invoke: %d %s %s", r.code, r.stdout, r.stderr)
 	}
+	freshClone(t, dir)
 	test := exec.Command("make", "test", "PACKD="+packdPath)
 	test.Dir = dir
 	test.Env = withoutMake(os.Environ())
@@ -153,11 +155,31 @@ func TestInitTSPack(t *testing.T) {
 	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}` {
 		t.Fatalf("packd invoke --check: %d %s %s", r.code, r.stdout, r.stderr)
 	}
+	freshClone(t, dir)
 	test := exec.Command("make", "test", "PACKD="+packdPath)
 	test.Dir = dir
 	test.Env = withoutMake(os.Environ())
 	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "# pass 2") || !strings.Contains(string(out), "1 of 1 records replayed identically") {
 		t.Fatalf("make test in the new pack: %v\n%s", err, out)
+	}
+}
+
+// freshClone leaves a new pack as a clone of its repository finds it:
+// without what its .gitignore keeps out of it (the module, the npm
+// packages, the bundle), so that its make test must build them itself.
+func freshClone(t *testing.T, dir string) {
+	t.Helper()
+	ignore, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range strings.Fields(string(ignore)) {
+		matches, _ := filepath.Glob(filepath.Join(dir, strings.TrimSuffix(pattern, "/")))
+		for _, m := range matches {
+			if err := os.RemoveAll(m); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 

@@ -162,14 +162,19 @@ test("not-empty refuses an empty answer", async () => {
 # recorded call in records/ replayed on the module (packd replay: the same
 # output and fuel). make record records the example call anew; a call
 # recorded by packd serve --record DIR joins records/ the same way. Commit
-# records/: each record is a test. Run npm install first. PACKD is packd's
-# path when it is not on PATH (make PACKD=/path/to/packd).
+# records/: each record is a test. A clone lacks the module and the npm
+# packages (neither is committed): make and make test install the packages
+# (npm install, as package-lock.json pins them) and build the module first.
+# PACKD is packd's path when it is not on PATH (make PACKD=/path/to/packd).
 PACKD   ?= packd
 ESBUILD := node_modules/.bin/esbuild
 
 all: build index
 
-build:
+node_modules/.package-lock.json: package.json
+	npm install --prefer-offline --no-audit --no-fund --loglevel=error
+
+build: node_modules/.package-lock.json
 	$(ESBUILD) src/pack.ts --bundle --format=iife --platform=neutral --target=es2020 --main-fields=module,main --log-level=warning --outfile=build/pack.js
 	$(PACKD) build-js -o {{.Name}}.wasm build/pack.js
 
@@ -180,7 +185,7 @@ record: index
 	rm -rf records/example
 	$(PACKD) invoke --index index.json --tool {{.Pack}}.greet --input '{"name":"Ada"}' --record records/example
 
-test:
+test: index
 	$(ESBUILD) test/pack.test.ts --bundle --platform=node --format=esm --packages=external --log-level=warning --outfile=build/pack.test.mjs
 	node --test build/pack.test.mjs
 	$(PACKD) replay --index index.json records
