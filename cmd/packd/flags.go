@@ -278,7 +278,11 @@ func jsonArg(name, v string, stdin io.Reader) (any, error) {
 	}
 	doc, err := ojson.Decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("--%s is not valid JSON: %w", name, err)
+		var se *ojson.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("--%s is not valid JSON: %s", name, se.Detail())
+		}
+		return nil, fmt.Errorf("--%s is not valid JSON", name)
 	}
 	return doc, nil
 }

@@ -176,9 +176,35 @@ func invokeCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s\n", a.Response)
 	if event.Outcome != "ok" {
+		if near := nearestID(pack.Index(), event.Outcome, toolID+checkID); near != "" {
+			fmt.Fprintf(stderr, "packd invoke: did you mean %s?\n", near)
+		}
 		return exitError
 	}
 	return exitOK
+}
+
+// nearestID is the pack's tool or check id nearest to one a call named
+// that the pack lacks (outcome tool-not-in-pack or check-not-in-pack), or "".
+func nearestID(idx host.Index, outcome, id string) string {
+	var ids []string
+	switch outcome {
+	case "tool-not-in-pack":
+		for _, t := range idx.Tools {
+			ids = append(ids, t.ID)
+		}
+	case "check-not-in-pack":
+		for _, g := range idx.Guardrails {
+			ids = append(ids, g.InvokeID())
+		}
+	}
+	best, bestD := "", max(3, len(id)/4)+1
+	for _, c := range ids {
+		if d := editDistance(id, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
 }
 
 // cliFace is packd invoke as a face: its exit status, 0 for an answer.

@@ -424,3 +424,34 @@ func TestAFailingCallIsNotABaseline(t *testing.T) {
 		t.Fatalf("a result: %d, %d records\n%s", r.code, len(files), r.stderr)
 	}
 }
+
+// TestTheCLIPointsTheWay: flags may follow a command's other arguments
+// (packd init DIR --lang c, as the usage shows it); a misspelt flag gets
+// the nearest one, a tool id the pack lacks the nearest it has, a bad
+// --input where it breaks (not a package's name); a 401 names the header
+// the token goes in.
+func TestTheCLIPointsTheWay(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "late-flags")
+	if r := packdProc(t, "init", dir, "--lang", "c"); r.code != 0 {
+		t.Fatalf("packd init DIR --lang c: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "late-flags.c")); err != nil {
+		t.Errorf("init with its flag after DIR did not write a C pack: %v", err)
+	}
+	r := packd(t, "invoke", "--index", conformance, "--tool", "conformance.echo", "--inptu", "{}")
+	if r.code != 2 || !strings.Contains(r.stderr, "did you mean --input?") {
+		t.Errorf("a misspelt flag: %d %s", r.code, r.stderr)
+	}
+	r = packd(t, "invoke", "--index", conformance, "--cache-dir", cacheDir, "--tool", "conformance.ecoh", "--input", `{"message":"x"}`)
+	if r.code != 1 || !strings.Contains(r.stderr, "packd invoke: did you mean conformance.echo?") {
+		t.Errorf("a misspelt tool: %d %s", r.code, r.stderr)
+	}
+	r = packd(t, "invoke", "--index", conformance, "--tool", "conformance.echo", "--input", `{"message":`)
+	if r.code != 2 || !strings.Contains(r.stderr, "--input is not valid JSON: unexpected end of input at line 1, column 12") || strings.Contains(r.stderr, "ojson") {
+		t.Errorf("bad JSON: %d %s", r.code, r.stderr)
+	}
+	s := start(t, conformance, nil)
+	if res := s.do(t, "POST", "/v1/invoke", "{}", map[string]string{"content-type": "application/json"}); res.status != 401 || res.header.Get("WWW-Authenticate") != "Kindgi-Pack-Token" || res.body != `{"error":"Bad pack token"}` {
+		t.Errorf("a 401: %d %q %s", res.status, res.header.Get("WWW-Authenticate"), res.body)
+	}
+}

@@ -144,12 +144,94 @@ Run "packd serve -h", "packd invoke -h" or "packd check -h" for every flag.
 // parseFlags parses a command's flags; ok is false when the command is to
 // exit at once with code: 0 for -h or --help (the usage was printed), 2
 // for any other bad flag, as every command has it.
+//
+// Flags may come after the command's other arguments too (packd init DIR
+// --lang ts, as its usage shows it); an unknown flag is answered with the
+// closest one the command has.
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	switch err := fs.Parse(args); {
+	switch err := fs.Parse(interspersed(fs, args)); {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK, false
 	case err != nil:
+		if name, found := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); found {
+			if near := closestFlag(fs, strings.TrimPrefix(name, "-")); near != "" {
+				fmt.Fprintf(fs.Output(), "did you mean --%s?\n", near)
+			}
+		}
 		return exitUsage, false
 	}
 	return 0, true
+}
+
+// interspersed puts a command line's flags before its other arguments,
+// which the flag package stops at: a flag's value stays with it, "--"
+// ends the flags as before.
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	if len(rest) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), rest...)
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// closestFlag is the command's flag nearest to name (at most two edits
+// away, or one it begins), or "".
+func closestFlag(fs *flag.FlagSet, name string) string {
+	best, bestD := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if strings.HasPrefix(f.Name, name) && len(name) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance of two strings.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -92,6 +92,11 @@ func (s *Server) refuse(c echo.Context, r service.Refusal) error {
 	if rf.retryAfter {
 		c.Response().Header().Set("Retry-After", "1")
 	}
+	if r.Code == codeBadToken {
+		// A 401 names how to authenticate (RFC 9110): the token goes in
+		// the kindgi-pack-token header.
+		c.Response().Header().Set("WWW-Authenticate", "Kindgi-Pack-Token")
+	}
 	return sendError(c, rf.status, message, extra...)
 }
 
