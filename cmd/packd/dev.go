@@ -311,6 +311,7 @@ func (d *devPack) wait(ctx context.Context) bool {
 // watch rebuilds and reloads the pack served at every change, until ctx
 // is done (serveWith's beside).
 func (d *devPack) watch(ctx context.Context, svc *server.Running) {
+	fmt.Fprintf(d.out, "packd dev: serving http://%s: POST /v1/invoke (kindgi-pack-token), and MCP at /mcp (Authorization: Bearer)\n", svc.Addr())
 	for d.wait(ctx) {
 		if !d.build(ctx) {
 			continue

@@ -45,6 +45,12 @@ func TestDevRebuildsAGoPack(t *testing.T) {
 	if got := greet(); got != `{"v":2,"kind":"result","output":{"greeting":"Howdy, Ada!"}}` {
 		t.Fatalf("after the edit: %s", got)
 	}
+	// The same version, loaded again: said so, not "0.1.0 (was 0.1.0)".
+	for _, l := range s.stderr.snapshot() {
+		if kindIs("reloaded")(l) && !strings.Contains(l, "anew: its index and modules loaded again (index sha256:") {
+			t.Errorf("the reload says %s", l)
+		}
+	}
 	// A build that fails: the compiler's file and line, and the last good
 	// pack serves on.
 	all := edit("main.go", `"Howdy, "`, `"Howdy, " +`, has("packd dev: the build failed"))
@@ -73,6 +79,8 @@ func startDev(t *testing.T, dir string) *served {
 	s.begin(t)
 	rec := record(t, s.stderr.waitFor(t, 120*time.Second, kindIs("listening")))
 	s.base = fmt.Sprintf("http://127.0.0.1:%d", int(rec["port"].(float64)))
+	// It says where it serves, and how to call.
+	s.stderr.waitFor(t, 30*time.Second, has("packd dev: serving "+s.base+": POST /v1/invoke (kindgi-pack-token), and MCP at /mcp"))
 	return s
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -246,6 +247,13 @@ func tracesFrom(getenv func(string) string) (bool, []string) {
 	default:
 		problems = append(problems, fmt.Sprintf(`OTEL_TRACES_EXPORTER must be "otlp" or "none" (packd exports OTLP over HTTP), got %q`, v))
 	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		if v := getenv(name); v != "" {
+			if why := badEndpoint(v); why != "" {
+				problems = append(problems, fmt.Sprintf("%s must be an http or https URL with a host (and a port from 1 to 65535, when it names one): %q %s", name, v, why))
+			}
+		}
+	}
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		if v := getenv(name); v != "" && v != "http/protobuf" && v != "http/json" {
 			problems = append(problems, fmt.Sprintf(`%s must be "http/protobuf" or "http/json" (packd exports OTLP over HTTP), got %q`, name, v))
@@ -255,6 +263,25 @@ func tracesFrom(getenv func(string) string) (bool, []string) {
 		on = false
 	}
 	return on, problems
+}
+
+// badEndpoint says what is wrong with an OTLP/HTTP endpoint, or "".
+func badEndpoint(v string) string {
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return "is not a URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "has no http or https scheme"
+	case u.Hostname() == "":
+		return "names no host"
+	}
+	if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "names no port a collector could listen on"
+		}
+	}
+	return ""
 }
 
 func envOr(getenv func(string) string, name, def string) string {

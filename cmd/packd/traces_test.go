@@ -244,6 +244,11 @@ func TestTracesAreOnOnlyWhenAsked(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, true, ""},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, false, `OTEL_TRACES_EXPORTER must be "otlp" or "none"`},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true, `OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf" or "http/json"`},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:"}, true, `OTEL_EXPORTER_OTLP_ENDPOINT must be an http or https URL with a host (and a port from 1 to 65535, when it names one): "http://127.0.0.1:" names no port`},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:99999"}, true, "names no port"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "collector:4318"}, true, "has no http or https scheme"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http:///v1"}, true, "names no host"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://otel.example.com"}, true, ""},
 	} {
 		on, problems := tracesFrom(func(k string) string { return c.env[k] })
 		if on != c.on || (c.problem == "") != (len(problems) == 0) || c.problem != "" && !strings.Contains(strings.Join(problems, "; "), c.problem) {

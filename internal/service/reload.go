@@ -97,7 +97,11 @@ func (s *Service) Reload(ctx context.Context) error {
 	}
 	idx := pack.Index()
 	st.metrics.reloaded(true, seconds)
-	s.cfg.Log.Lifecycle("reloaded", "info", fmt.Sprintf("Serving %s (was %s)", idx.ArtifactVersion, was.ArtifactVersion),
+	message := fmt.Sprintf("Serving %s (was %s)", idx.ArtifactVersion, was.ArtifactVersion)
+	if idx.ArtifactVersion == was.ArtifactVersion {
+		message = fmt.Sprintf("Serving %s anew: its index and modules loaded again (index %s)", idx.ArtifactVersion, shortHash(idx.Hash))
+	}
+	s.cfg.Log.Lifecycle("reloaded", "info", message,
 		Field{Key: "packId", Value: idx.PackID}, Field{Key: "artifactVersion", Value: idx.ArtifactVersion},
 		Field{Key: "indexHash", Value: idx.Hash}, Field{Key: "previousArtifactVersion", Value: was.ArtifactVersion},
 		Field{Key: "seconds", Value: seconds})
@@ -138,6 +142,14 @@ func (s *Service) serve(pack *host.Pack, missing []string) error {
 func (s *Service) missingEnvRecord(missing []string) {
 	s.cfg.Log.Lifecycle("missing-env", "warn", "Required env names are not set: "+strings.Join(missing, ", "),
 		Field{Key: "check", Value: map[bool]string{false: "warn", true: "strict"}[s.started.strictEnv]}, Field{Key: "names", Value: missing})
+}
+
+// shortHash is an index hash as a person reads it: its first 12 hex digits.
+func shortHash(h string) string {
+	if algo, hex, ok := strings.Cut(h, ":"); ok && len(hex) > 12 {
+		return algo + ":" + hex[:12]
+	}
+	return h
 }
 
 // Retiring is how many packs a reload replaced are still open, calls
