@@ -315,3 +315,25 @@ func TestARecordOfHostileURLsIsBounded(t *testing.T) {
 		t.Fatalf("packd replay: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestABoundCredentialNeedsNoValueToReplay: a record of a call whose only
+// secret is a credential the index binds (packd sent it; the pack never
+// had it) replays identically without --secrets, and does not list the
+// credential as one the guest saw a placeholder of; a secret the guest did
+// see still is.
+func TestABoundCredentialNeedsNoValueToReplay(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	api := upstream(t, "127.0.0.1:0", &seen, &mu)
+	index := netPackIndex(t, "gonet/gonet.wasm")
+	dir := t.TempDir()
+	r := packdProc(t, "invoke", "--index", index, "--network-allow", "127.0.0.0/8", "--tool", "net.fetch", "--input", `{"url":"`+api+`/headers"}`,
+		"--ctx", `{"tenantId":"t","runId":"r","secrets":{"apiToken":"bound-cred-123","seen":"guest-saw-456"}}`, "--record", dir)
+	if r.code != 0 {
+		t.Fatalf("packd invoke --record: %d %s", r.code, r.stderr)
+	}
+	r = replayProc(t, nil, "--index", index, dir)
+	if !strings.Contains(r.stdout, "ctx.secrets.seen") || strings.Contains(r.stdout, "ctx.secrets.apiToken") {
+		t.Errorf("packd replay without --secrets: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

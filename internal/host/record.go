@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,7 +169,11 @@ func (p *Pack) secretsOf(callCtx *ojson.Object) *replay.Secrets {
 		if sec, ok := objectField(callCtx, "secrets"); ok {
 			for i, k := range sec.Keys {
 				if v, ok := sec.Vals[i].(string); ok && v != "" {
-					s.Add("ctx.secrets."+k, v)
+					if slices.Contains(p.boundSecrets, k) {
+						s.AddBound("ctx.secrets."+k, v)
+					} else {
+						s.Add("ctx.secrets."+k, v)
+					}
 				}
 			}
 		}
@@ -180,7 +185,7 @@ func (p *Pack) secretsOf(callCtx *ojson.Object) *replay.Secrets {
 	}
 	for _, name := range p.credentialVars {
 		if v, ok := p.lookup(name); ok && v != "" {
-			s.Add("env."+name, v)
+			s.AddBound("env."+name, v)
 		}
 	}
 	return s

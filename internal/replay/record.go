@@ -163,6 +163,9 @@ type Secret struct {
 	Name   string `json:"name"`
 	SHA256 string `json:"sha256"`
 	Length int    `json:"length"`
+	// Bound: a credential the index binds, which packd sent and pack code
+	// never had; a replay needs no value of it.
+	Bound bool `json:"bound,omitempty"`
 }
 
 // Redaction is one place a secret was: In ("guestRequest", "output",

@@ -100,7 +100,8 @@ type Replay struct {
 	SnapshotID      string
 	SnapshotChanged bool
 	// Placeholders names the secrets not supplied (or supplied with
-	// another value): the guest saw a placeholder of their length.
+	// another value): the guest saw a placeholder of their length. A bound
+	// credential is never among them: the guest never saw it.
 	Placeholders []string
 	// Divergence is the first host call that differs from the recording,
 	// in the initialisation (InInit) or the call.
@@ -351,7 +352,9 @@ func (r *Replayer) secrets(rec *Record, out *Replay) map[string]string {
 		}
 		if !ok || ContentHash([]byte(v)) != s.SHA256 {
 			v = strings.Repeat("*", s.Length)
-			out.Placeholders = append(out.Placeholders, s.Name)
+			if !s.Bound {
+				out.Placeholders = append(out.Placeholders, s.Name)
+			}
 		}
 		vals[s.Name] = v
 	}

@@ -22,6 +22,7 @@ func ContentHash(b []byte) string {
 // hash.
 type secret struct {
 	name, value, hash string
+	bound             bool // a credential packd sends: pack code never has it
 }
 
 // Secrets are a call's secrets ("ctx.secrets.NAME", "env.NAME"), and the
@@ -36,6 +37,14 @@ type Secrets struct {
 func (s *Secrets) Add(name, value string) {
 	s.list = append(s.list, secret{name: name, value: value, hash: ContentHash([]byte(value))})
 	s.forms.Add(name, value, minRedacted)
+}
+
+// AddBound adds a secret pack code never has: a credential the index
+// binds, which packd writes into the requests itself. A replay needs no
+// value of it (the answers are on the tape).
+func (s *Secrets) AddBound(name, value string) {
+	s.Add(name, value)
+	s.list[len(s.list)-1].bound = true
 }
 
 // Env are the secrets of a call that are the pack's, not the call's: the
@@ -65,7 +74,7 @@ func (s *Secrets) Hash(name, value string) string {
 func (s *Secrets) Record() []Secret {
 	var out []Secret
 	for _, sec := range s.list {
-		out = append(out, Secret{Name: sec.name, SHA256: sec.hash, Length: len(sec.value)})
+		out = append(out, Secret{Name: sec.name, SHA256: sec.hash, Length: len(sec.value), Bound: sec.bound})
 	}
 	return out
 }
