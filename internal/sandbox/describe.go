@@ -45,9 +45,9 @@ func (m *Module) Describe(ctx context.Context) (Description, error) {
 	}
 	switch {
 	case errors.Is(err, ErrDeadline) && ctx.Err() == nil:
-		return d, fmt.Errorf("%w: its start function, _initialize and kindgi_describe ran over the load timeout of %v", ErrLoadLimit, m.sb.cfg.LoadTimeout)
+		return d, fmt.Errorf("%w: its start function, _initialize and kindgi_describe ran over the load timeout of %v (packd's --load-timeout; docs/operations.md)", ErrLoadLimit, m.sb.cfg.LoadTimeout)
 	case errors.Is(err, ErrOutOfFuel):
-		return d, fmt.Errorf("%w: its start function, _initialize and kindgi_describe ran over the load fuel of %d", ErrLoadLimit, m.sb.cfg.LoadFuel)
+		return d, fmt.Errorf("%w: its start function, _initialize and kindgi_describe ran over the load fuel of %d (packd's --load-fuel; a TypeScript pack's zod schemas are built there: docs/operations.md)", ErrLoadLimit, m.sb.cfg.LoadFuel)
 	case err != nil:
 		return d, err
 	}
