@@ -155,6 +155,26 @@ func TestInitTSPack(t *testing.T) {
 	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}` {
 		t.Fatalf("packd invoke --check: %d %s %s", r.code, r.stdout, r.stderr)
 	}
+	// A build type-checks the pack as packd runs it (process.env is there)
+	// and its tests as node does: a check that answers passed: 0 fails
+	// the build, at its file and line, not at run time.
+	src := filepath.Join(dir, "src", "pack.ts")
+	good, _ := os.ReadFile(src)
+	_ = os.WriteFile(src, append(good, []byte("export const apiURL: string = process.env.API_URL ?? \"none\";\n")...), 0o644)
+	runMake := func(target string) (string, error) {
+		c := exec.Command("make", target, "PACKD="+packdPath)
+		c.Dir, c.Env = dir, withoutMake(os.Environ())
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := runMake("typecheck"); err != nil {
+		t.Fatalf("make typecheck of the scaffold (and process.env): %v\n%s", err, out)
+	}
+	_ = os.WriteFile(src, []byte(strings.Replace(string(good), "{ passed: true }", "{ passed: 0 }", 1)), 0o644)
+	if out, err := runMake("build"); err == nil || !strings.Contains(out, "src/pack.ts(") || !strings.Contains(out, "error TS2322") {
+		t.Fatalf("make build of a check answering passed: 0: %v\n%s", err, out)
+	}
+	_ = os.WriteFile(src, good, 0o644)
 	freshClone(t, dir)
 	test := exec.Command("make", "test", "PACKD="+packdPath)
 	test.Dir = dir

@@ -14,8 +14,10 @@ import (
 // The versions a new TypeScript pack pins (the ones packd's own tests
 // build with: package.json at the repository's root).
 const (
-	esbuildVersion = "0.28.2"
-	zodVersion     = "4.6.7"
+	esbuildVersion    = "0.28.2"
+	zodVersion        = "4.6.7"
+	typescriptVersion = "5.9.3"
+	nodeTypesVersion  = "22.20.7"
 )
 
 // initTS writes a TypeScript pack with the SDK beside it (packd-sdk/),
@@ -93,7 +95,9 @@ var tsPackFiles = map[string]string{
     "zod": "` + zodVersion + `"
   },
   "devDependencies": {
-    "esbuild": "` + esbuildVersion + `"
+    "@types/node": "` + nodeTypesVersion + `",
+    "esbuild": "` + esbuildVersion + `",
+    "typescript": "` + typescriptVersion + `"
   }
 }
 `,
@@ -107,7 +111,15 @@ var tsPackFiles = map[string]string{
     "skipLibCheck": true,
     "types": []
   },
-  "include": ["src", "test"]
+  "include": ["src", "packd-sdk/globals.d.ts"]
+}
+`,
+	"test/tsconfig.json": `{
+  "extends": "../tsconfig.json",
+  "compilerOptions": {
+    "types": ["node"]
+  },
+  "include": ["../src", "."]
 }
 `,
 	"src/pack.ts": `// The {{.Pack}} pack: its tools and checks, served by packd. Each
@@ -166,15 +178,22 @@ test("not-empty refuses an empty answer", async () => {
 # packages (neither is committed): make and make test install the packages
 # (npm install, as package-lock.json pins them) and build the module first.
 # PACKD is packd's path when it is not on PATH (make PACKD=/path/to/packd).
+# A build type-checks first (tsc): the pack's sources as packd runs them
+# (its globals: packd-sdk/globals.d.ts), its tests as node runs them.
 PACKD   ?= packd
 ESBUILD := node_modules/.bin/esbuild
+TSC     := node_modules/.bin/tsc
 
 all: build index
 
 node_modules/.package-lock.json: package.json
 	npm install --prefer-offline --no-audit --no-fund --loglevel=error
 
-build: node_modules/.package-lock.json
+typecheck: node_modules/.package-lock.json
+	$(TSC) -p tsconfig.json
+	$(TSC) -p test/tsconfig.json
+
+build: typecheck
 	$(ESBUILD) src/pack.ts --bundle --format=iife --platform=neutral --target=es2020 --main-fields=module,main --log-level=warning --outfile=build/pack.js
 	$(PACKD) build-js -o {{.Name}}.wasm build/pack.js
 
@@ -190,7 +209,7 @@ test: index
 	node --test build/pack.test.mjs
 	$(PACKD) replay --index index.json records
 
-.PHONY: all build index record test
+.PHONY: all typecheck build index record test
 `,
 	".gitignore": "node_modules/\nbuild/\n*.wasm\n",
 }

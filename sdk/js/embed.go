@@ -15,5 +15,5 @@ var Runtime []byte
 // SDK is the SDK's npm package (package.json, index.js, index.d.ts), for
 // `packd init --lang ts` to copy into a new pack until it is published.
 //
-//go:embed package.json index.js index.d.ts
+//go:embed package.json index.js index.d.ts globals.d.ts
 var SDK embed.FS
