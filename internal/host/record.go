@@ -169,23 +169,19 @@ func (p *Pack) secretsOf(callCtx *ojson.Object) *replay.Secrets {
 		if sec, ok := objectField(callCtx, "secrets"); ok {
 			for i, k := range sec.Keys {
 				if v, ok := sec.Vals[i].(string); ok && v != "" {
-					if slices.Contains(p.boundSecrets, k) {
-						s.AddBound("ctx.secrets."+k, v)
-					} else {
-						s.Add("ctx.secrets."+k, v)
-					}
+					s.Add("ctx.secrets."+k, v, slices.Contains(p.boundSecrets, k))
 				}
 			}
 		}
 	}
 	for _, kv := range p.env {
 		if name, v, _ := strings.Cut(kv, "="); v != "" {
-			s.Add("env."+name, v)
+			s.Add("env."+name, v, false)
 		}
 	}
 	for _, name := range p.credentialVars {
 		if v, ok := p.lookup(name); ok && v != "" {
-			s.AddBound("env."+name, v)
+			s.Add("env."+name, v, true)
 		}
 	}
 	return s

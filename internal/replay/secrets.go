@@ -33,18 +33,12 @@ type Secrets struct {
 	forms redact.Set
 }
 
-// Add adds a secret by its record name.
-func (s *Secrets) Add(name, value string) {
-	s.list = append(s.list, secret{name: name, value: value, hash: ContentHash([]byte(value))})
+// Add adds a secret by its record name; bound says pack code never has it
+// (a credential the index binds, which packd writes into the requests
+// itself): a replay needs no value of it, the answers are on the tape.
+func (s *Secrets) Add(name, value string, bound bool) {
+	s.list = append(s.list, secret{name: name, value: value, hash: ContentHash([]byte(value)), bound: bound})
 	s.forms.Add(name, value, minRedacted)
-}
-
-// AddBound adds a secret pack code never has: a credential the index
-// binds, which packd writes into the requests itself. A replay needs no
-// value of it (the answers are on the tape).
-func (s *Secrets) AddBound(name, value string) {
-	s.Add(name, value)
-	s.list[len(s.list)-1].bound = true
 }
 
 // Env are the secrets of a call that are the pack's, not the call's: the
