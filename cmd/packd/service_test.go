@@ -954,3 +954,18 @@ func TestServiceRepairsACorruptCache(t *testing.T) {
 	}
 	expect(t, s.invoke(t, invokeBody("conformance.echo", "", `{"message":"hi"}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":{"message":"hi"}}`)
 }
+
+// TestGuestOutputNamesItsTrace: a call's pack code output lines carry the
+// call's trace id (the caller's traceparent's), as its call line does, so
+// an SRE finds them by trace.
+func TestGuestOutputNamesItsTrace(t *testing.T) {
+	s := start(t, conformance, nil)
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	if r := s.invoke(t, invokeBody("conformance.noisy", "", `{}`, `{"tenantId":"t","runId":"r"}`), "traceparent", "00-"+trace+"-00f067aa0ba902b7-01"); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	line := s.stderr.waitFor(t, 10*time.Second, guestLine("stdout", "noisy: a line on stdout"))
+	if rec := record(t, line); rec["traceId"] != trace || rec["tenantId"] != "t" || rec["toolId"] != "conformance.noisy" {
+		t.Errorf("the guest-output line: %s", line)
+	}
+}

@@ -87,6 +87,9 @@ type Request struct {
 	// Admit, when set, gives the call its share of the service once its
 	// tenant is known, after the pin and the gate allowed it.
 	Admit Admission
+	// TraceID is the call's trace id (32 hex digits; "": none), which its
+	// pack code's output lines carry (GuestLine).
+	TraceID string
 }
 
 // Dispatch runs one request message; ctx carries the caller's
@@ -214,7 +217,8 @@ func (p *Pack) invoke(ctx context.Context, req *Request, msg *ojson.Object, o *O
 	// The secrets the index binds as credentials are packd's to send:
 	// the guest's ctx lacks them.
 	guestCtx := withoutBoundSecrets(callCtx, p.boundSecrets)
-	body, gerr := p.run(ctx, o, t, grant, entry.mod, entry.spec.Limits, abi.EncodeInvoke(id, entry.spec.Version, input, guestCtx), callCtx)
+	body, gerr := p.run(ctx, o, runSpec{call: t, grant: grant, mod: entry.mod, lim: entry.spec.Limits,
+		body: abi.EncodeInvoke(id, entry.spec.Version, input, guestCtx), callCtx: callCtx, traceID: req.TraceID})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -309,7 +313,8 @@ func (p *Pack) checkInvoke(ctx context.Context, req *Request, msg *ojson.Object,
 			return o.fail(e)
 		}
 	}
-	body, gerr := p.run(ctx, o, t, grant, c.mod, c.spec.Limits, abi.EncodeCheckInvoke(id, config, trace), nil)
+	body, gerr := p.run(ctx, o, runSpec{call: t, grant: grant, mod: c.mod, lim: c.spec.Limits,
+		body: abi.EncodeCheckInvoke(id, config, trace), traceID: req.TraceID})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -356,12 +361,27 @@ func excerpt(b []byte) string {
 	return strings.ToValidUTF8(string(b[:n]), "\uFFFD") + "…"
 }
 
+// runSpec is what run runs: a resolved call, admitted, on its target's
+// module and limits.
+type runSpec struct {
+	call  *Call
+	grant Grant
+	mod   *module
+	lim   Limits
+	body  []byte // the request message the guest gets
+	// callCtx is a tool call's ctx (nil for a check): its outbound
+	// requests take their idempotency keys and credentials from it.
+	callCtx *ojson.Object
+	// traceID is the call's trace (Request.TraceID), for its pack code's
+	// output lines.
+	traceID string
+}
+
 // run hands a call's request message to the module under the target's
 // limits and the call's deadline (ctx's), and returns what the guest
 // answered with StatusOK, or the error message for everything else.
-// callCtx is a tool call's ctx (nil for a check): its outbound requests
-// take their idempotency keys from it.
-func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *module, lim Limits, body []byte, callCtx *ojson.Object) ([]byte, *abi.Error) {
+func (p *Pack) run(ctx context.Context, o *Outcome, r runSpec) ([]byte, *abi.Error) {
+	t, g, mod, lim, body, callCtx := r.call, r.grant, r.mod, r.lim, r.body, r.callCtx
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
@@ -371,7 +391,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, t *Call, g Grant, mod *modul
 	call := lim.request(body)
 	call.Env, call.Account = p.env, g.Memory
 	if p.output != nil {
-		who := GuestLine{Call: *t}
+		who := GuestLine{Call: *t, TraceID: r.traceID}
 		call.Output = func(stream string, line []byte) {
 			l := who
 			l.Stream, l.Line = stream, bytes.TrimSuffix(line, []byte{'\n'})

@@ -85,9 +85,10 @@ type EgressSummary = egress.Summary
 
 // GuestLine is one whole line of a call's pack code output.
 type GuestLine struct {
-	Call          // who wrote it
-	Stream string // "stdout" or "stderr"
-	Line   []byte // without its newline
+	Call           // who wrote it
+	TraceID string // the call's trace (Request.TraceID; "": none)
+	Stream  string // "stdout" or "stderr"
+	Line    []byte // without its newline
 }
 
 // LoadError lists every problem found while loading a pack. ModuleRoot is

@@ -180,24 +180,31 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	// before the answer is written to a caller that may read it slowly, or
 	// never.
 	admitted := time.Now()
-	out := s.dispatch(ctx, g.pack, body, req.Timeout)
+	// The call's trace: its span's (one the call began when the caller
+	// sent none), else the caller's.
+	traceID := traceIDFrom(req.TraceParent)
+	if end.span != nil {
+		if sc := end.span.SpanContext(); sc.IsValid() {
+			traceID = sc.TraceID().String()
+		}
+	}
+	out := s.dispatch(ctx, g.pack, host.Request{Body: body, Timeout: req.Timeout, TraceID: traceID})
 	end.record, end.skip = out.Record, out.RecordSkipped
 	elapsed := time.Since(admitted)
 	e := &end.event
 	*e = Event{
 		Time: admitted, Face: req.Face.Name(), Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
 		Outcome: "ok", Duration: elapsed,
-		TraceID: traceIDFrom(req.TraceParent), SpanID: newSpanID(),
+		TraceID: traceID, SpanID: newSpanID(),
 		ArtifactVersion: g.artifactVersion,
 	}
 	if out.Code != "" {
 		e.Outcome = string(out.Code)
 	}
-	// With tracing, the lines name the call's span (and its trace, one the
-	// call began when the caller sent none).
+	// With tracing, the lines name the call's span.
 	if end.span != nil {
 		if sc := end.span.SpanContext(); sc.IsValid() {
-			e.TraceID, e.SpanID = sc.TraceID().String(), sc.SpanID().String()
+			e.SpanID = sc.SpanID().String()
 		}
 	}
 	end.parsed = out.Parsed
@@ -214,7 +221,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 }
 
 // dispatch runs a call that holds a slot, and frees the slot.
-func (s *Service) dispatch(ctx context.Context, p *host.Pack, body []byte, timeout time.Duration) *host.Outcome {
+func (s *Service) dispatch(ctx context.Context, p *host.Pack, req host.Request) *host.Outcome {
 	m := s.cfg.Metrics
 	if m != nil {
 		m.inFlight.Inc()
@@ -225,9 +232,9 @@ func (s *Service) dispatch(ctx context.Context, p *host.Pack, body []byte, timeo
 			m.inFlight.Dec()
 		}
 	}()
-	return p.Dispatch(ctx, host.Request{Body: body, Timeout: timeout,
-		TenantPin: s.cfg.TenantID, // the body's half of the pin; the claim's is checked in Call
-		Admit:     s.admit})
+	req.TenantPin = s.cfg.TenantID // the body's half of the pin; the claim's is checked in Call
+	req.Admit = s.admit
+	return p.Dispatch(ctx, req)
 }
 
 // hostRefusal is the refusal of a call host.Dispatch refused. A code this

@@ -185,7 +185,11 @@ func (r *Log) guestOutput(onDrop func()) *guestLines {
 
 // Line takes one line of a call's pack code output.
 func (g *guestLines) Line(l host.GuestLine) {
-	g.put(l.Stream, string(l.Line), Field{"tenantId", l.TenantID}, Field{idKey(l.Target), l.ID})
+	fields := []Field{{"tenantId", l.TenantID}, {idKey(l.Target), l.ID}}
+	if l.TraceID != "" {
+		fields = append(fields, Field{"traceId", l.TraceID})
+	}
+	g.put(l.Stream, string(l.Line), fields...)
 }
 
 func (g *guestLines) put(stream, line string, fields ...Field) {
