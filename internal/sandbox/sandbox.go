@@ -27,7 +27,7 @@ const (
 	DefaultMaxModuleBytes   = 64 << 20 // 64 MiB
 	DefaultCompileTimeout   = 2 * time.Minute
 	DefaultLoadTimeout      = 5 * time.Second
-	DefaultLoadFuel         = 2_000_000_000
+	DefaultLoadFuel         = 10_000_000_000
 	// tableElementBytes is what one table element costs the host.
 	tableElementBytes = 8
 	// MaxFuel bounds a budget so that sums of fuel never overflow an int64
