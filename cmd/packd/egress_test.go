@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -51,4 +52,64 @@ func TestServiceEgress(t *testing.T) {
 	if eg, _ := record(t, line)["egress"].(map[string]any); eg["requests"] != 1.0 || eg["bytesReceived"] != 4.0 {
 		t.Errorf("the call record's egress: %s", line)
 	}
+}
+
+// TestANetworkHostFromTheEnvironment: a tool's network.hosts may name a
+// host by process variable ("${env.CRM_URL}"), read at load: the host of
+// that URL is reachable and no other; a variable unset, undeclared, or
+// naming no host is a load problem that says which.
+func TestANetworkHostFromTheEnvironment(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	api := upstream(t, "127.0.0.1:0", &seen, &mu)
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", "gonet", "gonet.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(env string) string {
+		dir := t.TempDir()
+		index := `{"v":1,"packId":"envhost","packVersion":"1.0.0","artifactVersion":"envhost-1","publishedAt":"2026-12-05T00:00:00.000Z","agents":[],"flows":[],"guardrails":[],` +
+			`"env":` + env + `,"tools":[{"id":"net.fetch","input":{"type":"object"},"output":{"type":"object"},"modulePath":"gonet.wasm",` +
+			`"network":{"kind":"allowlist","hosts":["${env.CRM_URL}"]}}]}`
+		_ = os.WriteFile(filepath.Join(dir, "index.json"), []byte(index), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "gonet.wasm"), wasm, 0o644)
+		return filepath.Join(dir, "index.json")
+	}
+	index := write(`{"required":["CRM_URL"]}`)
+	s := start(t, index, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8", "CRM_URL": api + "/v2"})
+	call := func(url string) string {
+		r := s.invoke(t, invokeBody("net.fetch", "", `{"url":"`+url+`"}`, `{"tenantId":"t","runId":"r"}`))
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return r.body
+	}
+	if body := call(api + "/headers"); !strings.Contains(body, `"status":200`) {
+		t.Errorf("the host CRM_URL names: %s", body)
+	}
+	if body := call("http://127.0.0.2:1/x"); !strings.Contains(body, "not on this tool's allowlist") {
+		t.Errorf("another host: %s", body)
+	}
+	for _, c := range []struct{ env, value, want string }{
+		{`{"required":["CRM_URL"]}`, "", "network.hosts names ${env.CRM_URL}, which is not set"},
+		{`{"optional":["OTHER"]}`, "https://crm.example.com", "which the index's env does not declare"},
+		{`{"required":["CRM_URL"]}`, "http://", "names no host"},
+	} {
+		env := map[string]string{}
+		if c.value != "" {
+			env["CRM_URL"] = c.value
+		}
+		r := packdProcEnv(t, envList(env), "check", "--index", write(c.env))
+		if r.code != 1 || !strings.Contains(r.stdout, c.want) {
+			t.Errorf("%s with CRM_URL=%q: %d %s%s", c.env, c.value, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func envList(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -177,6 +180,12 @@ func (p *problemList) network(o *ojson.Object, where string) egress.Policy {
 	}
 	for i, h := range arr {
 		s, _ := h.(string)
+		if m := envHost.FindStringSubmatch(s); m != nil {
+			if pol.Kind == egress.KindAllowlist {
+				pol.HostsFromEnv = append(pol.HostsFromEnv, m[1])
+			}
+			continue
+		}
 		if err := egress.ValidateHost(s); err != nil {
 			p.add("%s network.hosts[%d] %s %s", where, i, ojson.Encode(h), err)
 			continue
@@ -188,6 +197,55 @@ func (p *problemList) network(o *ojson.Object, where string) egress.Policy {
 	pol.Idempotency = p.idempotency(no, pol, where)
 	pol.Credentials = p.credentials(no, pol, where)
 	return pol
+}
+
+// envHost is a network.hosts entry naming a process variable whose
+// value's host the tool may reach: "${env.NAME}".
+var envHost = regexp.MustCompile(`^\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+// resolveEnvHosts puts into each target's allowlist the hosts its
+// network.hosts names by process variable ("${env.CRM_URL}"): the host of
+// the variable's value (a URL, or a host name with or without a port), as
+// the process has it at load. Each such variable must be one the index's
+// env declares, set, and name a host; else it is a load problem.
+func resolveEnvHosts(idx *Index, lookup func(string) (string, bool)) []string {
+	var problems []string
+	resolve := func(id string, pol *egress.Policy) {
+		for _, name := range pol.HostsFromEnv {
+			where := fmt.Sprintf("%s: network.hosts names ${env.%s}", id, name)
+			if !slices.Contains(idx.EnvRequired, name) && !slices.Contains(idx.EnvOptional, name) {
+				problems = append(problems, where+", which the index's env does not declare (env.required or env.optional)")
+				continue
+			}
+			v, ok := lookup(name)
+			if !ok || v == "" {
+				problems = append(problems, where+", which is not set")
+				continue
+			}
+			host := v
+			if strings.Contains(v, "://") {
+				host = ""
+				if u, err := url.Parse(v); err == nil {
+					host = u.Hostname()
+				}
+			} else if h, _, err := net.SplitHostPort(v); err == nil {
+				host = h
+			}
+			host = strings.ToLower(strings.TrimSuffix(host, "."))
+			if err := egress.ValidateHost(host); err != nil || strings.HasPrefix(host, "*.") {
+				problems = append(problems, fmt.Sprintf("%s, whose value %q names no host: give a URL (https://api.example.com) or a host name", where, v))
+				continue
+			}
+			pol.Hosts = append(pol.Hosts, host)
+		}
+	}
+	for _, t := range idx.Tools {
+		resolve(t.ID, &t.Limits.Network)
+	}
+	for _, g := range idx.Guardrails {
+		resolve(g.InvokeID(), &g.Limits.Network)
+	}
+	return problems
 }
 
 // credentials reads network.credentials: by host the tool may reach,

@@ -173,6 +173,11 @@ func Load(ctx context.Context, cfg Config) (*Pack, error) {
 	if cfg.IndexRules != nil {
 		problems = append(problems, cfg.IndexRules(*idx)...)
 	}
+	envLookup := cfg.LookupEnv
+	if envLookup == nil {
+		envLookup = os.LookupEnv
+	}
+	problems = append(problems, resolveEnvHosts(idx, envLookup)...)
 	root := cfg.ModuleRoot
 	if root == "" {
 		root = filepath.Dir(cfg.IndexPath)
