@@ -36,9 +36,7 @@ const (
 type Policy struct {
 	Kind  string
 	Hosts []string // KindAllowlist: exact names, IP literals or "*." suffix globs, lower case
-	// HostsFromEnv name the process variables whose values' hosts the
-	// allowlist holds too ("${env.NAME}" in the index): host resolves them
-	// into Hosts at load.
+	// HostsFromEnv: variables ("${env.NAME}") whose hosts host adds to Hosts at load.
 	HostsFromEnv []string
 	// ReadOnly (a tool whose index entry says mutating: false) sends only
 	// safe methods: GET, HEAD and OPTIONS.
