@@ -89,7 +89,7 @@ func (f *Face) fastCall(r *http.Request, body []byte) (*fastRequest, listedTool)
 	req.meta = sdk.Meta{}
 	for _, k := range []string{metaCtx, metaTimeoutMs, metaTraceparent, metaTracestate} {
 		if v, ok := meta.Get(k); ok {
-			req.meta[k] = plain(v)
+			req.meta[k] = ojson.Plain(v)
 		}
 	}
 	f.sync()
@@ -128,26 +128,6 @@ func idJSON(top *ojson.Object) []byte {
 		return strconv.AppendInt(nil, int64(id), 10)
 	}
 	return nil
-}
-
-// plain is a decoded value as encoding/json decodes into an any: objects
-// as maps.
-func plain(v any) any {
-	switch v := v.(type) {
-	case *ojson.Object:
-		m := make(map[string]any, len(v.Keys))
-		for i, k := range v.Keys {
-			m[k] = plain(v.Vals[i])
-		}
-		return m
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = plain(e)
-		}
-		return out
-	}
-	return v
 }
 
 func isJSONContent(ct string) bool {

@@ -123,9 +123,6 @@ type listedTool struct {
 	tool    *sdk.Tool
 	id      string
 	version string
-	// objectOutput: the output schema allows only objects, so a result's
-	// output is its structuredContent.
-	objectOutput bool
 	// headerParams: its input schema names x-mcp-header parameters, which
 	// only the SDK checks against a request's headers (no fast path).
 	headerParams bool
@@ -160,7 +157,7 @@ func listedTools(idx host.Index) []listedTool {
 			Name: t.ID, Description: t.Description, InputSchema: in, Annotations: annotations(t),
 		}}
 		if o := outputSchema(t.Output); o != nil {
-			lt.tool.OutputSchema, lt.objectOutput = o, true
+			lt.tool.OutputSchema = o
 		}
 		tool := &ojson.Object{Keys: []string{"id"}, Vals: []any{t.ID}}
 		if t.Version != "" {
