@@ -19,7 +19,7 @@ all: build wasm
 build: $(BIN)
 
 # What packd embeds besides Go code (go:embed): a change to one rebuilds it.
-EMBEDDED  := internal/host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/js/package.json sdk/js/index.js sdk/js/index.d.ts abi/guest/go.mod
+EMBEDDED  := internal/host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/js/package.json $(wildcard sdk/js/*.js sdk/js/*.d.ts) abi/guest/go.mod
 
 $(BIN): $(GOFILES) $(EMBEDDED) go.mod go.sum
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || CGO_ENABLED=0 $(GO) build -buildvcs=false -o $@ ./cmd/packd

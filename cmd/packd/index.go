@@ -298,7 +298,12 @@ func toolEntries(path string, d sandbox.Description, old map[string][]*ojson.Obj
 			e.Set("id", id)
 			setString(e, "version", s.Version)
 			setString(e, "description", s.Description)
-			notes = append(notes, setJSON(e, path, "tool "+id, []jsonField{{"input", s.Input}, {"output", s.Output}, {"limits", s.Limits}, {"network", s.Network}})...)
+			notes = append(notes, setJSON(e, path, "tool "+id, []jsonField{{"input", s.Input}, {"output", s.Output}, {"limits", s.Limits}, {"network", s.Network},
+				{"effects", s.Effects}, {"needs", s.Needs}, {"needsSpec", s.NeedsSpec}, {"spec", s.Spec}})...)
+			setString(e, "sandbox", s.Sandbox)
+			if s.Mutating != nil {
+				e.Set("mutating", *s.Mutating)
+			}
 			for _, k := range []string{"input", "output"} {
 				if _, ok := e.Get(k); !ok {
 					e.Set(k, &ojson.Object{})
@@ -315,11 +320,14 @@ func toolEntries(path string, d sandbox.Description, old map[string][]*ojson.Obj
 // checkEntries are the guardrail entries of the checks a module describes.
 func checkEntries(path string, d sandbox.Description, old map[string][]*ojson.Object) ([]any, []string) {
 	specs := map[string]abi.CheckSpec{}
-	for _, s := range d.CheckSpecs {
-		specs[s.ID] = s
-	}
 	var out []any
 	var notes []string
+	for _, s := range d.CheckSpecs {
+		specs[s.ID] = s
+		if !slices.Contains(d.Checks, s.ID) {
+			notes = append(notes, fmt.Sprintf("%s: guardrail %s names check %s, which the module does not serve: no entry written (define the check in the pack, with defineCheck)", path, s.Guardrail, s.ID))
+		}
+	}
 	for _, id := range d.Checks {
 		s := specs[id]
 		e := &ojson.Object{}
@@ -335,7 +343,10 @@ func checkEntries(path string, d sandbox.Description, old map[string][]*ojson.Ob
 		}
 		setString(e, "kind", s.Kind)
 		setString(e, "severity", s.Severity)
-		notes = append(notes, setJSON(e, path, "check "+id, []jsonField{{"action", s.Action}, {"configSchema", s.ConfigSchema}, {"limits", s.Limits}, {"network", s.Network}})...)
+		setString(e, "name", s.Name)
+		setString(e, "sandbox", s.Sandbox)
+		notes = append(notes, setJSON(e, path, "check "+id, []jsonField{{"action", s.Action}, {"configSchema", s.ConfigSchema}, {"limits", s.Limits}, {"network", s.Network},
+			{"scope", s.Scope}, {"config", s.Config}})...)
 		if _, ok := e.Get("kind"); !ok {
 			e.Set("kind", "zero-llm")
 		}

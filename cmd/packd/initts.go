@@ -145,8 +145,7 @@ export const notEmpty = defineCheck({
   id: "{{.Pack}}.checks.not-empty",
   configSchema: z.object({ minLength: z.number().int().min(0).default(1) }),
   evaluate: async (config, trace) => {
-    const output = (trace as { output?: unknown } | undefined)?.output;
-    const text = typeof output === "string" ? output.trim() : "";
+    const text = (trace.output ?? "").trim();
     return text.length >= config.minLength ? { passed: true } : { passed: false, reason: "too short" };
   },
 });
@@ -155,8 +154,19 @@ export const notEmpty = defineCheck({
 // defineTool and defineCheck only build the definitions.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { testContext } from "@packd/sdk";
+import { testContext, type RunTrace } from "@packd/sdk";
 import { greet, notEmpty } from "../src/pack.js";
+
+// A run trace whose answer is output.
+const answered = (output: string): RunTrace => ({
+  runId: "run-test",
+  tenantId: "t-test",
+  output,
+  toolCalls: [],
+  toolResults: [],
+  modelCalls: [],
+  mode: "ci",
+});
 
 test("greet greets", async () => {
   assert.equal(greet.kind, "ok");
@@ -165,8 +175,8 @@ test("greet greets", async () => {
 });
 
 test("not-empty refuses an empty answer", async () => {
-  assert.deepEqual(await notEmpty.evaluate({}, { output: "  " }), { passed: false, reason: "too short" });
-  assert.deepEqual(await notEmpty.evaluate({}, { output: "hi" }), { passed: true });
+  assert.deepEqual(await notEmpty.evaluate({}, answered("  ")), { passed: false, reason: "too short" });
+  assert.deepEqual(await notEmpty.evaluate({}, answered("hi")), { passed: true });
 });
 `,
 	"Makefile": `# make: bundle the pack (esbuild), build its module (packd build-js) and

@@ -12,8 +12,8 @@ import "embed"
 //go:embed runtime/runtime.wasm
 var Runtime []byte
 
-// SDK is the SDK's npm package (package.json, index.js, index.d.ts), for
+// SDK is the SDK's npm package (package.json, its modules and types), for
 // `packd init --lang ts` to copy into a new pack until it is published.
 //
-//go:embed package.json index.js index.d.ts globals.d.ts
+//go:embed package.json index.js index.d.ts define.js define.d.ts types.js types.d.ts http.js needs.js invoke.js invoke-node.js globals.d.ts
 var SDK embed.FS

@@ -10,6 +10,13 @@
 // a tool's input and output against the JSON Schema in the index, which
 // `packd index` writes from what this SDK describes.
 
+import { httpHandler, httpNetwork } from "./http.js";
+import { envForCall } from "./needs.js";
+import { firstIssue } from "#invoke";
+
+export { invokeTool } from "#invoke";
+export { ToolPreconditionError } from "./needs.js";
+
 const runtime = globalThis[Symbol.for("packd")];
 
 const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
@@ -97,6 +104,14 @@ export function testContext(overrides = {}) {
   return toolContext({ tenantId: "t-test", runId: "run-test", ...overrides });
 }
 
+/**
+ * kindgi's context for a unit test: tenant `tenant-test`, run `run-test`,
+ * and what you pass over them (`env`, `secrets`, …).
+ */
+export function toolContextForTest(overrides = {}) {
+  return toolContext({ tenantId: "tenant-test", runId: "run-test", ...overrides });
+}
+
 /** parse runs a zod schema over a value the host already validated, so
  * the handler gets zod's output (transforms and defaults applied). */
 const parseWith = (schema, value) => {
@@ -150,57 +165,105 @@ const warm = (schema, json) => {
   }
 };
 
+/** The effect kinds a tool may declare (kindgi's EFFECT_KINDS). */
+export const EFFECT_KINDS = Object.freeze(["reads", "writes", "deletes", "network", "spawns-run", "emits-event", "external-side-effect", "sensitive-data-egress"]);
+
+// The manifest's data fields besides the schemas, as `packd index` writes
+// them (docs/index-format.md, "Tools").
+const TOOL_DATA = ["description", "limits", "network", "effects", "mutating", "needs", "needsSpec", "sandbox", "spec"];
+
+// needsSpecJSON is a needsSpec with its env, secrets and config schemas in
+// JSON Schema (zod converted).
+const needsSpecJSON = (id, needs) => {
+  if (needs === undefined) return undefined;
+  if (needs === null || typeof needs !== "object" || Array.isArray(needs)) throw new Error(`tool "${id}": needsSpec is an object`);
+  const out = { ...needs };
+  for (const slot of ["env", "secrets", "config"]) {
+    if (needs[slot] === undefined) continue;
+    if (needs[slot] === null || typeof needs[slot] !== "object") throw new Error(`tool "${id}": needsSpec.${slot} maps names to schemas`);
+    out[slot] = Object.fromEntries(Object.entries(needs[slot]).map(([k, v]) => [k, toJSONSchema(v, "input")]));
+  }
+  return out;
+};
+
 /**
- * Defines a tool: `{ id, version, description, input, output, handler,
- * limits, network }`. The handler gets the validated input (with the
- * schema's defaults; for a zod schema, zod's output) and the call's
- * context, and returns the output (or a promise of it). Answers
- * `{ kind: "ok", value: tool }` or `{ kind: "err", error }`; under packd
- * an error stops the module's load.
+ * Defines a tool, in kindgi's shape: `{ id, version, description, input,
+ * output, handler }` or, for a declarative HTTP tool, `spec: { kind:
+ * "http", method, urlTemplate, … }` instead of a handler (packd makes the
+ * request under the tool's network policy, and binds its authorization as
+ * a credential the pack never holds); and `effects`, `mutating`,
+ * `needsSpec`, `needs`, `sandbox`, `limits`, `network`, which `packd
+ * index` writes (`mutating: false` makes packd refuse the tool's writes).
+ * The handler gets the validated input (with the schema's defaults; for
+ * a zod schema, zod's output) and the call's context, and returns the
+ * output (or a promise of it). Answers `{ kind: "ok", value: tool }` or
+ * `{ kind: "err", error }`; under packd an error stops the module's load.
  */
 export function defineTool(spec) {
   if (spec === null || typeof spec !== "object") return registered(fail("invalid-tool-definition", "defineTool takes an object"));
-  const { id, version, handler } = spec;
+  const { id, version } = spec;
   if (typeof id !== "string" || !(id === "*" || ID.test(id)))
     return registered(fail("invalid-tool-definition", `a tool's id is a string of letters, digits and . _ : - (got ${JSON.stringify(id)})`));
   if (typeof version !== "string" || !SEMVER.test(version))
     return registered(fail("invalid-tool-definition", `tool "${id}": version must be an exact semver such as 1.2.3 (got ${JSON.stringify(version)})`));
-  if (typeof handler !== "function") return registered(fail("invalid-tool-definition", `tool "${id}" has no handler function`));
-  let input, output;
+  if (spec.handler !== undefined && spec.spec !== undefined)
+    return registered(fail("invalid-tool-definition", `tool "${id}": handler and spec are exclusive: give code or a declarative spec, not both`));
+  if (spec.spec === undefined && typeof spec.handler !== "function") return registered(fail("invalid-tool-definition", `tool "${id}" has no handler function (nor a declarative spec)`));
+  if (spec.mutating !== undefined && typeof spec.mutating !== "boolean")
+    return registered(fail("invalid-tool-definition", `tool "${id}": mutating is true or false (got ${JSON.stringify(spec.mutating)})`));
+  if (spec.effects !== undefined) {
+    if (!Array.isArray(spec.effects)) return registered(fail("invalid-tool-definition", `tool "${id}": effects is an array`));
+    const bad = spec.effects.find((e) => e === null || typeof e !== "object" || !EFFECT_KINDS.includes(e.kind));
+    if (bad !== undefined)
+      return registered(fail("unknown-effect", `tool "${id}": effect ${JSON.stringify(bad && bad.kind)} is not one of ${EFFECT_KINDS.join(", ")}`));
+  }
+  let input, output, needsSpec, network, handler;
   try {
     input = toJSONSchema(spec.input, "input");
     output = toJSONSchema(spec.output, "output");
+    needsSpec = needsSpecJSON(id, spec.needsSpec);
   } catch (e) {
     return registered(fail("invalid-schema", `tool "${id}": ${e.message}`));
   }
-  const tool = {
-    id,
-    version,
-    ...(spec.description !== undefined && { description: String(spec.description) }),
-    ...(input !== undefined && { input }),
-    ...(output !== undefined && { output }),
-    ...(spec.limits !== undefined && { limits: spec.limits }),
-    ...(spec.network !== undefined && { network: spec.network }),
-    handler,
-    ...(isZodSchema(spec.input) && { inputZod: spec.input }),
-    ...(isZodSchema(spec.output) && { outputZod: spec.output }),
-  };
+  try {
+    network = spec.spec === undefined ? spec.network : httpNetwork(id, spec.spec, spec.network);
+    handler = spec.spec === undefined ? spec.handler : httpHandler(id, spec.spec);
+  } catch (e) {
+    return registered(fail("invalid-tool-definition", e.message));
+  }
+  const data = { ...spec, needsSpec, network };
+  const tool = { id, version };
+  if (data.description !== undefined) data.description = String(data.description);
+  for (const k of [...TOOL_DATA, "metadata"])
+    if (data[k] !== undefined) tool[k] = data[k];
+  if (input !== undefined) tool.input = input;
+  if (output !== undefined) tool.output = output;
+  tool.handler = handler;
+  if (isZodSchema(spec.input)) tool.inputZod = spec.input;
+  if (isZodSchema(spec.output)) tool.outputZod = spec.output;
   if (runtime) {
     const zin = isZodSchema(spec.input) ? spec.input : null;
     if (zin) warm(zin, tool.input);
-    runtime.tool({
-      id: tool.id,
-      version: tool.version,
-      description: tool.description,
-      input: tool.input,
-      output: tool.output,
-      limits: tool.limits,
-      network: tool.network,
-      handler: (value, ctx) => handler(zin ? parseWith(zin, value) : value, toolContext(ctx)),
-    });
+    const described = { id, version, input, output, handler: (value, ctx) => run(handler, zin, tool.needsSpec, value, ctx) };
+    for (const k of TOOL_DATA) if (tool[k] !== undefined) described[k] = tool[k];
+    runtime.tool(described);
   }
   return { kind: "ok", value: tool };
 }
+
+/** The same as defineTool, as a promise (kindgi's defineToolAsync). */
+export async function defineToolAsync(spec) {
+  return defineTool(spec);
+}
+
+// run calls a tool's handler under packd: its input through zod when the
+// schema is zod, its context with the declared env (needs.js).
+const run = (handler, zin, needs, value, ctx) => {
+  const c = toolContext(ctx);
+  const env = envForCall(needs, c.env);
+  if (env !== undefined) c.env = env;
+  return handler(zin ? parseWith(zin, value) : value, c);
+};
 
 // withDefaults fills in a JSON Schema's property defaults (nested objects
 // too) on a copy of value, as Ajv's useDefaults does for kindgi's checks.
@@ -217,12 +280,16 @@ const withDefaults = (schema, value) => {
 };
 
 /**
- * Defines a guardrail check: `{ id, evaluate, configSchema (or config),
- * guardrail, kind, action, severity, limits, network }`. evaluate gets the
- * guardrail's config (its schema's defaults filled in; for zod, zod's
- * output) and the trace, and returns `{ passed: boolean, ... }` (or a
- * promise of it). Returns the check; under packd a bad definition stops
- * the module's load, elsewhere it throws.
+ * Defines a guardrail check, in kindgi's shape: `{ id, kind, evaluate,
+ * configSchema, validateConfig }`, and, for the index entry packd writes,
+ * `guardrail`, `action`, `severity`, `limits`, `network` (or a
+ * guardrail object that names the check: defineGuardrail). evaluate gets
+ * the guardrail's config (its schema's defaults filled in; for zod,
+ * zod's output), the trace and the bindings, and returns `{ passed:
+ * boolean, ... }` (or a promise of it). The check has validateConfig
+ * (the schema's, then the spec's own: a message, or undefined when the
+ * config fits), configJsonSchema and configZod. A bad definition throws;
+ * under packd it stops the module's load.
  */
 export function defineCheck(spec) {
   const bad = (message) => {
@@ -232,6 +299,7 @@ export function defineCheck(spec) {
   const { id, evaluate } = spec;
   if (typeof id !== "string" || !ID.test(id)) bad(`a check's id is a string of letters, digits and . _ : - (got ${JSON.stringify(id)})`);
   if (typeof evaluate !== "function") bad(`check "${id}" has no evaluate function`);
+  if (spec.validateConfig !== undefined && typeof spec.validateConfig !== "function") bad(`check "${id}": validateConfig is a function`);
   const schema = spec.configSchema !== undefined ? spec.configSchema : spec.config;
   let configSchema;
   try {
@@ -243,23 +311,72 @@ export function defineCheck(spec) {
   const resolve = isZodSchema(schema)
     ? (config) => parseWith(schema, config === undefined ? {} : config)
     : (config) => withDefaults(configSchema, config === undefined ? {} : config);
+  const own = spec.validateConfig;
+  const bySchema =
+    configSchema === undefined
+      ? undefined
+      : isZodSchema(schema)
+        ? (config) => {
+            const r = schema.safeParse(config, { jitless: true });
+            if (r.success) return undefined;
+            const i = r.error.issues[0];
+            return `${(i.path || []).map((p) => `/${String(p)}`).join("")} ${i.message}`.trim();
+          }
+        : (config) => firstIssue(configSchema, config);
+  const validateConfig = bySchema && own ? (config) => bySchema(config) ?? own(config) : bySchema || own;
   const check = {
     id,
     ...(spec.guardrail !== undefined && { guardrail: spec.guardrail }),
     ...(spec.kind !== undefined && { kind: spec.kind }),
     ...(spec.action !== undefined && { action: spec.action }),
     ...(spec.severity !== undefined && { severity: spec.severity }),
-    ...(configSchema !== undefined && { configSchema }),
+    ...(configSchema !== undefined && { configSchema, configJsonSchema: configSchema }),
     ...(spec.limits !== undefined && { limits: spec.limits }),
     ...(spec.network !== undefined && { network: spec.network }),
-    evaluate: (config, trace, bindings = {}) => evaluate(resolve(config), trace, bindings),
-    ...(isZodSchema(schema) && { configZod: schema }),
+    evaluate: async (config, trace, bindings = {}) => evaluate(resolve(config), trace, bindings),
+    ...(validateConfig !== undefined && { validateConfig }),
+    configZod: isZodSchema(schema) ? schema : undefined,
   };
   if (runtime) {
-    const { evaluate: run, configZod, ...described } = check;
-    runtime.check({ ...described, evaluate: (config, trace) => run(config, trace) });
+    const described = { id, evaluate: (config, trace) => check.evaluate(config, trace) };
+    for (const k of ["guardrail", "kind", "action", "severity", "configSchema", "limits", "network"]) if (check[k] !== undefined) described[k] = check[k];
+    runtime.check(described);
   }
   return check;
+}
+
+/**
+ * Declares a guardrail, kindgi's object that binds a check to its config
+ * and says what a violation does: `{ id, check, kind, action, name,
+ * severity, scope, config, sandbox }`. packd serves the check; `packd
+ * index` writes the guardrail's entry from this object over what the
+ * check says. A kindgi pack default-exports it from its guardrails/
+ * folder; registerModules does this for each such export. Returns the
+ * guardrail.
+ */
+export function defineGuardrail(g) {
+  if (g === null || typeof g !== "object") throw new Error("a guardrail is an object");
+  if (typeof g.id !== "string" || !ID.test(g.id)) throw new Error(`a guardrail's id is a string of letters, digits and . _ : - (got ${JSON.stringify(g.id)})`);
+  if (typeof g.check !== "string" || !g.check) throw new Error(`guardrail "${g.id}" names no check (check: the id of a defineCheck)`);
+  if (g.action === null || typeof g.action !== "object" || Array.isArray(g.action))
+    throw new Error(`guardrail "${g.id}": action is an object, such as { "on-violation": "halt" }`);
+  if (runtime) runtime.guardrail(g);
+  return g;
+}
+
+const isGuardrail = (v) => v !== null && typeof v === "object" && typeof v.check === "string" && "action" in v && typeof v.evaluate !== "function";
+
+/**
+ * Registers what a kindgi pack's modules default-export that defining did
+ * not already register: guardrail objects (a tool or a check registers
+ * when it is defined). `packd build-ts` calls it over every module its
+ * discovery finds; a pack with one entry file calls defineGuardrail.
+ */
+export function registerModules(modules) {
+  for (const m of modules) {
+    const v = m && m.default;
+    if (isGuardrail(v)) defineGuardrail(v);
+  }
 }
 
 /**

@@ -117,6 +117,15 @@ type ToolSpec struct {
 	Output      json.RawMessage `json:"output,omitempty"`
 	Limits      json.RawMessage `json:"limits,omitempty"`
 	Network     json.RawMessage `json:"network,omitempty"`
+	// The manifest's data, in kindgi's shape, written as given:
+	// effects and needs (arrays), needsSpec and spec (objects), sandbox
+	// (a string), mutating (a boolean).
+	Effects   json.RawMessage `json:"effects,omitempty"`
+	Mutating  *bool           `json:"mutating,omitempty"`
+	Needs     json.RawMessage `json:"needs,omitempty"`
+	NeedsSpec json.RawMessage `json:"needsSpec,omitempty"`
+	Sandbox   string          `json:"sandbox,omitempty"`
+	Spec      json.RawMessage `json:"spec,omitempty"`
 }
 
 // CheckSpec is what a module says of one of its guardrail checks. Guardrail
@@ -132,6 +141,11 @@ type CheckSpec struct {
 	ConfigSchema json.RawMessage `json:"configSchema,omitempty"`
 	Limits       json.RawMessage `json:"limits,omitempty"`
 	Network      json.RawMessage `json:"network,omitempty"`
+	// What a guardrail object says besides (kindgi's Guardrail): data.
+	Name    string          `json:"name,omitempty"`
+	Scope   json.RawMessage `json:"scope,omitempty"`
+	Config  json.RawMessage `json:"config,omitempty"`
+	Sandbox string          `json:"sandbox,omitempty"`
 }
 
 // EnvSpec is the process environment names a module reads: the index's

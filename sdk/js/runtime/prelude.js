@@ -212,6 +212,170 @@
     return out;
   };
 
+  // Buffer: Node's common subset, a Uint8Array with encodings (utf8,
+  // hex, base64, base64url, latin1/binary, ascii): from, alloc,
+  // allocUnsafe, concat, isBuffer, isEncoding, byteLength, compare;
+  // toString, toJSON, equals, compare, slice/subarray (views, as Node's),
+  // write, readUInt8/16/32 and their writes (LE, BE). GUEST-ABI.md lists
+  // what else of Node a pack has.
+  const encodingOf = (e) => {
+    const l = e === undefined ? "utf8" : String(e).toLowerCase();
+    const known = { utf8: "utf8", "utf-8": "utf8", hex: "hex", base64: "base64", base64url: "base64url", latin1: "latin1", binary: "latin1", ascii: "ascii" };
+    if (!known[l]) throw new TypeError(`Unknown encoding: ${e}`);
+    return known[l];
+  };
+  const fromB64 = (s, url) => {
+    s = String(s).replace(/[^A-Za-z0-9+/\-_]/g, "");
+    if (url || /[-_]/.test(s)) s = s.replace(/-/g, "+").replace(/_/g, "/");
+    if (s.length % 4 === 1) s = s.slice(0, -1);
+    const bin = globalThis.atob(s);
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  };
+  const latin1 = (b) => {
+    let out = "";
+    for (let i = 0; i < b.length; i += 8192) out += String.fromCharCode.apply(null, b.subarray(i, i + 8192));
+    return out;
+  };
+  const encodeString = (s, enc) => {
+    switch (encodingOf(enc)) {
+      case "utf8":
+        return new Uint8Array(native.utf8Encode(s));
+      case "hex": {
+        const n = s.length >> 1;
+        const out = new Uint8Array(n);
+        let i = 0;
+        for (; i < n; i++) {
+          const v = parseInt(s.substr(i * 2, 2), 16);
+          if (Number.isNaN(v)) break;
+          out[i] = v;
+        }
+        return out.subarray(0, i);
+      }
+      case "base64":
+        return fromB64(s, false);
+      case "base64url":
+        return fromB64(s, true);
+      default: {
+        const out = new Uint8Array(s.length);
+        for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i) & 255;
+        return out;
+      }
+    }
+  };
+  class Buffer extends Uint8Array {
+    static from(v, encOrOffset, length) {
+      if (typeof v === "string") return toBuffer(encodeString(v, encOrOffset));
+      if (v instanceof ArrayBuffer) return new Buffer(v, encOrOffset || 0, length === undefined ? v.byteLength - (encOrOffset || 0) : length);
+      if (ArrayBuffer.isView(v)) return toBuffer(new Uint8Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength)));
+      if (v && v.type === "Buffer" && Array.isArray(v.data)) return toBuffer(Uint8Array.from(v.data));
+      if (Array.isArray(v) || (v && typeof v.length === "number")) return toBuffer(Uint8Array.from(v, (x) => x & 255));
+      throw new TypeError("The first argument must be a string, Buffer, ArrayBuffer, Array, or array-like object.");
+    }
+    static alloc(n, fill, enc) {
+      const b = new Buffer(n);
+      if (fill !== undefined && fill !== 0) b.fill(typeof fill === "string" ? encodeString(fill, enc)[0] || 0 : fill);
+      return b;
+    }
+    static allocUnsafe(n) {
+      return new Buffer(n);
+    }
+    static isBuffer(v) {
+      return v instanceof Buffer;
+    }
+    static isEncoding(e) {
+      try {
+        encodingOf(e);
+        return true;
+      } catch {
+        return false;
+      }
+    }
+    static byteLength(v, enc) {
+      return typeof v === "string" ? encodeString(v, enc).length : v.byteLength;
+    }
+    static concat(list, total) {
+      const n = total === undefined ? list.reduce((a, b) => a + b.length, 0) : total;
+      const out = Buffer.alloc(n);
+      let at = 0;
+      for (const b of list) {
+        if (at >= n) break;
+        out.set(b.subarray(0, n - at), at);
+        at += Math.min(b.length, n - at);
+      }
+      return out;
+    }
+    static compare(a, b) {
+      const n = Math.min(a.length, b.length);
+      for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+      return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+    }
+    toString(enc, start = 0, end = this.length) {
+      const b = this.subarray(start, end);
+      switch (encodingOf(enc)) {
+        case "utf8":
+          return native.utf8Decode(new Uint8Array(b));
+        case "hex":
+          return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+        case "base64":
+          return globalThis.btoa(latin1(b));
+        case "base64url":
+          return globalThis.btoa(latin1(b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+        case "ascii":
+          return latin1(b.map((x) => x & 127));
+        default:
+          return latin1(b);
+      }
+    }
+    toJSON() {
+      return { type: "Buffer", data: Array.from(this) };
+    }
+    equals(o) {
+      return Buffer.compare(this, o) === 0;
+    }
+    compare(o) {
+      return Buffer.compare(this, o);
+    }
+    subarray(start, end) {
+      return toBuffer(super.subarray(start, end));
+    }
+    slice(start, end) {
+      return this.subarray(start, end);
+    }
+    write(str, offset = 0, length, enc) {
+      if (typeof offset === "string") [enc, offset] = [offset, 0];
+      else if (typeof length === "string") [enc, length] = [length, undefined];
+      const b = encodeString(String(str), enc).subarray(0, Math.min(length ?? Infinity, this.length - offset));
+      this.set(b, offset);
+      return b.length;
+    }
+  }
+  const toBuffer = (u8) => new Buffer(u8.buffer, u8.byteOffset, u8.byteLength);
+  for (const [name, size] of [["UInt8", 1], ["UInt16", 2], ["UInt32", 4]]) {
+    for (const le of size === 1 ? [""] : ["LE", "BE"]) {
+      const little = le === "LE";
+      Buffer.prototype[`read${name}${le}`] = function (at = 0) {
+        if (at < 0 || at + size > this.length) throw new RangeError(`The value of "offset" is out of range. It must be >= 0 and <= ${this.length - size}. Received ${at}`);
+        let v = 0;
+        for (let i = 0; i < size; i++) v = v * 256 + this[at + (little ? size - 1 - i : i)];
+        return v;
+      };
+      Buffer.prototype[`write${name}${le}`] = function (value, at = 0) {
+        if (at < 0 || at + size > this.length) throw new RangeError(`The value of "offset" is out of range. It must be >= 0 and <= ${this.length - size}. Received ${at}`);
+        let v = Number(value);
+        for (let i = 0; i < size; i++) {
+          this[at + (little ? i : size - 1 - i)] = v & 255;
+          v = Math.floor(v / 256);
+        }
+        return at + size;
+      };
+      Buffer.prototype[`readUint${name.slice(4)}${le}`] = Buffer.prototype[`read${name}${le}`];
+      Buffer.prototype[`writeUint${name.slice(4)}${le}`] = Buffer.prototype[`write${name}${le}`];
+    }
+  }
+  globalThis.Buffer = Buffer;
+
   // crypto: random_get. No subtle.
   const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
   globalThis.crypto = {
@@ -781,6 +945,7 @@
   // The pack: what the SDK registers, and the calls.
   const tools = new Map();
   const checks = new Map();
+  const guardrails = new Map(); // check id -> the guardrail object that names it
   let anyTool = null;
   const envNames = { required: [], optional: [] };
   const registry = Object.freeze({
@@ -793,6 +958,11 @@
     check(def) {
       if (checks.has(def.id)) throw new Error(`check "${def.id}" is defined twice`);
       checks.set(def.id, def);
+    },
+    guardrail(g) {
+      const had = guardrails.get(g.check);
+      if (had && had.id !== g.id) throw new Error(`check "${g.check}" is named by two guardrails, "${had.id}" and "${g.id}": packd serves one guardrail per check`);
+      guardrails.set(g.check, g);
     },
     env(required, optional) {
       for (const n of required || []) if (!envNames.required.includes(n)) envNames.required.push(String(n));
@@ -834,8 +1004,18 @@
     describe() {
       const toolIds = [...tools.keys()];
       const d = { tools: toolIds, checks: [...checks.keys()] };
-      d.toolSpecs = [...tools.values()].filter((t) => t.id !== "*").map((t) => spec(t, ["version", "description", "input", "output", "limits", "network"]));
-      d.checkSpecs = [...checks.values()].map((c) => spec(c, ["guardrail", "kind", "action", "severity", "configSchema", "limits", "network"]));
+      d.toolSpecs = [...tools.values()]
+        .filter((t) => t.id !== "*")
+        .map((t) => spec(t, ["version", "description", "input", "output", "limits", "network", "effects", "mutating", "needs", "needsSpec", "sandbox", "spec"]));
+      // A check's entry: what the check says, under what its guardrail
+      // object says; a guardrail whose check no module defines is
+      // described too, for packd index to name.
+      const fromGuardrail = (g) => ({ ...spec(g, ["kind", "action", "severity", "name", "scope", "config", "sandbox"]), guardrail: g.id, id: g.check });
+      d.checkSpecs = [...checks.values()].map((c) => ({
+        ...spec(c, ["guardrail", "kind", "action", "severity", "configSchema", "limits", "network"]),
+        ...(guardrails.has(c.id) && fromGuardrail(guardrails.get(c.id))),
+      }));
+      for (const g of guardrails.values()) if (!checks.has(g.check)) d.checkSpecs.push(fromGuardrail(g));
       if (envNames.required.length || envNames.optional.length) d.env = envNames;
       return JSON.stringify(d);
     },

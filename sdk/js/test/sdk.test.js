@@ -32,7 +32,7 @@ test("a bad definition is an err result, not a throw", () => {
   assert.equal(noVersion.kind, "err");
   assert.equal(noVersion.error.code, "invalid-tool-definition");
   assert.match(noVersion.error.message, /exact semver/);
-  assert.equal(defineTool({ id: "acme.x", version: "1.0.0" }).error.message, 'tool "acme.x" has no handler function');
+  assert.equal(defineTool({ id: "acme.x", version: "1.0.0" }).error.message, 'tool "acme.x" has no handler function (nor a declarative spec)');
   assert.equal(defineTool({ id: "acme.x", version: "1.0.0", input: "nope", handler: () => 1 }).error.code, "invalid-schema");
 });
 
