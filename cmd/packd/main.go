@@ -13,6 +13,7 @@
 //	packd dev [serve flags] DIR  serve a pack, rebuilding and reloading it as it changes
 //	packd mcp [--index I]      serve the pack's tools to one MCP client over stdio
 //	packd build-js [-o pack.wasm] bundle.js   a pack's module from its bundled JavaScript
+//	packd build-ts [-o pack.wasm] DIR         a kindgi-shaped TypeScript pack's module
 //	packd version
 //
 // invoke prints the response message on stdout and exits 0 on a result, 1 on
@@ -104,6 +105,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return initCmd(args[1:], stdout, stderr)
 	case "build-js":
 		return buildJSCmd(args[1:], stdout, stderr)
+	case "build-ts":
+		return buildTSCmd(args[1:], stdout, stderr)
 	case "dev":
 		return devCmd(args[1:], stdout, stderr)
 	case "replay":
@@ -133,6 +136,7 @@ func usage(w io.Writer) {
   packd init DIR [--lang go|c|ts]                          scaffold a pack that builds and answers
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
+  packd build-ts [-o pack.wasm] DIR                        a kindgi-shaped TypeScript pack's module (tools/, guardrails/)
   packd dev [serve flags] DIR                              serve a pack, rebuilding and reloading it as it changes
   packd mcp [--index I] [serve flags]                      serve the pack's tools to one MCP client over stdio
   packd replay [--index I | --module M] RECORD|DIR ...     re-run recorded calls offline (serve --record): same output and fuel?

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -223,4 +224,65 @@ func indexedCopy(t *testing.T, dir, module, pack string) string {
 		t.Fatalf("packd index: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	return idx
+}
+
+// bufferBattery is JavaScript that exercises Buffer and answers what it
+// saw, for TestJSBufferIsNodes to run under Node and under packd.
+const bufferBattery = `const battery = () => {
+  const r = [];
+  const b = Buffer.from("héllo wörld ✓", "utf8");
+  r.push(b.toString("hex"), b.toString("base64"), b.toString("base64url"), b.toString("latin1"), b.toString("ascii"), b.length, Buffer.byteLength("✓"), b.toString("utf8", 1, 3));
+  r.push(Buffer.from("aGk=", "base64").toString(), Buffer.from("aGk", "base64url").toString(), Buffer.from("_-8", "base64url").toString("hex"), Buffer.from("6869zz", "hex").toString(), Buffer.from("é", "latin1").toString("hex"));
+  r.push(JSON.stringify(Buffer.from([1, 2, 300])), Buffer.concat([Buffer.from("a"), Buffer.from("bc")]).toString(), Buffer.concat([Buffer.from("abc")], 2).toString());
+  const c = Buffer.alloc(8);
+  c.writeUInt32BE(0xdeadbeef, 0);
+  c.writeUInt16LE(0x1234, 4);
+  c.writeUInt8(255, 6);
+  r.push(c.toString("hex"), c.readUInt32LE(0), c.readUInt32BE(0), c.readUInt16BE(4), c.readUInt16LE(4), c.readUInt8(6));
+  r.push(Buffer.compare(Buffer.from("a"), Buffer.from("b")), Buffer.from("x").equals(Buffer.from("x")), Buffer.from("ab").compare(Buffer.from("a")), Buffer.isBuffer(c), Buffer.isBuffer(new Uint8Array(1)), Buffer.isEncoding("hex"), Buffer.isEncoding("utf16"));
+  const s = b.subarray(1, 3);
+  s[0] = 0x41;
+  r.push(b.toString("hex").slice(0, 8), s instanceof Buffer, b.slice(0, 2).toString("hex"), b instanceof Uint8Array);
+  r.push(Buffer.alloc(3, "a").toString(), Buffer.alloc(2, 7).toString("hex"), c.write("zz", 1), c.toString("hex"), c.write("é", 7, "latin1"), c.toString("hex"));
+  r.push(Buffer.from({ type: "Buffer", data: [104, 105] }).toString(), JSON.stringify(Buffer.from("hi")), Buffer.from(new Uint8Array([1, 2]).buffer).toString("hex"));
+  let threw = "";
+  try { c.readUInt32LE(6); } catch (e) { threw = e.name; }
+  r.push(threw);
+  try { Buffer.from("x", "utf16"); } catch (e) { threw = e.name; }
+  r.push(threw);
+  return r;
+};
+`
+
+// TestJSBufferIsNodes: Buffer under packd answers what Node's answers,
+// over the subset GUEST-ABI.md lists (a pack that used Buffer met a
+// ReferenceError at call time before).
+func TestJSBufferIsNodes(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed (Debian: apt-get install nodejs): make test installs it")
+	}
+	want, err := exec.Command(node, "-e", bufferBattery+"process.stdout.write(JSON.stringify(battery()))").Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	dir := t.TempDir()
+	pack := filepath.Join(dir, "pack.js")
+	if err := os.WriteFile(pack, []byte(bufferBattery+`globalThis[Symbol.for("packd")].tool({id: "b.battery", version: "1.0.0", handler: battery});`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := packd(t, "build-js", pack); r.code != 0 {
+		t.Fatalf("build-js: %d %s", r.code, r.stderr)
+	}
+	idx := filepath.Join(dir, "index.json")
+	if r := packd(t, "index", "--index", idx, "--pack-id", "b", filepath.Join(dir, "pack.wasm")); r.code != 0 {
+		t.Fatalf("index: %d %s", r.code, r.stderr)
+	}
+	r := packd(t, "invoke", "--index", idx, "--tool", "b.battery", "--input", "{}")
+	if r.code != 0 {
+		t.Fatalf("invoke: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if got := strings.TrimSpace(r.stdout); got != `{"v":2,"kind":"result","output":`+string(want)+`}` {
+		t.Fatalf("packd's Buffer:\n%s\nNode's:\n%s", got, want)
+	}
 }

