@@ -22,6 +22,10 @@ type entry struct {
 	guardrail, severity        string
 	input, output, config      json.RawMessage
 	action, limits, network    json.RawMessage
+	effects, needs, needsSpec  json.RawMessage
+	scope                      json.RawMessage
+	mutating                   *bool
+	sandbox, name              string
 }
 
 // Version is the tool's version (e.g. "1.0.0").
@@ -84,6 +88,48 @@ func Network(network string) Option {
 	return func(e *entry) { e.network = b }
 }
 
+// Effects are the tool's declared side effects, as a JSON array in
+// kindgi's shape (e.g. [{"kind":"writes","resource":"db:ledger"}]): data
+// for the runtime's policies and audit.
+func Effects(effects string) Option {
+	b := mustJSON("Effects", effects)
+	return func(e *entry) { e.effects = b }
+}
+
+// Mutating says whether the tool changes anything outside itself.
+// Mutating(false) makes packd refuse the tool's writes: its outbound
+// requests may only be GET, HEAD or OPTIONS (docs/index-format.md).
+// Unsaid, a tool counts as mutating.
+func Mutating(m bool) Option { return func(e *entry) { e.mutating = &m } }
+
+// Needs are the named context slots the tool expects, as a JSON array
+// (e.g. [{"name":"tenant"}]): data.
+func Needs(needs string) Option {
+	b := mustJSON("Needs", needs)
+	return func(e *entry) { e.needs = b }
+}
+
+// NeedsSpec is what the tool needs of its call, as a JSON object in
+// kindgi's shape: env and secrets map names to the JSON Schema of their
+// string values (the caller resolves them into ctx env and secrets).
+func NeedsSpec(needsSpec string) Option {
+	b := mustJSON("NeedsSpec", needsSpec)
+	return func(e *entry) { e.needsSpec = b }
+}
+
+// Sandbox is the isolation the tool or check asks for ("strict"): data.
+func Sandbox(mode string) Option { return func(e *entry) { e.sandbox = mode } }
+
+// Name is a check's guardrail's name, for people.
+func Name(name string) Option { return func(e *entry) { e.name = name } }
+
+// Scope is when a check's guardrail applies, as a JSON object (e.g.
+// {"when":"always"}): data for the runtime.
+func Scope(scope string) Option {
+	b := mustJSON("Scope", scope)
+	return func(e *entry) { e.scope = b }
+}
+
 func mustJSON(what, s string) json.RawMessage {
 	if !json.Valid([]byte(s)) {
 		panic(fmt.Sprintf("guest: %s is not JSON: %s", what, s))
@@ -101,12 +147,14 @@ func options(opts []Option) *entry {
 
 func (e *entry) toolSpec(id string) wire.ToolSpec {
 	return wire.ToolSpec{ID: id, Version: e.version, Description: e.description, Input: e.input, Output: e.output,
-		Limits: e.limits, Network: e.network}
+		Limits: e.limits, Network: e.network, Effects: e.effects, Mutating: e.mutating, Needs: e.needs,
+		NeedsSpec: e.needsSpec, Sandbox: e.sandbox}
 }
 
 func (e *entry) checkSpec(id string) wire.CheckSpec {
 	return wire.CheckSpec{ID: id, Guardrail: e.guardrail, Kind: e.kind, Action: e.action, Severity: e.severity,
-		Description: e.description, ConfigSchema: e.config, Limits: e.limits, Network: e.network}
+		Description: e.description, ConfigSchema: e.config, Limits: e.limits, Network: e.network,
+		Name: e.name, Scope: e.scope, Sandbox: e.sandbox}
 }
 
 // Open, embedded in a struct, lets the object schema SchemaOf derives from

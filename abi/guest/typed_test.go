@@ -195,3 +195,22 @@ func TestModuleOptionsReachTheDescription(t *testing.T) {
 	}()
 	Limits("{")
 }
+
+// TestKindgisManifestFieldsReachTheDescription: effects, mutating, needs,
+// needsSpec and sandbox of a tool, and a check's guardrail name and scope,
+// are in the description, for packd index to write.
+func TestKindgisManifestFieldsReachTheDescription(t *testing.T) {
+	resetRegistry()
+	defer resetRegistry()
+	Tool("acme.lookup", func(json.RawMessage, *Context) (any, error) { return nil, nil },
+		Effects(`[{"kind":"reads","resource":"db:orders"}]`), Mutating(false), Needs(`[{"name":"tenant"}]`),
+		NeedsSpec(`{"env":{"REGION":{"type":"string","default":"eu"}}}`), Sandbox("strict"))
+	Check("acme.cites", func(json.RawMessage, json.RawMessage) (any, error) { return CheckResult{Passed: true}, nil },
+		Guardrail("acme.answers-cite"), Name("Answers cite"), Scope(`{"when":"always"}`))
+	want := `{"tools":["acme.lookup"],"checks":["acme.cites"],"toolSpecs":[{"id":"acme.lookup","effects":[{"kind":"reads","resource":"db:orders"}],"mutating":false,` +
+		`"needs":[{"name":"tenant"}],"needsSpec":{"env":{"REGION":{"type":"string","default":"eu"}}},"sandbox":"strict"}],` +
+		`"checkSpecs":[{"id":"acme.cites","guardrail":"acme.answers-cite","name":"Answers cite","scope":{"when":"always"}}]}`
+	if got := string(Describe()); got != want {
+		t.Errorf("Describe\n%s\nwant\n%s", got, want)
+	}
+}

@@ -133,8 +133,10 @@ func TestIndexKeepsWhatAModuleWithoutVersionsDoesNotSay(t *testing.T) {
 
 // TestIndexWritesWhatAModuleSays: every field a module's description may
 // say (testdata/specs/specs.wat, written by hand as any language may) lands
-// in the index packd index writes from a bare one: a tool's limits and
-// network, a guardrail's id, action, severity and limits, the pack's env
+// in the index packd index writes from a bare one: a tool's limits,
+// network and kindgi's effects, mutating, needs, needsSpec, sandbox and
+// spec; a guardrail's id, action, severity, limits, name, scope, config
+// and sandbox; the pack's env
 // (a name both required and optional is required). A description that
 // would make an index that does not load (a negative fuel limit, the
 // service token as an env name) writes nothing and names each problem.
@@ -161,10 +163,11 @@ func TestIndexWritesWhatAModuleSays(t *testing.T) {
 	text := func(v any) string { b, _ := json.Marshal(v); return string(b) }
 	for _, c := range []struct{ got, want string }{
 		{text(got.Env), `{"optional":["SPECS_DEBUG"],"required":["SPECS_URL"]}`},
-		{text(got.Tools[0]), `{"description":"Fetches a thing.","id":"specs.fetch","input":{"type":"object"},"limits":{"fuel":5000000,"memMB":16},` +
-			`"modulePath":"specs.wasm","network":{"hosts":["api.example.com"],"kind":"allowlist"},"output":{"type":"object"},"version":"2.0.0"}`},
-		{text(got.Guardrails[0]), `{"action":{"on-violation":"log-only"},"checkId":"specs.checks.ok","checkModulePath":"specs.wasm","configSchema":{"type":"object"},` +
-			`"id":"specs.ok","kind":"zero-llm","limits":{"fuel":1000000},"severity":"warning"}`},
+		{text(got.Tools[0]), `{"description":"Fetches a thing.","effects":[{"kind":"reads","resource":"db:things"}],"id":"specs.fetch","input":{"type":"object"},"limits":{"fuel":5000000,"memMB":16},` +
+			`"modulePath":"specs.wasm","mutating":false,"needs":[{"name":"tenant"}],"needsSpec":{"env":{"REGION":{"default":"eu","type":"string"}}},"network":{"hosts":["api.example.com"],"kind":"allowlist"},"output":{"type":"object"},` +
+			`"sandbox":"strict","spec":{"kind":"http","method":"GET","urlTemplate":"https://api.example.com/things/{id}"},"version":"2.0.0"}`},
+		{text(got.Guardrails[0]), `{"action":{"on-violation":"log-only"},"checkId":"specs.checks.ok","checkModulePath":"specs.wasm","config":{"strict":true},"configSchema":{"type":"object"},` +
+			`"id":"specs.ok","kind":"zero-llm","limits":{"fuel":1000000},"name":"It is ok","sandbox":"strict","scope":{"when":"always"},"severity":"warning"}`},
 	} {
 		if c.got != c.want {
 			t.Errorf("got  %s\nwant %s", c.got, c.want)

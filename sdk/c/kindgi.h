@@ -148,23 +148,28 @@ typedef int (*kindgi_check_fn)(kindgi_json config, kindgi_json trace, kindgi_out
 
 /* A tool: its id and handler, and, for `packd index`, its index entry
  * (all optional: what is NULL, packd index keeps from the index; schemas,
- * limits and network as JSON text, see docs/index-format.md). */
+ * limits, network and kindgi's effects, mutating, needs and needs_spec as
+ * JSON text, see docs/index-format.md). mutating "false" makes packd refuse
+ * the tool's writes. */
 typedef struct {
     const char *id;
     kindgi_tool_fn fn;
     const char *version, *description, *input_schema, *output_schema;
     const char *limits, *network;
+    const char *effects, *mutating, *needs, *needs_spec, *sandbox;
 } kindgi_tool;
 
 /* A guardrail check: its id and handler, and for `packd index` its entry:
  * kind (when neither this nor the index says, "zero-llm"), action (JSON;
  * else {"on-violation":"halt"}), config schema, the guardrail's id when it
- * is not the check id, severity, limits and network. */
+ * is not the check id, severity, limits and network; and the guardrail's
+ * name, scope (JSON) and sandbox. */
 typedef struct {
     const char *id;
     kindgi_check_fn fn;
     const char *kind, *action, *config_schema;
     const char *guardrail, *severity, *limits, *network;
+    const char *name, *scope, *sandbox;
 } kindgi_check;
 
 /* The environment names the pack reads with getenv, for the index's env:
@@ -618,6 +623,11 @@ __attribute__((export_name("kindgi_describe"))) int32_t kindgi_describe(void) {
         kindgi_raw_member_(&o, "output", t->output_schema);
         kindgi_raw_member_(&o, "limits", t->limits);
         kindgi_raw_member_(&o, "network", t->network);
+        kindgi_raw_member_(&o, "effects", t->effects);
+        kindgi_raw_member_(&o, "mutating", t->mutating);
+        kindgi_raw_member_(&o, "needs", t->needs);
+        kindgi_raw_member_(&o, "needsSpec", t->needs_spec);
+        kindgi_str_member_(&o, "sandbox", t->sandbox);
         kindgi_end_object(&o);
     }
     kindgi_end_array(&o);
@@ -633,6 +643,9 @@ __attribute__((export_name("kindgi_describe"))) int32_t kindgi_describe(void) {
         kindgi_raw_member_(&o, "configSchema", c->config_schema);
         kindgi_raw_member_(&o, "limits", c->limits);
         kindgi_raw_member_(&o, "network", c->network);
+        kindgi_str_member_(&o, "name", c->name);
+        kindgi_raw_member_(&o, "scope", c->scope);
+        kindgi_str_member_(&o, "sandbox", c->sandbox);
         kindgi_end_object(&o);
     }
     kindgi_end_array(&o);
