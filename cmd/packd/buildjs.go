@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	jssdk "github.com/kindgi/packd/sdk/js"
 )
@@ -33,7 +35,7 @@ func buildJSCmd(args []string, stdout, stderr io.Writer) int {
 	if dst == "" {
 		dst = src[:len(src)-len(filepath.Ext(src))] + ".wasm"
 	}
-	if err := buildJS(src, dst); err != nil {
+	if err := buildJS(src, dst, "."); err != nil {
 		fmt.Fprintln(stderr, "packd build-js:", err)
 		return exitError
 	}
@@ -41,7 +43,11 @@ func buildJSCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func buildJS(src, dst string) error {
+// buildJS makes the module dst of the bundle src. When the bundle names
+// its source map (esbuild --sourcemap: src.map, and a sourceMappingURL
+// comment), the module carries its line table, so errors name the pack's
+// sources by their paths relative to root.
+func buildJS(src, dst, root string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return err
@@ -67,5 +73,45 @@ func buildJS(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
 	}
+	if table, err := lineTable(src, bundle, root); err != nil {
+		return err
+	} else if table != nil {
+		mod = jssdk.WithLines(mod, table)
+	}
 	return writeFileAtomic(dst, mod)
+}
+
+// lineTable is the line table of the bundle src from its source map, or
+// nil when the bundle names none (a map beside it that the bundle does
+// not name is left alone: it may be another build's).
+func lineTable(src string, bundle []byte, root string) ([]byte, error) {
+	mapName := filepath.Base(src) + ".map"
+	if !bytes.Contains(bundle, []byte("//# sourceMappingURL="+mapName)) {
+		return nil, nil
+	}
+	mapPath := filepath.Join(filepath.Dir(src), mapName)
+	f, err := os.Open(mapPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s names its source map %s: %w", src, mapName, err)
+	}
+	defer f.Close()
+	sm, err := io.ReadAll(io.LimitReader(f, 4*jssdk.MaxBundle+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(sm) > 4*jssdk.MaxBundle {
+		return nil, fmt.Errorf("%s is over %d bytes", mapPath, 4*jssdk.MaxBundle)
+	}
+	absRoot, _ := filepath.Abs(root)
+	table, err := jssdk.LineTable("pack.js", sm, func(s string) string {
+		p, _ := filepath.Abs(filepath.Join(filepath.Dir(mapPath), filepath.FromSlash(s)))
+		if rel, err := filepath.Rel(absRoot, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.ToSlash(rel)
+		}
+		return filepath.ToSlash(p)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", mapPath, err)
+	}
+	return table, nil
 }

@@ -74,7 +74,7 @@ func buildTSCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "packd build-ts: bundling %s: %v\n", dir, err)
 		return exitError
 	}
-	if err := buildJS(filepath.Join(dir, bundle), dst); err != nil {
+	if err := buildJS(filepath.Join(dir, bundle), dst, dir); err != nil {
 		fmt.Fprintln(stderr, "packd build-ts:", err)
 		return exitError
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/internal/sandbox"
+	"github.com/kindgi/packd/internal/wasmbin"
 )
 
 // indexCmd writes a pack's index.json from its modules: each module
@@ -148,7 +149,8 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 		desc, err := mod.Describe(ctx)
 		_ = mod.Close(ctx)
 		if err != nil {
-			return fail(exitError, "%s: describing module: %v", path, err)
+			lines := abi.ParseLineTable(wasmbin.Custom(wasm, abi.SectionLines))
+			return fail(exitError, "%s", lines.Rewrite(fmt.Sprintf("%s: describing module: %v", path, err)))
 		}
 		t, notes := toolEntries(path, desc, indexTools)
 		tools = append(tools, t...)

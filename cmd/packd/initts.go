@@ -65,7 +65,7 @@ func initTS(dir, pack string, files map[string]string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "packd init: bundling the pack (in %s: make build): %v\n", dir, err)
 		return exitError
 	}
-	if err := buildJS(filepath.Join(dir, bundle), filepath.Join(dir, name+".wasm")); err != nil {
+	if err := buildJS(filepath.Join(dir, bundle), filepath.Join(dir, name+".wasm"), dir); err != nil {
 		fmt.Fprintf(stderr, "packd init: %v\n", err)
 		return exitError
 	}
@@ -74,9 +74,10 @@ func initTS(dir, pack string, files map[string]string, stdout, stderr io.Writer)
 
 // esbuildFlags bundle a pack into one script for packd build-js: every
 // import inlined, as one function run at load, in the JavaScript QuickJS
-// runs (ES2020; esbuild lowers what is newer).
+// runs (ES2020; esbuild lowers what is newer), with its source map, which
+// build-js turns into the module's line table.
 func esbuildFlags(out string) []string {
-	return []string{"--bundle", "--format=iife", "--platform=neutral", "--target=es2020", "--main-fields=module,main", "--log-level=warning", "--outfile=" + out}
+	return []string{"--bundle", "--format=iife", "--platform=neutral", "--target=es2020", "--main-fields=module,main", "--sourcemap", "--log-level=warning", "--outfile=" + out}
 }
 
 // tsPackFiles are a new TypeScript pack's files.
@@ -204,7 +205,7 @@ typecheck: node_modules/.package-lock.json
 	$(TSC) -p test/tsconfig.json
 
 build: typecheck
-	$(ESBUILD) src/pack.ts --bundle --format=iife --platform=neutral --target=es2020 --main-fields=module,main --log-level=warning --outfile=build/pack.js
+	$(ESBUILD) src/pack.ts --bundle --format=iife --platform=neutral --target=es2020 --main-fields=module,main --sourcemap --log-level=warning --outfile=build/pack.js
 	$(PACKD) build-js -o {{.Name}}.wasm build/pack.js
 
 index: build

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -147,4 +148,74 @@ func TestAKindgiPackMovesUnchanged(t *testing.T) {
 	}
 	expect(t, s.invoke(t, `{"v":2,"kind":"check-invoke","check":{"id":"acme-desk.cites-order"},"config":{},"trace":{"output":"Refunded."}}`), 200,
 		`{"v":2,"kind":"check-result","result":{"passed":false,"reason":"the answer cites 0 order(s), under 1"}}`)
+}
+
+// TestJSErrorsNameTheirSources: a TypeScript pack's stack frames and load
+// errors name its .ts files and lines (the module's line table, from the
+// bundle's source map), not the bundle's pack.js:N; a bundle that names
+// no source map keeps pack.js:N, and a stale map beside it is not read.
+func TestJSErrorsNameTheirSources(t *testing.T) {
+	dir := kindgiPack(t)
+	for _, d := range []string{"tools", "guardrails"} {
+		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boom := filepath.Join(dir, "tools", "boom", "index.ts")
+	write := func(top string) {
+		t.Helper()
+		src := `import { defineTool } from '@kindgi/sdk/define';
+` + top + `
+const defined = defineTool({
+  id: 'acme.boom',
+  version: '0.1.0',
+  input: { type: 'object' },
+  output: { type: 'object' },
+  handler: async () => {
+    throw new RangeError('boom at line 9');
+  },
+});
+if (defined.kind === 'err') throw new Error(defined.error.message);
+export default defined.value;
+`
+		if err := os.MkdirAll(filepath.Dir(boom), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(boom, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := packd(t, "build-ts", dir); r.code != 0 {
+			t.Fatalf("build-ts: %s", r.stderr)
+		}
+	}
+	idx := filepath.Join(dir, "index.json")
+	write("")
+	if r := packd(t, "index", "--index", idx, "--pack-id", "acme", filepath.Join(dir, "pack.wasm")); r.code != 0 {
+		t.Fatalf("index: %s", r.stderr)
+	}
+	r := packd(t, "invoke", "--index", idx, "--tool", "acme.boom", "--input", "{}")
+	if !strings.Contains(r.stdout, `"stack":"RangeError: boom at line 9\n    at handler (tools/boom/index.ts:9)`) {
+		t.Fatalf("the thrown stack: %s", r.stdout)
+	}
+
+	write("if (Math.max(1, 2) === 2) throw new TypeError('top level at line 2');")
+	r = packd(t, "index", "--index", idx, "--pack-id", "acme", filepath.Join(dir, "pack.wasm"))
+	if r.code == 0 || !strings.Contains(r.stderr, "TypeError: top level at line 2 (at <anonymous> (tools/boom/index.ts:2))") {
+		t.Fatalf("the load error: %d %s", r.code, r.stderr)
+	}
+
+	// The same bundle without its sourceMappingURL: the map beside it is
+	// another build's as far as build-js knows.
+	bundle := filepath.Join(dir, "build", "pack.js")
+	b, _ := os.ReadFile(bundle)
+	plain := filepath.Join(dir, "build", "plain.js")
+	_ = os.WriteFile(plain, bytes.ReplaceAll(b, []byte("//# sourceMappingURL=pack.js.map"), nil), 0o644)
+	_ = os.WriteFile(plain+".map", []byte("not a map"), 0o644)
+	if r := packd(t, "build-js", "-o", filepath.Join(dir, "pack.wasm"), plain); r.code != 0 {
+		t.Fatalf("build-js: %s", r.stderr)
+	}
+	r = packd(t, "index", "--index", idx, "--pack-id", "acme", filepath.Join(dir, "pack.wasm"))
+	if r.code == 0 || !strings.Contains(r.stderr, "TypeError: top level at line 2 (at <anonymous> (pack.js:") {
+		t.Fatalf("the load error without a map: %d %s", r.code, r.stderr)
+	}
 }

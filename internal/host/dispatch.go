@@ -436,7 +436,9 @@ func (p *Pack) run(ctx context.Context, o *Outcome, r runSpec) ([]byte, *abi.Err
 	case abi.StatusNoHandler:
 		return nil, t.errorFor(t.shapeCode(), fmt.Sprintf("Module %s has no handler for %s %q", mod.path, t.kind(), t.ID))
 	case abi.StatusThrown:
-		return nil, t.thrown(abi.ReadThrown(rep.Body))
+		c := abi.ReadThrown(rep.Body)
+		c.Message, c.Stack = mod.lines.Rewrite(c.Message), mod.lines.Rewrite(c.Stack)
+		return nil, t.thrown(c)
 	}
 	return rep.Body, nil
 }

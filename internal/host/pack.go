@@ -135,6 +135,8 @@ type module struct {
 	mod  *sandbox.Module // nil when loading failed
 	err  error           // why it cannot be called: load failure or shape
 	desc sandbox.Description
+	// lines maps its code's lines to its sources' in errors (nil: as is).
+	lines *abi.LineTable
 	// snapTape is the encoding of its snapshot's tape, for records.
 	snapTape atomic.Pointer[replay.SnapshotTape]
 }
@@ -286,6 +288,7 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module,
 		return err.Error(), nil
 	}
 	m.sum = replay.ContentHash(wasm)
+	m.lines = readLines(wasm)
 	start := time.Now()
 	m.mod, err = sb.Compile(ctx, wasm)
 	stat := &ModuleStat{Path: m.path, CompileSeconds: time.Since(start).Seconds()}
@@ -295,11 +298,11 @@ func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module,
 	}
 	if m.desc, err = m.mod.Describe(ctx); err != nil {
 		m.err = err
-		return fmt.Sprintf("%s: describing module: %v", m.path, err), stat
+		return m.lines.Rewrite(fmt.Sprintf("%s: describing module: %v", m.path, err)), stat
 	}
 	if err = m.mod.Warm(ctx, env); err != nil && !errors.Is(err, sandbox.ErrMemoryBudget) {
 		m.err = err
-		return fmt.Sprintf("%s: taking its snapshot: %v", m.path, err), stat
+		return m.lines.Rewrite(fmt.Sprintf("%s: taking its snapshot: %v", m.path, err)), stat
 	}
 	return "", stat
 }

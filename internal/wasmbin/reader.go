@@ -178,3 +178,22 @@ func Sections(wasm []byte) ([]Section, error) {
 	}
 	return out, nil
 }
+
+// Custom is the payload of wasm's first custom section named name, or nil
+// when it has none (or is not a module).
+func Custom(wasm []byte, name string) []byte {
+	sections, err := Sections(wasm)
+	if err != nil {
+		return nil
+	}
+	for _, s := range sections {
+		if s.ID != 0 {
+			continue
+		}
+		r := Reader{B: s.Body}
+		if n := r.Name(); r.Err == nil && n == name {
+			return s.Body[r.Off:]
+		}
+	}
+	return nil
+}
