@@ -15,11 +15,11 @@ func TestLineTableRewrite(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"Error: x\n    at handler (pack.js:4)\n    at parse (pack.js:3)": "Error: x\n    at handler (src/pack.ts:7)\n    at parse (node_modules/zod/index.js:40)",
-		"(at pack.js:2)":              "(at pack.js:2)",
-		"mypack.js:1 and a/pack.js:1": "mypack.js:1 and a/pack.js:1",
+		"(at pack.js:2)":                                   "(at pack.js:2)",
+		"mypack.js:1 and a/pack.js:1":                      "mypack.js:1 and a/pack.js:1",
 		"pack.js:5 pack.js:99999999999 pack.js: pack.js:0": "pack.js:5 pack.js:99999999999 pack.js: pack.js:0",
-		"pack.js:1pack.js:4":          "src/pack.ts:1pack.js:4",
-		"no positions":                "no positions",
+		"pack.js:1pack.js:4":                               "src/pack.ts:1pack.js:4",
+		"no positions":                                     "no positions",
 	} {
 		if got := tab.Rewrite(in); got != want {
 			t.Errorf("Rewrite(%q) = %q, want %q", in, got, want)
