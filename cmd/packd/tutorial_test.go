@@ -53,7 +53,10 @@ func TestTutorial(t *testing.T) {
 	cmd.Dir = t.TempDir()
 	// Not the environment of a make that runs this test: its jobserver
 	// would make the tutorial's own make wait for tokens forever.
-	cmd.Env = append(withoutMake(os.Environ()), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(withoutMake(os.Environ()), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		// The tutorial commits a pack to clone it: an identity, whatever
+		// the machine's git says.
+		"GIT_AUTHOR_NAME=Tutorial", "GIT_AUTHOR_EMAIL=tutorial@example.com", "GIT_COMMITTER_NAME=Tutorial", "GIT_COMMITTER_EMAIL=tutorial@example.com")
 	cmd.WaitDelay = 10 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -80,6 +83,11 @@ func TestTutorial(t *testing.T) {
 		`{"v":2,"kind":"result","output":{"shouted":"HEY HEY"}}`,
 		`"schemaPath":"#/properties/times/minimum","keyword":"minimum"`,
 		`"message":"Handler for tool \"hello-ts.shout\" threw: RangeError: nothing to shout"`,
+		// The stack names the line of the throw in src/pack.ts.
+		`"stack":"RangeError: nothing to shout\n    at handler (src/pack.ts:`,
+		// The type check stopped make at the file and line.
+		"src/broken.ts(5,25): error TS2322: Type 'Promise<{ passed: number; }>' is not assignable to type 'CheckResult | Promise<CheckResult>'.",
+		"make stopped at the type error",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tutorial's output does not have %s:\n%s", want, out)
@@ -113,12 +121,13 @@ func TestTutorial(t *testing.T) {
 			t.Errorf("%s lacks %s:\n%s", c.index, c.want, b)
 		}
 	}
-	if n := strings.Count(string(out), `"output":{"greeting":"Hello, Ada!"}`); n != 3 {
-		t.Errorf("greeted %d times (packd invoke, make record, then over HTTP), want 3:\n%s", n, out)
+	if n := strings.Count(string(out), `"output":{"greeting":"Hello, Ada!"}`); n != 4 {
+		t.Errorf("greeted %d times (packd invoke, make record, over HTTP, then make record in TypeScript), want 4:\n%s", n, out)
 	}
 	// make test replayed the recorded example call: in Go after init and
-	// after make record, in C and in TypeScript after init.
-	if n := strings.Count(string(out), "1 of 1 records replayed identically"); n != 4 {
-		t.Errorf("%d replays of the recorded example call, want 4:\n%s", n, out)
+	// after make record, in C, in TypeScript after init and in its fresh
+	// clone.
+	if n := strings.Count(string(out), "1 of 1 records replayed identically"); n != 5 {
+		t.Errorf("%d replays of the recorded example call, want 5:\n%s", n, out)
 	}
 }
