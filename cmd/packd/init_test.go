@@ -167,9 +167,27 @@ func TestInitTSPack(t *testing.T) {
 		out, err := c.CombinedOutput()
 		return string(out), err
 	}
+	// A kindgi pack's imports work as they are: packd's SDK is installed
+	// as @kindgi/sdk too.
+	kindgi := filepath.Join(dir, "src", "kindgi.ts")
+	_ = os.WriteFile(kindgi, []byte(`import { defineTool } from "@kindgi/sdk/define";
+import type { ToolId } from "@kindgi/sdk/types";
+const defined = defineTool({
+  id: "acme.hello-ts.kindgi" as ToolId,
+  version: "0.1.0",
+  input: { type: "object" },
+  output: { type: "object" },
+  effects: [{ kind: "reads" }],
+  mutating: false,
+  handler: async () => ({}),
+});
+if (defined.kind === "err") throw new Error(defined.error.message);
+export default defined.value;
+`), 0o644)
 	if out, err := runMake("typecheck"); err != nil {
-		t.Fatalf("make typecheck of the scaffold (and process.env): %v\n%s", err, out)
+		t.Fatalf("make typecheck of the scaffold (process.env, @kindgi/sdk imports): %v\n%s", err, out)
 	}
+	_ = os.Remove(kindgi)
 	_ = os.WriteFile(src, []byte(strings.Replace(string(good), "{ passed: true }", "{ passed: 0 }", 1)), 0o644)
 	if out, err := runMake("build"); err == nil || !strings.Contains(out, "src/pack.ts(") || !strings.Contains(out, "error TS2322") {
 		t.Fatalf("make build of a check answering passed: 0: %v\n%s", err, out)

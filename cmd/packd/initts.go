@@ -92,6 +92,7 @@ var tsPackFiles = map[string]string{
     "test": "make test"
   },
   "dependencies": {
+    "@kindgi/sdk": "file:packd-sdk",
     "@packd/sdk": "file:packd-sdk",
     "zod": "` + zodVersion + `"
   },
