@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -59,6 +60,10 @@ func buildTSCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "packd build-ts:", err)
 		return exitError
 	}
+	if err := typecheckAsPackd(dir, files, stderr); err != nil {
+		fmt.Fprintln(stderr, "packd build-ts:", err)
+		return exitError
+	}
 	esbuild, err := filepath.Abs(filepath.Join(dir, "node_modules", ".bin", "esbuild"))
 	if err == nil {
 		_, err = os.Stat(esbuild)
@@ -80,6 +85,60 @@ func buildTSCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d files)\n", dst, len(files))
 	return exitOK
+}
+
+// typecheckAsPackd type-checks the pack's definitions, and what they
+// import, as packd runs them: under the pack's own tsconfig.json, but with
+// packd's globals (the SDK's globals.d.ts, and the ES and DOM libraries)
+// in place of Node's types, so a use of what packd's runtime lacks
+// (require, setImmediate, __dirname) stops the build at its file and
+// line, not a call. A pack without TypeScript (no node_modules/.bin/tsc)
+// or whose SDK is not packd's is built unchecked, which it says.
+func typecheckAsPackd(dir string, files []string, stderr io.Writer) error {
+	tsc := filepath.Join(dir, "node_modules", ".bin", "tsc")
+	if _, err := os.Stat(tsc); err != nil {
+		fmt.Fprintln(stderr, "packd build-ts: not type-checked: the pack has no TypeScript (npm install --save-dev typescript)")
+		return nil
+	}
+	var globals string
+	for _, sdk := range []string{"@packd/sdk", "@kindgi/sdk"} {
+		g := filepath.Join("node_modules", sdk, "globals.d.ts")
+		if _, err := os.Stat(filepath.Join(dir, g)); err == nil {
+			globals = g
+			break
+		}
+	}
+	if globals == "" {
+		fmt.Fprintln(stderr, "packd build-ts: not type-checked against packd's globals: the pack's SDK is not packd's (no globals.d.ts)")
+		return nil
+	}
+	config := map[string]any{
+		"compilerOptions": map[string]any{"noEmit": true, "types": []string{}, "lib": []string{"ES2022", "DOM"}, "skipLibCheck": true},
+		"include":         []string{},
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tsconfig.json")); err == nil {
+		config["extends"] = "../tsconfig.json"
+	}
+	list := []string{"../" + filepath.ToSlash(globals)}
+	for _, f := range files {
+		list = append(list, "../"+f)
+	}
+	config["files"] = list
+	b, _ := json.MarshalIndent(config, "", "  ")
+	name := filepath.Join("build", "tsconfig.packd.json")
+	if err := writeFileAtomic(filepath.Join(dir, name), b); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(tsc)
+	if err != nil {
+		return err
+	}
+	check := exec.Command(abs, "-p", name)
+	check.Dir, check.Stdout, check.Stderr = dir, stderr, stderr
+	if err := check.Run(); err != nil {
+		return fmt.Errorf("the pack's code does not type-check as packd runs it (Node's types left out; abi/GUEST-ABI.md lists what a pack has): %v", err)
+	}
+	return nil
 }
 
 // discoverKindgi lists a kindgi pack's definition files, relative to dir,

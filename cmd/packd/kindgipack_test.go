@@ -153,7 +153,8 @@ func TestAKindgiPackMovesUnchanged(t *testing.T) {
 // TestJSErrorsNameTheirSources: a TypeScript pack's stack frames and load
 // errors name its .ts files and lines (the module's line table, from the
 // bundle's source map), not the bundle's pack.js:N; a bundle that names
-// no source map keeps pack.js:N, and a stale map beside it is not read.
+// no source map keeps pack.js:N, and a stale map beside it is not read;
+// a use of a global packd lacks fails the build, not a call.
 func TestJSErrorsNameTheirSources(t *testing.T) {
 	dir := kindgiPack(t)
 	for _, d := range []string{"tools", "guardrails"} {
@@ -217,5 +218,15 @@ export default defined.value;
 	r = packd(t, "index", "--index", idx, "--pack-id", "acme", filepath.Join(dir, "pack.wasm"))
 	if r.code == 0 || !strings.Contains(r.stderr, "TypeError: top level at line 2 (at <anonymous> (pack.js:") {
 		t.Fatalf("the load error without a map: %d %s", r.code, r.stderr)
+	}
+
+	// A global packd's runtime lacks stops build-ts at its file and line,
+	// although the pack's own tsconfig takes Node's types.
+	src, _ := os.ReadFile(boom)
+	_ = os.WriteFile(boom, bytes.Replace(src, []byte("throw new RangeError"), []byte("setImmediate(() => {}); throw new RangeError"), 1), 0o644)
+	r = packd(t, "build-ts", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "tools/boom/index.ts(9,5): error TS2304: Cannot find name 'setImmediate'.") ||
+		!strings.Contains(r.stderr, "does not type-check as packd runs it") {
+		t.Fatalf("build-ts of a pack that uses setImmediate: %d %s", r.code, r.stderr)
 	}
 }
