@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +37,9 @@ const devUsage = `usage: packd dev [serve flags] DIR
 Serves the pack in DIR (its index.json) on 127.0.0.1, and rebuilds and
 reloads it whenever its files change: it runs the pack's own make (with
 PACKD set to this packd), which builds the module and writes the index,
-then reloads the pack in the process. A build or load that fails is
+then reloads the pack in the process. A kindgi-shaped TypeScript pack
+(no Makefile; tools/ and guardrails/) is built with packd build-ts and
+packd index instead. A build or load that fails is
 printed, with its file and line, and the last good pack goes on serving.
 Files the pack's .gitignore names (what make writes), hidden directories,
 node_modules and records (recorded calls: packd replay) are not watched.
@@ -113,6 +116,7 @@ type devPack struct {
 	dir, index string
 	self       string // this packd, for the Makefile's PACKD
 	makefile   bool
+	kindgi     bool     // no Makefile, tools/ and guardrails/: build-ts builds it
 	ignore     []string // the .gitignore's patterns (outputs of make)
 	w          *fsnotify.Watcher
 	out        io.Writer
@@ -132,6 +136,12 @@ func newDevPack(dir string, out io.Writer) (*devPack, error) {
 			return nil, errors.New("the pack has a Makefile, and make is not installed (Debian: apt-get install make)")
 		}
 		d.ignore = gitignored(filepath.Join(dir, ".gitignore"))
+	} else if _, err := discoverKindgi(dir); err == nil {
+		// A kindgi-shaped TypeScript pack: packd build-ts and packd index
+		// build it; what they write is not a change.
+		d.kindgi = true
+		d.ignore = append(gitignored(filepath.Join(dir, ".gitignore")), "build/", "*.wasm")
+		fmt.Fprintf(out, "packd dev: %s is a kindgi-shaped pack (tools/, guardrails/): packd build-ts builds it\n", dir)
 	} else {
 		fmt.Fprintf(out, "packd dev: %s has no Makefile: packd dev reloads its files as they are\n", dir)
 	}
@@ -239,6 +249,9 @@ func (d *devPack) fingerprint(withIndex bool) [32]byte {
 // and says whether it succeeded; ctx done stops it.
 func (d *devPack) build(ctx context.Context) bool {
 	defer func() { d.base = d.fingerprint(true) }()
+	if d.kindgi {
+		return d.buildKindgi()
+	}
 	if !d.makefile {
 		return true
 	}
@@ -259,6 +272,33 @@ func (d *devPack) build(ctx context.Context) bool {
 	}
 	if err != nil {
 		fmt.Fprintf(d.out, "packd dev: the build failed (%v): fix it, and packd dev builds again on the next change; the last good pack goes on serving\n", err)
+		return false
+	}
+	fmt.Fprintf(d.out, "packd dev: built in %.1fs\n", time.Since(began).Seconds())
+	return true
+}
+
+// buildKindgi builds a kindgi-shaped pack as its make would: packd
+// build-ts, then packd index (the pack's id: its package.json name).
+func (d *devPack) buildKindgi() bool {
+	began := time.Now()
+	fmt.Fprintf(d.out, "packd dev: packd build-ts %s\n", d.dir)
+	module := filepath.Join(d.dir, "pack.wasm")
+	if buildTSCmd([]string{"-o", module, d.dir}, d.out, d.out) != exitOK {
+		fmt.Fprintf(d.out, "packd dev: the build failed: fix it, and packd dev builds again on the next change; the last good pack goes on serving\n")
+		return false
+	}
+	var pkg struct{ Name string }
+	if b, err := os.ReadFile(filepath.Join(d.dir, "package.json")); err == nil {
+		_ = json.Unmarshal(b, &pkg)
+	}
+	id := packName(pkg.Name)
+	if id == "" {
+		abs, _ := filepath.Abs(d.dir)
+		id = packName(filepath.Base(abs))
+	}
+	if indexCmd([]string{"--index", d.index, "--pack-id", id, module}, d.out, d.out) != exitOK {
+		fmt.Fprintf(d.out, "packd dev: packd index failed: the last good pack goes on serving\n")
 		return false
 	}
 	fmt.Fprintf(d.out, "packd dev: built in %.1fs\n", time.Since(began).Seconds())

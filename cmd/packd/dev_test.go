@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -192,5 +193,39 @@ func TestDevStoppedDuringABuildStopsIt(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatal("the build's sleep goes on after packd dev stopped")
 		}
+	}
+}
+
+// TestDevBuildsAKindgiPack: packd dev on a kindgi-shaped pack (no
+// Makefile; tools/ and guardrails/) builds it with packd build-ts and
+// packd index, serves it, and rebuilds and reloads it when a tool
+// changes; a build that fails (a global packd lacks) is printed, and the
+// last good pack goes on serving.
+func TestDevBuildsAKindgiPack(t *testing.T) {
+	dir := kindgiPack(t)
+	s := startDev(t, dir)
+	total := func() string {
+		t.Helper()
+		r := s.invoke(t, invokeBody("acme-desk.get-order", "", `{"orderId":"ord_1002"}`, `{"tenantId":"t","runId":"r"}`))
+		var answer struct{ Output struct{ Total string } }
+		if r.status != 200 || json.Unmarshal([]byte(r.body), &answer) != nil {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return answer.Output.Total
+	}
+	if got := total(); got != "9.90 EUR" {
+		t.Fatalf("serving %q", got)
+	}
+	tool := filepath.Join(dir, "tools", "get-order", "index.ts")
+	s.edit(t, tool, ".default('EUR')", ".default('USD')", kindIs("reloaded"))
+	if got := total(); got != "9.90 USD" {
+		t.Fatalf("after the edit, serving %q", got)
+	}
+	all := s.edit(t, tool, "const order = findOrder(orderId);", "const order = findOrder(orderId); setImmediate(() => {});", has("packd dev: the build failed"))
+	if !strings.Contains(all, "tools/get-order/index.ts(21,") || !strings.Contains(all, "Cannot find name 'setImmediate'") {
+		t.Fatalf("the type error's place is not said:\n%s", all)
+	}
+	if got := total(); got != "9.90 USD" {
+		t.Fatalf("after a build that failed, serving %q", got)
 	}
 }
