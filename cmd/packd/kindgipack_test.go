@@ -71,8 +71,10 @@ func inPack(t *testing.T, dir, what string, name string, args ...string) string 
 
 // TestAKindgiPackMovesUnchanged: a pack in kindgi's shape, whose only
 // packd-specific thing is that @kindgi/sdk is @packd/sdk installed under
-// that name, type-checks with a kindgi tsconfig (strict, exact optional
-// properties, verbatim module syntax), passes its own vitest suite
+// that name, type-checks with kindgi's compiler options (those of
+// kindgi-sdk's tsconfig.base.json: NodeNext resolution, strict, exact
+// optional properties, no unused locals, verbatim module syntax), passes
+// its own vitest suite
 // through invokeTool, builds without an entry file (packd build-ts),
 // indexes with every manifest field kindgi's indexer writes, and serves:
 // a zod tool with a declared env, a tool that uses Buffer, a declarative
