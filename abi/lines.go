@@ -41,10 +41,24 @@ func ParseLineTable(payload []byte) *LineTable {
 	return t
 }
 
-// Valid reports whether every entry names a source the table has.
+// MaxSourceName bounds a source's name in a LineTable, and
+// maxRewriteGrowth what Rewrite may add to a text: a module's table
+// cannot make its errors much longer than the module made them.
+const (
+	MaxSourceName    = 512
+	maxRewriteGrowth = 64 << 10
+)
+
+// Valid reports whether every entry names a source the table has, and
+// every name is at most MaxSourceName bytes of printable text.
 func (t *LineTable) Valid() bool {
-	if t.File == "" || len(t.Lines)%2 != 0 {
+	if t.File == "" || len(t.File) > MaxSourceName || len(t.Lines)%2 != 0 {
 		return false
+	}
+	for _, src := range t.Sources {
+		if src == "" || len(src) > MaxSourceName || strings.ContainsFunc(src, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return false
+		}
 	}
 	for i := 0; i < len(t.Lines); i += 2 {
 		if s := t.Lines[i]; s < -1 || int(s) >= len(t.Sources) || s >= 0 && t.Lines[i+1] < 1 {
@@ -55,7 +69,8 @@ func (t *LineTable) Valid() bool {
 }
 
 // Rewrite replaces every File:N in s, where N is a line the table maps
-// and File is not the end of a longer name, with its source and line.
+// and File is not the end of a longer name, with its source and line,
+// until the text has grown by maxRewriteGrowth.
 func (t *LineTable) Rewrite(s string) string {
 	if t == nil || !strings.Contains(s, t.File+":") {
 		return s
@@ -76,7 +91,7 @@ func (t *LineTable) Rewrite(s string) string {
 		}
 		n, err := strconv.Atoi(s[j:k])
 		whole := i == 0 || !nameByte(s[i-1])
-		if err == nil && whole && n >= 1 && 2*n <= len(t.Lines) && t.Lines[2*(n-1)] >= 0 {
+		if err == nil && whole && n >= 1 && 2*n <= len(t.Lines) && t.Lines[2*(n-1)] >= 0 && b.Len()-from < maxRewriteGrowth {
 			b.WriteString(s[from:i])
 			b.WriteString(t.Sources[t.Lines[2*(n-1)]])
 			b.WriteByte(':')

@@ -42,3 +42,28 @@ func TestLineTableRewrite(t *testing.T) {
 		}
 	}
 }
+
+// TestALineTableCannotBloatErrors: a module's table of long source names
+// over a message of many File:N grows it by at most 64 KiB (before, by
+// the name's length for every occurrence); names over 512 bytes or with
+// control characters are refused.
+func TestALineTableCannotBloatErrors(t *testing.T) {
+	long := strings.Repeat("a", MaxSourceName)
+	tab := ParseLineTable([]byte(`{"file":"p.js","sources":["` + long + `"],"lines":[0,1]}`))
+	if tab == nil {
+		t.Fatal("refused")
+	}
+	msg := strings.Repeat("p.js:1 ", 100000)
+	if got := tab.Rewrite(msg); len(got) > len(msg)+maxRewriteGrowth+MaxSourceName+16 {
+		t.Fatalf("grew from %d to %d bytes", len(msg), len(got))
+	}
+	for _, bad := range []string{
+		`{"file":"p.js","sources":["` + long + `a"],"lines":[0,1]}`,
+		`{"file":"p.js","sources":["a\nb"],"lines":[0,1]}`,
+		`{"file":"p.js","sources":[""],"lines":[0,1]}`,
+	} {
+		if ParseLineTable([]byte(bad)) != nil {
+			t.Errorf("accepted %.40q", bad)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/wasmbin"
@@ -32,7 +33,7 @@ func LineTable(file string, sourceMap []byte, name func(string) string) ([]byte,
 	}
 	t := abi.LineTable{File: file, Sources: make([]string, len(sm.Sources))}
 	for i, s := range sm.Sources {
-		t.Sources[i] = name(s)
+		t.Sources[i] = sourceName(name(s))
 	}
 	var src, line int64 // cumulative across the whole mappings
 	for gen := range strings.SplitSeq(sm.Mappings, ";") {
@@ -60,6 +61,28 @@ func LineTable(file string, sourceMap []byte, name func(string) string) ([]byte,
 		t.Lines = append(t.Lines, at...)
 	}
 	return json.Marshal(t)
+}
+
+// sourceName is a name as a table may hold it (abi.LineTable.Valid):
+// printable, its tail when it is over abi.MaxSourceName bytes.
+func sourceName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+	if s == "" {
+		return "?"
+	}
+	if len(s) > abi.MaxSourceName {
+		cut := len(s) - (abi.MaxSourceName - 3)
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		s = "..." + s[cut:]
+	}
+	return s
 }
 
 // vlqs decodes one segment of base64 VLQ fields.

@@ -34,6 +34,17 @@ func TestLineTable(t *testing.T) {
 	if got == nil || got.Rewrite("at f (pack.js:6)") != "at f (src/b.ts:4)" {
 		t.Fatalf("read back: %+v", got)
 	}
+	// A name over what a table holds keeps its tail; a control character
+	// becomes '?': the table stays one packd reads.
+	long := "/" + strings.Repeat("d/", 400) + "x.ts"
+	table, err = LineTable("pack.js", []byte(`{"version":3,"sources":["`+long+`","a\tb"],"mappings":"AAAA;ACAA"}`), func(s string) string { return s })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = abi.ParseLineTable(table)
+	if got == nil || !strings.HasPrefix(got.Sources[0], "...") || !strings.HasSuffix(got.Sources[0], "d/x.ts") || len(got.Sources[0]) != abi.MaxSourceName || got.Sources[1] != "a?b" {
+		t.Fatalf("names: %s", table)
+	}
 	for _, bad := range []string{`{"version":2}`, `{"version":3,"sources":["a"],"mappings":"AAAA;AAAg"}`, `{"version":3,"sources":["a"],"mappings":"AA*A"}`, `{"version":3,"sources":["a"],"mappings":"ACAA"}`, `[`} {
 		if _, err := LineTable("pack.js", []byte(bad), func(s string) string { return s }); err == nil {
 			t.Errorf("%s: no error", bad)
