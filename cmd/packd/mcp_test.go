@@ -331,15 +331,12 @@ func TestMCPCallsAreRecordedAndReplayExactly(t *testing.T) {
 		t.Errorf("over stdio the API saw %v", seen)
 	}
 	mu.Unlock()
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	if len(files) != 5 {
-		t.Fatalf("%d records of 5 calls", len(files))
+	raw, recs := servedRecords(t, dir)
+	if len(recs) != 5 {
+		t.Fatalf("%d records of 5 calls", len(recs))
 	}
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		if bytes.Contains(b, []byte(bound)) || bytes.Contains(b, []byte(ctxSecret)) {
-			t.Fatalf("%s holds a secret", f)
-		}
+	if bytes.Contains(raw, []byte(bound)) || bytes.Contains(raw, []byte(ctxSecret)) {
+		t.Fatal("the records hold a secret")
 	}
 	secretsFile := filepath.Join(t.TempDir(), "secrets.json")
 	if err := os.WriteFile(secretsFile, []byte(`{"apiKey":"`+ctxSecret+`","apiToken":"`+bound+`"}`), 0o600); err != nil {

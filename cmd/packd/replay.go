@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("packd replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var index, moduleRoot, module, secretsFile, cacheDir string
+	var index, moduleRoot, module, secretsFile, cacheDir, extract string
 	var verbose bool
 	var timeout time.Duration
 	fs.StringVar(&index, "index", os.Getenv("KINDGI_PACK_INDEX"), "find each record's module among this index's modules: by its hash, else by its path (default $KINDGI_PACK_INDEX)")
@@ -35,9 +36,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&secretsFile, "secrets", "", `a JSON object of the ctx.secrets the records hold only hashes of, by name ({"apiKey": "…"}); environment values come from packd's own environment`)
 	fs.StringVar(&cacheDir, "cache-dir", defaultCacheDir(os.Getenv), `wazero's compilation cache ("" keeps it in memory)`)
 	fs.BoolVar(&verbose, "v", false, "say what each identical replay did too")
+	fs.StringVar(&extract, "extract", "", "write each record named into this directory as a file of its own (a segment's, SEGMENT.jsonl:LINE, to keep as a test), instead of replaying")
 	fs.DurationVar(&timeout, "timeout", time.Minute, "longest one record's replay may take (a changed module may not end where the recorded one did)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: packd replay [--index I | --module M] [--secrets FILE] RECORD|DIR ...\n\n")
+		fmt.Fprint(stderr, "usage: packd replay [--index I | --module M] [--secrets FILE] RECORD|SEGMENT[:LINE]|DIR ...\n       packd replay --extract DIR RECORD|SEGMENT[:LINE]|DIR ...\n\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args); !ok {
@@ -53,12 +55,15 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if timeout <= 0 {
 		return usageErr("--timeout must be positive")
 	}
-	if (index == "") == (module == "") {
-		return usageErr("say where the modules are: --index INDEX (each record's module among its modules) or --module PATH")
-	}
 	files, err := recordFiles(fs.Args())
 	if err != nil {
 		return usageErr("%v", err)
+	}
+	if extract != "" {
+		return extractRecords(files, extract, stdout, stderr)
+	}
+	if (index == "") == (module == "") {
+		return usageErr("say where the modules are: --index INDEX (each record's module among its modules) or --module PATH")
 	}
 	secrets := map[string]string{}
 	if secretsFile != "" {
@@ -90,22 +95,28 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	same, differ := 0, 0
-	for _, f := range files {
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		ok, err := replayOne(rctx, rp, modules, f, verbose, stdout)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("the replay did not end within --timeout %v", timeout)
+	tally := func(name string, rec *replay.Record, err error) bool {
+		ok := false
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			ok, err = replayOne(rctx, rp, modules, name, rec, verbose, stdout)
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("the replay did not end within --timeout %v", timeout)
+			}
 		}
 		if err != nil {
-			fmt.Fprintf(stdout, "FAILED     %s: %v\n", f, err)
+			fmt.Fprintf(stdout, "FAILED     %s: %v\n", name, err)
 		}
 		if ok {
 			same++
 		} else {
 			differ++
 		}
-		if ctx.Err() != nil {
+		return ctx.Err() == nil
+	}
+	for _, f := range files {
+		if !eachRecord(f, tally) {
 			break
 		}
 	}
@@ -116,16 +127,94 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// replayOne replays one record file and says what it found.
-func replayOne(ctx context.Context, rp *replay.Replayer, modules *moduleFinder, file string, verbose bool, w io.Writer) (bool, error) {
+// readRecord reads a record file.
+func readRecord(file string) (*replay.Record, error) {
 	data, err := readBounded(file, maxRecordFile, "a record")
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	rec, err := replay.Read(data)
+	return replay.Read(data)
+}
+
+// eachRecord hands each record f names to do (a record file's; a
+// segment's, each named file:line; SEGMENT:LINE's one) while do answers
+// true; it answers false when do stopped.
+func eachRecord(f string, do func(string, *replay.Record, error) bool) bool {
+	file, only := segmentLine(f)
+	if !strings.HasSuffix(file, replay.SegmentExt) {
+		rec, err := readRecord(f)
+		return do(f, rec, err)
+	}
+	st, err := os.Stat(file)
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file (%s), so not a segment", st.Mode().Type())
+	}
+	var fh *os.File
+	if err == nil {
+		fh, err = os.Open(file)
+	}
 	if err != nil {
-		return false, err
+		return do(f, nil, err)
 	}
+	defer fh.Close()
+	found := false
+	for r := range replay.ReadSegment(fh, maxRecordFile) {
+		if only > 0 && r.Line != only {
+			continue
+		}
+		found = true
+		if !do(fmt.Sprintf("%s:%d", file, r.Line), r.Record, r.Err) {
+			return false
+		}
+		if only > 0 {
+			break
+		}
+	}
+	if only > 0 && !found {
+		return do(f, nil, fmt.Errorf("%s has no record at line %d", file, only))
+	}
+	return true
+}
+
+// segmentLine splits SEGMENT.jsonl:LINE (a record of a segment) into the
+// segment and the line; anything else is itself, line 0.
+func segmentLine(arg string) (string, int) {
+	i := strings.LastIndexByte(arg, ':')
+	if i < 0 || !strings.HasSuffix(arg[:i], replay.SegmentExt) {
+		return arg, 0
+	}
+	n, err := strconv.Atoi(arg[i+1:])
+	if err != nil || n < 1 {
+		return arg, 0
+	}
+	return arg[:i], n
+}
+
+// extractRecords writes every record files names into dir as a file of
+// its own (replay.WriteFile: a record file's whole tape included), and
+// says where each went.
+func extractRecords(files []string, dir string, stdout, stderr io.Writer) int {
+	code := exitOK
+	for _, f := range files {
+		eachRecord(f, func(name string, rec *replay.Record, err error) bool {
+			var path string
+			if err == nil {
+				path, err = replay.WriteFile(dir, rec)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "packd replay: %s: %v\n", name, err)
+				code = exitError
+				return true
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", name, path)
+			return true
+		})
+	}
+	return code
+}
+
+// replayOne replays one record and says what it found.
+func replayOne(ctx context.Context, rp *replay.Replayer, modules *moduleFinder, file string, rec *replay.Record, verbose bool, w io.Writer) (bool, error) {
 	wasm, where, err := modules.find(rec)
 	if err != nil {
 		return false, err
@@ -199,10 +288,18 @@ func orNone(s string) string {
 }
 
 // recordFiles are the record files args name: files, and the .json files
-// under directories (hidden ones left out), in name order.
+// and segments (.jsonl) under directories (hidden ones left out), in name
+// order.
 func recordFiles(args []string) ([]string, error) {
 	var files []string
 	for _, a := range args {
+		if seg, line := segmentLine(a); line > 0 {
+			if _, err := os.Stat(seg); err != nil {
+				return nil, err
+			}
+			files = append(files, a)
+			continue
+		}
 		info, err := os.Stat(a)
 		if err != nil {
 			return nil, err
@@ -220,7 +317,7 @@ func recordFiles(args []string) ([]string, error) {
 				if e.IsDir() {
 					return filepath.SkipDir
 				}
-			case e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json"):
+			case e.Type().IsRegular() && (strings.HasSuffix(e.Name(), ".json") || strings.HasSuffix(e.Name(), replay.SegmentExt)):
 				files = append(files, p) // a FIFO or device of that name is no record
 			}
 			return nil
@@ -229,7 +326,7 @@ func recordFiles(args []string) ([]string, error) {
 			return nil, err
 		}
 		if len(files) == n {
-			return nil, fmt.Errorf("%s holds no records (.json files)", a)
+			return nil, fmt.Errorf("%s holds no records (.json files or .jsonl segments)", a)
 		}
 	}
 	return files, nil

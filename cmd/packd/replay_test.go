@@ -22,8 +22,32 @@ func replayProc(t *testing.T, env []string, args ...string) runResult {
 	return packdProcEnv(t, env, append([]string{"replay"}, args...)...)
 }
 
+// servedRecords reads the records packd serve --record wrote into dir (its
+// segments), and answers their bytes together and the records, failing
+// the test on a line that is not one.
+func servedRecords(t *testing.T, dir string) ([]byte, []*replay.Record) {
+	t.Helper()
+	segments, _ := filepath.Glob(filepath.Join(dir, "*"+replay.SegmentExt))
+	var raw []byte
+	var recs []*replay.Record
+	for _, f := range segments {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, b...)
+		for r := range replay.ReadSegment(bytes.NewReader(b), maxRecordFile) {
+			if r.Err != nil {
+				t.Fatalf("%s:%d: %v", f, r.Line, r.Err)
+			}
+			recs = append(recs, r.Record)
+		}
+	}
+	return raw, recs
+}
+
 // recordedRun serves index with --record, makes the calls, stops the
-// service (which writes out its records) and returns the record files,
+// service (which writes out its records) and returns the record directory,
 // checked to hold none of the secrets, and the host imports their tapes
 // hold.
 func recordedRun(t *testing.T, index string, env map[string]string, calls []string, secrets ...string) (string, map[string]int) {
@@ -39,25 +63,17 @@ func recordedRun(t *testing.T, index string, env map[string]string, calls []stri
 	if code := s.wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("packd serve exited %d", code)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	if len(files) != len(calls) {
-		t.Fatalf("%d records of %d calls; its records:\n%s", len(files), len(calls), strings.Join(s.stderr.snapshot(), "\n"))
+	raw, recs := servedRecords(t, dir)
+	if len(recs) != len(calls) {
+		t.Fatalf("%d records of %d calls; its records:\n%s", len(recs), len(calls), strings.Join(s.stderr.snapshot(), "\n"))
+	}
+	for _, secret := range secrets {
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Fatalf("the records hold the secret %q", secret)
+		}
 	}
 	imports := map[string]int{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, secret := range secrets {
-			if bytes.Contains(b, []byte(secret)) {
-				t.Fatalf("%s holds the secret %q", f, secret)
-			}
-		}
-		rec, err := replay.Read(b)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for _, rec := range recs {
 		for _, a := range rec.Tape {
 			imports[a.Import]++
 		}
@@ -335,5 +351,56 @@ func TestABoundCredentialNeedsNoValueToReplay(t *testing.T) {
 	r = replayProc(t, nil, "--index", index, dir)
 	if !strings.Contains(r.stdout, "ctx.secrets.seen") || strings.Contains(r.stdout, "ctx.secrets.apiToken") {
 		t.Errorf("packd replay without --secrets: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestSegmentRecordsReplayOneByOne: packd serve --record appends its
+// records to segments, not a file a call; packd replay replays a whole
+// segment, one record of it (SEGMENT.jsonl:LINE), and --extract writes a
+// record as a file of its own, with its snapshot's tape, which replays
+// identically; a line with no record is named.
+func TestSegmentRecordsReplayOneByOne(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	api := upstream(t, "127.0.0.1:0", &seen, &mu)
+	index := netPackIndex(t, "gonet/gonet.wasm")
+	ctx := `{"tenantId":"t","runId":"r"}`
+	calls := []string{
+		invokeBody("net.fetch", "", `{"url":"`+api+`/a"}`, ctx),
+		invokeBody("net.fetch", "", `{"url":"`+api+`/b"}`, ctx),
+		invokeBody("net.fetch", "", `{"url":"`+api+`/c"}`, ctx),
+	}
+	dir, _ := recordedRun(t, index, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"}, calls)
+	segments, _ := filepath.Glob(filepath.Join(dir, "*"+replay.SegmentExt))
+	entries, _ := os.ReadDir(dir)
+	if len(segments) != 1 || len(entries) != 1 {
+		t.Fatalf("the record directory holds %v", entries)
+	}
+	seg := segments[0]
+	b, _ := os.ReadFile(seg)
+	if n := strings.Count(string(b), `"packdSnapshot":1`); n != 1 {
+		t.Fatalf("%d snapshot lines for 3 calls on one snapshot", n)
+	}
+	if r := replayProc(t, nil, "--index", index, dir); r.code != 0 || !strings.Contains(r.stdout, "3 of 3 records replayed identically") {
+		t.Fatalf("the segment: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := replayProc(t, nil, "--index", index, seg+":3"); r.code != 0 || !strings.Contains(r.stdout, "identical  "+seg+":3:") || !strings.Contains(r.stdout, "1 of 1 records") {
+		t.Fatalf("one record of the segment: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	kept := t.TempDir()
+	r := replayProc(t, nil, "--extract", kept, seg+":4")
+	files, _ := filepath.Glob(filepath.Join(kept, "*.json"))
+	if r.code != 0 || len(files) != 1 || !strings.HasPrefix(r.stdout, seg+":4: ") {
+		t.Fatalf("--extract: %d %v\n%s%s", r.code, files, r.stdout, r.stderr)
+	}
+	one, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(one), `"snapshot":{"id":"sha256:`) || !strings.Contains(string(one), `"tape":[{"import"`) {
+		t.Fatalf("the extracted record lacks its snapshot's tape: %.300s", one)
+	}
+	if r := replayProc(t, nil, "--index", index, files[0]); r.code != 0 || !strings.Contains(r.stdout, "1 of 1 records replayed identically") {
+		t.Fatalf("the extracted record: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := replayProc(t, nil, "--index", index, seg+":99"); r.code != 1 || !strings.Contains(r.stdout, "has no record at line 99") {
+		t.Fatalf("a line with no record: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -1,7 +1,8 @@
 // Package replay is the only package that knows the record file: a
 // recorded call (Record) as its file holds it, its encoding and reading,
 // the redaction of the call's secrets (Secrets), the atomic writing of a
-// file (WriteFile), and the Replayer, which re-runs a record offline on a
+// file (WriteFile), segments of many records (Segment, ReadSegment: a
+// service's record directory), and the Replayer, which re-runs a record offline on a
 // module to the same output and fuel, serving the guest the recorded host
 // answers.
 //

@@ -13,17 +13,16 @@ import (
 
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/replay"
+	"github.com/kindgi/packd/internal/sandbox"
 )
 
 // TestReplayRecordsAreBounded: the record directory holds at most its
-// bound, the files already there counted; a record past it is not
-// written, and counted full, as a record skipped is counted by why and a
-// record kept after Close is counted dropped; a replay-record-lost record
-// says so once. Every record written is a whole file, never a temporary.
-// Files count in the 4 KiB blocks a file system keeps them in, not their
-// bytes (5.0 MiB of records took 7.0 MiB of disk): the 1,000-byte file
-// and a record of some 600 bytes take 8 KiB of a 10 KiB bound, and a
-// second record would pass it.
+// bound, the files already there counted (in the 4 KiB blocks a file
+// system keeps them in); a record past it is not written, and counted
+// full, as a record skipped is counted by why and a record kept after
+// Close is counted dropped; a replay-record-lost record says so once.
+// Records are appended to a segment (records-….jsonl), whole lines, read
+// back by replay.ReadSegment.
 func TestReplayRecordsAreBounded(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "old.json"), bytes.Repeat([]byte("x"), 1000), 0o600); err != nil {
@@ -35,7 +34,7 @@ func TestReplayRecordsAreBounded(t *testing.T) {
 	}
 	rec := func(id string) *replay.Record {
 		return &replay.Record{Format: replay.Format, RecordedAt: time.Now(), Target: "tool", ID: id,
-			Module: replay.Module{Path: "m.wasm", SHA256: "sha256:00"}, Instance: "fresh", Result: replay.Result{Output: replay.Bytes(strings.Repeat("o", 300))}}
+			Module: replay.Module{Path: "m.wasm", SHA256: "sha256:00"}, Instance: "fresh", Result: replay.Result{Output: replay.Bytes(strings.Repeat("o", 3000))}}
 	}
 	var log bytes.Buffer
 	d, err := OpenReplayRecords(dir, 10<<10, m, NewLog(&log))
@@ -56,15 +55,55 @@ func TestReplayRecordsAreBounded(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if len(names) != 2 || !strings.Contains(names[0], "-a_.._.._escape-") || !strings.HasSuffix(names[0], ".json") {
+	if len(names) != 2 || names[0] != "old.json" || !strings.HasPrefix(names[1], "records-") || !strings.HasSuffix(names[1], replay.SegmentExt) {
 		t.Fatalf("the directory holds %v", names)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, names[0]))
-	r, err := replay.Read(b)
-	if err != nil || r.ArtifactVersion != "v1" {
-		t.Fatalf("the record written: %v %+v", err, r)
+	f, err := os.Open(filepath.Join(dir, names[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []*replay.Record
+	for r := range replay.ReadSegment(f, 1<<20) {
+		if r.Err != nil {
+			t.Fatalf("line %d: %v", r.Line, r.Err)
+		}
+		got = append(got, r.Record)
+	}
+	if len(got) != 1 || got[0].ID != "a/../../escape" || got[0].ArtifactVersion != "v1" {
+		t.Fatalf("the records written: %+v", got)
 	}
 	if n := strings.Count(log.String(), `"kind":"replay-record-lost"`); n != 1 {
 		t.Fatalf("%d replay-record-lost records:\n%s", n, log.String())
 	}
+}
+
+// BenchmarkReplayRecordsWriter: how many records of a pooled echo's size
+// (a snapshot named by id, a 3 KB snapshot tape once per segment) the
+// writer appends a second: the rate below which --record loses none
+// (docs/replay.md). One op is one record written.
+func BenchmarkReplayRecordsWriter(b *testing.B) {
+	d, err := OpenReplayRecords(b.TempDir(), 0, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tape := make([]sandbox.TapeAnswer, 60)
+	for i := range tape {
+		tape[i] = sandbox.TapeAnswer{Import: "clock_time_get", Arg: 1, Value: []byte("12345678"), Fuel: int64(i) * 4000}
+	}
+	rec := func() *replay.Record {
+		return &replay.Record{Format: replay.Format, RecordedAt: time.Now(), Target: "tool", ID: "echo.echo", Version: "1.0.0",
+			Request:      []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.echo"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`),
+			Module:       replay.Module{Path: "echo.wasm", SHA256: "sha256:77f269cb41a38541dcf17cb8c0bd98cc01bee2652ac30923ac84440eecba2f5b"},
+			Instance:     sandbox.InstanceHit,
+			Snapshot:     &replay.Snapshot{ID: "sha256:8d67e90731b57f0ac59f7317955c768eca34f92e0da27b72722a07255edec3fd", Tape: tape},
+			GuestRequest: replay.Bytes(`{"kind":"invoke","tool":{"id":"echo.echo","version":"1.0.0"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`),
+			Tape:         []sandbox.TapeAnswer{}, Result: replay.Result{Output: replay.Bytes(`{"message":"hello"}`), Fuel: 111351}}
+	}
+	b.ResetTimer()
+	for range b.N {
+		d.write(rec())
+	}
+	d.finish()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }

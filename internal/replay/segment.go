@@ -1,0 +1,242 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kindgi/packd/internal/sandbox"
+)
+
+// A segment is a file of many records, as a service's record directory
+// holds them (packd serve --record): JSON Lines, one record a line, its
+// name records-<time>.jsonl. A snapshot's tape, the same for every call
+// on the snapshot and most of a small call's record, is written once per
+// segment, in a line of its own before the first record that names it:
+//
+//	{"packdSnapshot":1,"id":"sha256:…","tape":[…]}
+//
+// and a record line names its snapshot by id alone ("snapshot":{"id":…}).
+// A line is written whole or not at all (a batch of whole lines a write),
+// so a reader of a segment still being written sees whole records; a
+// last line without its newline is one being written, and is skipped.
+
+// SegmentExt is the extension of a segment's name.
+const SegmentExt = ".jsonl"
+
+// snapshotLine is a segment's line of a snapshot's tape.
+type snapshotLine struct {
+	Format int             `json:"packdSnapshot"`
+	ID     string          `json:"id"`
+	Tape   json.RawMessage `json:"tape"`
+}
+
+// Segment appends records to a segment file. Not safe for concurrent
+// use: one writer owns it.
+type Segment struct {
+	f     *os.File
+	path  string
+	size  int64
+	snaps map[string]bool // the snapshots whose tape the segment holds
+	buf   []byte          // whole lines not yet written
+}
+
+// CreateSegment creates a new segment in dir, named by now.
+func CreateSegment(dir string, now time.Time) (*Segment, error) {
+	name := "records-" + now.UTC().Format("20060102T150405.000000000Z") + SegmentExt
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &Segment{f: f, path: f.Name(), snaps: map[string]bool{}}, nil
+}
+
+// Path is the segment's file.
+func (s *Segment) Path() string { return s.path }
+
+// Size is what the segment holds, written or buffered.
+func (s *Segment) Size() int64 { return s.size + int64(len(s.buf)) }
+
+// Buffered is what Flush would write.
+func (s *Segment) Buffered() int { return len(s.buf) }
+
+// ErrNoRoom: a record would take more than the room Append was given.
+var ErrNoRoom = errors.New("replay: no room for the record")
+
+// Append encodes rec (and, the first time the segment meets its
+// snapshot, the snapshot's tape) into the segment's buffer, and answers
+// how many bytes that added: at most room (< 0: any), else ErrNoRoom. A
+// record larger than its bound is ErrTooLarge. An error adds nothing.
+func (s *Segment) Append(rec *Record, room int64) (int, error) {
+	before := len(s.buf)
+	var snap []byte
+	if rec.Snapshot != nil && !s.snaps[rec.Snapshot.ID] {
+		tape, err := rec.Snapshot.tapeJSON()
+		if err != nil {
+			return 0, err
+		}
+		snap, err = json.Marshal(snapshotLine{Format: Format, ID: rec.Snapshot.ID, Tape: tape})
+		if err != nil {
+			return 0, err
+		}
+	}
+	line, err := rec.encodeLine()
+	if err != nil {
+		return 0, err
+	}
+	if room >= 0 && int64(len(snap)+1+len(line)) > room {
+		return 0, ErrNoRoom
+	}
+	if snap != nil {
+		s.buf = append(append(s.buf, snap...), '\n')
+		s.snaps[rec.Snapshot.ID] = true
+	}
+	s.buf = append(s.buf, line...)
+	return len(s.buf) - before, nil
+}
+
+// Flush writes the buffered lines, in one write.
+func (s *Segment) Flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	n, err := s.f.Write(s.buf)
+	s.size += int64(n)
+	if err != nil {
+		// What did not reach the file is dropped whole; a line cut by the
+		// error is the one a reader skips. The next snapshot line is
+		// written again.
+		s.buf = s.buf[:0]
+		clear(s.snaps)
+		return err
+	}
+	if cap(s.buf) > 4<<20 {
+		s.buf = nil
+	} else {
+		s.buf = s.buf[:0]
+	}
+	return nil
+}
+
+// Close flushes and closes the segment.
+func (s *Segment) Close() error {
+	err := s.Flush()
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// encodeLine is the record as a segment's line: its snapshot by id, the
+// tape being in the snapshot's own line.
+func (r *Record) encodeLine() ([]byte, error) {
+	rest := *r
+	rest.Snapshot = nil
+	b, err := json.Marshal(&rest)
+	if err != nil {
+		return nil, err
+	}
+	if r.Snapshot != nil {
+		id, _ := json.Marshal(r.Snapshot.ID)
+		b = append(append(append(b[:len(b)-1], `,"snapshot":{"id":`...), id...), "}}"...)
+	}
+	if r.max > 0 && len(b) > r.max+OverheadBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the bound %d and %d", ErrTooLarge, len(b), r.max, OverheadBytes)
+	}
+	return append(b, '\n'), nil
+}
+
+// tapeJSON is the snapshot's tape as JSON.
+func (s *Snapshot) tapeJSON() ([]byte, error) {
+	if s.enc != nil {
+		return s.enc.json()
+	}
+	return json.Marshal(s.Tape)
+}
+
+// SegmentRecord is one record of a segment, or why its line is none.
+type SegmentRecord struct {
+	Line   int // 1-based
+	Record *Record
+	Err    error
+}
+
+// ReadSegment reads a segment's records in order, each line at most
+// maxLine bytes; a line of a snapshot's tape is not a record. A record
+// whose snapshot the segment has not given before it is an error of its
+// line; so is a line longer than maxLine, and the reading stops there.
+func ReadSegment(r io.Reader, maxLine int) iter.Seq[SegmentRecord] {
+	return func(yield func(SegmentRecord) bool) {
+		br := bufio.NewReaderSize(r, 64<<10)
+		tapes := map[string]json.RawMessage{}
+		for n := 1; ; n++ {
+			line, err := readLine(br, maxLine)
+			if errors.Is(err, io.EOF) {
+				return // a last line without its newline: being written
+			}
+			if err != nil {
+				yield(SegmentRecord{Line: n, Err: err})
+				return
+			}
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var head struct {
+				Snapshot *int `json:"packdSnapshot"`
+			}
+			if json.Unmarshal(line, &head) == nil && head.Snapshot != nil {
+				var s snapshotLine
+				if err := json.Unmarshal(line, &s); err != nil || s.Format != Format || s.ID == "" {
+					if !yield(SegmentRecord{Line: n, Err: fmt.Errorf("not a snapshot line of format %d", Format)}) {
+						return
+					}
+					continue
+				}
+				tapes[s.ID] = s.Tape
+				continue
+			}
+			rec, err := Read(line)
+			if err == nil && rec.Snapshot != nil && rec.Snapshot.Tape == nil {
+				tape, ok := tapes[rec.Snapshot.ID]
+				if !ok {
+					err = fmt.Errorf("the record's snapshot %s is not in the segment before it", rec.Snapshot.ID)
+				} else if err = json.Unmarshal(tape, &rec.Snapshot.Tape); err == nil && rec.Snapshot.Tape == nil {
+					rec.Snapshot.Tape = []sandbox.TapeAnswer{}
+				}
+			}
+			if err != nil {
+				rec = nil
+			}
+			if !yield(SegmentRecord{Line: n, Record: rec, Err: err}) {
+				return
+			}
+		}
+	}
+}
+
+// readLine reads one line with its newline; io.EOF when none is whole.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		if len(line)+len(part) > max+1 {
+			return nil, fmt.Errorf("a line longer than a record can be (%d MiB)", max>>20)
+		}
+		line = append(line, part...)
+		switch {
+		case err == nil:
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return nil, err // io.EOF: a partial last line is dropped
+		}
+	}
+}

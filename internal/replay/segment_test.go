@@ -1,0 +1,105 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kindgi/packd/internal/sandbox"
+)
+
+func segmentRecord(id, snapshot string) *Record {
+	r := &Record{Format: Format, RecordedAt: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC), Target: "tool", ID: id,
+		Module: Module{Path: "m.wasm", SHA256: "sha256:00"}, Instance: sandbox.InstanceFresh,
+		Tape: []sandbox.TapeAnswer{}, Result: Result{Output: Bytes(`{"ok":true}`)}}
+	if snapshot != "" {
+		r.Instance = sandbox.InstanceHit
+		r.Snapshot = &Snapshot{ID: snapshot, Tape: []sandbox.TapeAnswer{{Import: "random_get", Arg: 8, Value: []byte("12345678"), Fuel: 7}}}
+	}
+	return r
+}
+
+// TestSegmentsRoundTrip: records appended to a segment read back as they
+// were, a snapshot's tape written once however many records name it; a
+// record past the room given is ErrNoRoom and adds nothing.
+func TestSegmentsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	s, err := CreateSegment(dir, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*Record{segmentRecord("a", "sha256:s1"), segmentRecord("b", "sha256:s1"), segmentRecord("c", ""), segmentRecord("d", "sha256:s2")}
+	for _, r := range want {
+		if _, err := s.Append(r, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Append(segmentRecord("e", "sha256:s3"), 10); !errors.Is(err, ErrNoRoom) {
+		t.Fatalf("a record past its room: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(s.Path())
+	if n := strings.Count(string(b), `"packdSnapshot":1`); n != 2 || strings.Count(string(b), "\n") != 6 {
+		t.Fatalf("%d snapshot lines in %d lines:\n%s", n, strings.Count(string(b), "\n"), b)
+	}
+	var got []*Record
+	for r := range ReadSegment(bytes.NewReader(b), 1<<20) {
+		if r.Err != nil {
+			t.Fatalf("line %d: %v", r.Line, r.Err)
+		}
+		got = append(got, r.Record)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records read, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i].Snapshot, want[i].Snapshot) || got[i].ID != want[i].ID || string(got[i].Result.Output) != string(want[i].Result.Output) {
+			t.Errorf("record %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if filepath.Dir(s.Path()) != dir || !strings.HasSuffix(s.Path(), SegmentExt) {
+		t.Errorf("segment at %s", s.Path())
+	}
+}
+
+// TestSegmentsReadWhatIsWhole: a reader skips a last line still being
+// written, names a record whose snapshot the segment lacks and a line of
+// no record by their lines, and stops at a line over its bound.
+func TestSegmentsReadWhatIsWhole(t *testing.T) {
+	var b bytes.Buffer
+	s := &Segment{snaps: map[string]bool{}}
+	_, _ = s.Append(segmentRecord("a", "sha256:s1"), -1)
+	b.Write(s.buf)
+	orphan, _ := segmentRecord("b", "sha256:gone").encodeLine()
+	b.Write(orphan)
+	b.WriteString("{\"packdSnapshot\":1}\n")
+	b.WriteString("not json\n")
+	b.WriteString(`{"packdRecord":1,"id":"half`)
+	var lines []string
+	for r := range ReadSegment(bytes.NewReader(b.Bytes()), 1<<20) {
+		if r.Err != nil {
+			lines = append(lines, r.Err.Error())
+		} else {
+			lines = append(lines, r.Record.ID)
+		}
+	}
+	want := []string{"a", "the record's snapshot sha256:gone is not in the segment before it", "not a snapshot line of format 1", "not a packd record: invalid character 'o' in literal null (expecting 'u')"}
+	if !reflect.DeepEqual(lines, want) {
+		t.Fatalf("read %q\nwant %q", lines, want)
+	}
+	long := strings.Repeat("x", 300) + "\n" + "{}\n"
+	var errs []error
+	for r := range ReadSegment(strings.NewReader(long), 100) {
+		errs = append(errs, r.Err)
+	}
+	if len(errs) != 1 || errs[0] == nil || !strings.Contains(errs[0].Error(), "longer than a record can be") {
+		t.Fatalf("a long line: %v", errs)
+	}
+}
