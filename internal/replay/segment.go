@@ -168,6 +168,14 @@ type SegmentRecord struct {
 	Err    error
 }
 
+// A reader holds every snapshot tape of a segment: at most these many, of
+// at most this much together (a service writes one a module's snapshot,
+// a few a segment).
+const (
+	maxSegmentSnapshots = 256
+	maxSegmentTapes     = 256 << 20
+)
+
 // ReadSegment reads a segment's records in order, each line at most
 // maxLine bytes; a line of a snapshot's tape is not a record. A record
 // whose snapshot the segment has not given before it is an error of its
@@ -176,6 +184,7 @@ func ReadSegment(r io.Reader, maxLine int) iter.Seq[SegmentRecord] {
 	return func(yield func(SegmentRecord) bool) {
 		br := bufio.NewReaderSize(r, 64<<10)
 		tapes := map[string]json.RawMessage{}
+		held := 0 // bytes of tapes
 		for n := 1; ; n++ {
 			line, err := readLine(br, maxLine)
 			if errors.Is(err, io.EOF) {
@@ -199,6 +208,13 @@ func ReadSegment(r io.Reader, maxLine int) iter.Seq[SegmentRecord] {
 					}
 					continue
 				}
+				if _, had := tapes[s.ID]; !had && (len(tapes) >= maxSegmentSnapshots || held+len(s.Tape) > maxSegmentTapes) {
+					if !yield(SegmentRecord{Line: n, Err: fmt.Errorf("more snapshots than a segment holds (%d, %d MiB of tapes)", maxSegmentSnapshots, maxSegmentTapes>>20)}) {
+						return
+					}
+					continue
+				}
+				held += len(s.Tape) - len(tapes[s.ID])
 				tapes[s.ID] = s.Tape
 				continue
 			}

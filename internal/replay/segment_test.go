@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -101,5 +102,25 @@ func TestSegmentsReadWhatIsWhole(t *testing.T) {
 	}
 	if len(errs) != 1 || errs[0] == nil || !strings.Contains(errs[0].Error(), "longer than a record can be") {
 		t.Fatalf("a long line: %v", errs)
+	}
+}
+
+// TestASegmentCannotHoldEndlessSnapshots: a hostile segment of more
+// snapshot lines than a service writes is refused past the bound, line
+// by line, without holding their tapes.
+func TestASegmentCannotHoldEndlessSnapshots(t *testing.T) {
+	var b strings.Builder
+	for i := range maxSegmentSnapshots + 3 {
+		fmt.Fprintf(&b, "{\"packdSnapshot\":1,\"id\":\"sha256:%d\",\"tape\":[]}\n", i)
+	}
+	var errs int
+	for r := range ReadSegment(strings.NewReader(b.String()), 1<<20) {
+		if r.Err == nil || !strings.Contains(r.Err.Error(), "more snapshots than a segment holds") {
+			t.Fatalf("line %d: %v", r.Line, r.Err)
+		}
+		errs++
+	}
+	if errs != 3 {
+		t.Fatalf("%d lines refused, want 3", errs)
 	}
 }
