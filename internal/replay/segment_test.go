@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -122,5 +123,45 @@ func TestASegmentCannotHoldEndlessSnapshots(t *testing.T) {
 	}
 	if errs != 3 {
 		t.Fatalf("%d lines refused, want 3", errs)
+	}
+}
+
+// TestASegmentLineIsTheRecordsJSON: the line a segment holds for a record
+// says what encoding/json says of it (the snapshot by id aside), for a
+// record whose bulk is appended apart and for one that goes the slow way
+// (bytes that are not UTF-8, a request with line breaks).
+func TestASegmentLineIsTheRecordsJSON(t *testing.T) {
+	fast := segmentRecord("a", "sha256:s1")
+	fast.Request = []byte(`{"v":2,"kind":"invoke","tool":{"id":"a"},"input":{"m":"h\u00e9 \"q\"\\n"},"ctx":{"tenantId":"t","runId":"r"}}`)
+	fast.GuestRequest = Bytes("{\"kind\":\"invoke\",\"input\":\"\u2028<&>\"}")
+	fast.Tape = []sandbox.TapeAnswer{{Import: "http_request", Arg: 99, Detail: "GET https \"x\"", Value: []byte{0, 1, 2, 255}, Fuel: 12}, {Import: "random_get", Arg: 0, Value: []byte{}, Fuel: -1}, {Import: "x", Value: nil}}
+	fast.Result = Result{Status: 1, Output: Bytes("thrown \n\t"), Error: "boom", Fuel: 5}
+	slow := segmentRecord("b", "")
+	slow.Request = []byte("{\n  \"v\": 2\n}")
+	slow.GuestRequest = Bytes{0xff, 0xfe}
+	for _, r := range []*Record{fast, slow} {
+		line, err := r.encodeLine()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest := *r
+		if r.Snapshot != nil {
+			rest.Snapshot = &Snapshot{ID: r.Snapshot.ID}
+		}
+		want, _ := json.Marshal(&rest)
+		var got, wantV map[string]any
+		if err := json.Unmarshal(line, &got); err != nil {
+			t.Fatalf("%s: the line is not JSON: %v\n%s", r.ID, err, line)
+		}
+		_ = json.Unmarshal(want, &wantV)
+		if s, ok := wantV["snapshot"].(map[string]any); ok {
+			delete(s, "tape") // the line names the snapshot by id alone
+		}
+		if !reflect.DeepEqual(got, wantV) {
+			t.Fatalf("%s:\n%s\nwant\n%s", r.ID, line, want)
+		}
+		if bytes.Count(line, []byte("\n")) != 1 {
+			t.Fatalf("%s: not one line: %q", r.ID, line)
+		}
 	}
 }
