@@ -50,6 +50,12 @@ type Segment struct {
 	size  int64
 	snaps map[string]bool // the snapshots whose tape the segment holds
 	buf   []byte          // whole lines not yet written
+	// The JSON of the limits the last record held: the same for most
+	// records, encoded once.
+	limits     sandbox.GuestLimits
+	limitsJSON []byte
+	call       sandbox.CallLimits
+	callJSON   []byte // its members, without the braces
 }
 
 // CreateSegment creates a new segment in dir, named by now.
@@ -91,7 +97,7 @@ func (s *Segment) Append(rec *Record, room int64) (int, error) {
 			return 0, err
 		}
 	}
-	line, err := rec.encodeLine()
+	line, err := s.encodeLine(rec)
 	if err != nil {
 		return 0, err
 	}
@@ -139,15 +145,32 @@ func (s *Segment) Close() error {
 }
 
 // encodeLine is the record as a segment's line: its snapshot by id, the
-// tape being in the snapshot's own line. The bulk of a record (its
-// request, what the guest read and answered, its tape) is appended as it
-// is, compact JSON already or escaped once, where encoding/json would scan
-// it again to compact it (a third of the writer's time); the rest goes
-// through encoding/json, with markers where the bulk goes.
-func (r *Record) encodeLine() ([]byte, error) {
-	b, err := r.encodeBulkApart()
-	if err != nil {
-		return nil, err
+// tape being in the snapshot's own line. It writes the JSON encoding/json
+// would (TestASegmentLineIsTheRecordsJSON holds it to that), by hand: the
+// bulk of a record (its request, what the guest read and answered, its
+// tape) is appended as it is, compact JSON already or escaped once, where
+// encoding/json would reflect over the record and scan the bulk again to
+// compact it (most of the writer's time). A record that is not so plain
+// (a request with line breaks, bytes that are not UTF-8) is encoded by
+// encoding/json.
+func (s *Segment) encodeLine(r *Record) ([]byte, error) {
+	var b []byte
+	if plainRecord(r) {
+		var err error
+		if b, err = s.appendRecord(make([]byte, 0, 512+len(r.Request)+len(r.GuestRequest)+len(r.Result.Output)+48*len(r.Tape)), r); err != nil {
+			return nil, err
+		}
+	} else {
+		rest := *r
+		rest.Snapshot = nil
+		var err error
+		if b, err = json.Marshal(&rest); err != nil {
+			return nil, err
+		}
+		if r.Snapshot != nil {
+			id, _ := json.Marshal(r.Snapshot.ID)
+			b = append(append(append(b[:len(b)-1], `,"snapshot":{"id":`...), id...), "}}"...)
+		}
 	}
 	if r.max > 0 && len(b) > r.max+OverheadBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the bound %d and %d", ErrTooLarge, len(b), r.max, OverheadBytes)
@@ -155,76 +178,91 @@ func (r *Record) encodeLine() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// The markers encodeBulkApart replaces: what encoding/json writes for the
-// emptied fields, each once in a record, and only as a key's value.
-var (
-	markRequest = []byte(`"request":0,`)
-	markGuest   = []byte(`"guestRequest":"",`)
-	markTape    = []byte(`"tape":null,`)
-	markOutput  = []byte(`"output":"",`)
-)
+// plainRecord: a record the host made holds its request as ojson encoded
+// it (valid, compact, one line), and bytes that are UTF-8.
+func plainRecord(r *Record) bool {
+	return len(r.Request) > 0 && bytes.IndexAny(r.Request, "\n\r") < 0 && utf8.Valid(r.GuestRequest) && utf8.Valid(r.Result.Output)
+}
 
-func (r *Record) encodeBulkApart() ([]byte, error) {
-	// What is not one line of JSON (a request with its own line breaks),
-	// or bytes that are not UTF-8, go the slow way.
-	// A record the host made holds its request as ojson encoded it:
-	// valid, compact, one line.
-	plain := len(r.Request) > 0 && bytes.IndexAny(r.Request, "\n\r") < 0 &&
-		utf8.Valid(r.GuestRequest) && utf8.Valid(r.Result.Output)
-	rest := *r
-	rest.Snapshot = nil
-	if plain {
-		rest.Request, rest.GuestRequest, rest.Tape, rest.Result.Output = json.RawMessage("0"), nil, nil, nil
-	}
-	b, err := json.Marshal(&rest)
+// appendRecord appends r as encoding/json writes a Record, its snapshot
+// by id, in the order of Record's fields.
+func (s *Segment) appendRecord(b []byte, r *Record) ([]byte, error) {
+	str := ojson.AppendString
+	b = strconv.AppendInt(append(b, `{"packdRecord":`...), int64(r.Format), 10)
+	t, err := r.RecordedAt.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	if plain {
-		var ok bool
-		if b, ok = spliceAll(b, r); !ok {
-			return nil, errors.New("replay: a record's encoding lacks a field it must have")
-		}
+	b = append(append(b, `,"recordedAt":`...), t...)
+	b = str(append(b, `,"packId":`...), r.PackID)
+	if r.ArtifactVersion != "" {
+		b = str(append(b, `,"artifactVersion":`...), r.ArtifactVersion)
 	}
+	b = str(append(b, `,"target":`...), r.Target)
+	b = str(append(b, `,"id":`...), r.ID)
+	if r.Version != "" {
+		b = str(append(b, `,"version":`...), r.Version)
+	}
+	b = append(append(b, `,"request":`...), r.Request...)
+	b = str(append(b, `,"module":{"path":`...), r.Module.Path)
+	b = append(str(append(b, `,"sha256":`...), r.Module.SHA256), '}')
+	if s.limitsJSON == nil || s.limits != r.Limits {
+		if s.limitsJSON, err = json.Marshal(r.Limits); err != nil {
+			return nil, err
+		}
+		s.limits = r.Limits
+	}
+	b = append(append(b, `,"limits":`...), s.limitsJSON...)
+	if s.callJSON == nil || s.call != r.CallLimits {
+		c, err := json.Marshal(r.CallLimits)
+		if err != nil {
+			return nil, err
+		}
+		s.callJSON, s.call = c[1:len(c)-1], r.CallLimits
+	}
+	if len(s.callJSON) > 0 {
+		b = append(append(b, ','), s.callJSON...)
+	}
+	b = str(append(b, `,"instance":`...), r.Instance)
+	b = append(b, `,"env":`...)
+	if r.Env == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, e := range r.Env {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = str(b, e)
+		}
+		b = append(b, ']')
+	}
+	if len(r.Secrets) > 0 {
+		j, err := json.Marshal(r.Secrets)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"secrets":`...), j...)
+	}
+	b = str(append(b, `,"guestRequest":`...), string(r.GuestRequest))
+	b = appendTape(append(b, `,"tape":`...), r.Tape)
+	if len(r.Redactions) > 0 {
+		j, err := json.Marshal(r.Redactions)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"redactions":`...), j...)
+	}
+	b = strconv.AppendInt(append(b, `,"result":{"status":`...), int64(r.Result.Status), 10)
+	b = str(append(b, `,"output":`...), string(r.Result.Output))
+	if r.Result.Error != "" {
+		b = str(append(b, `,"error":`...), r.Result.Error)
+	}
+	b = append(strconv.AppendInt(append(b, `,"fuel":`...), r.Result.Fuel, 10), '}')
 	if r.Snapshot != nil {
-		id, _ := json.Marshal(r.Snapshot.ID)
-		b = append(append(append(b[:len(b)-1], `,"snapshot":{"id":`...), id...), "}}"...)
+		b = append(str(append(b, `,"snapshot":{"id":`...), r.Snapshot.ID), '}')
 	}
-	return b, nil
-}
-
-// spliceAll writes b with each mark (in the order encoding/json writes
-// the fields) replaced by its field, in one pass.
-func spliceAll(b []byte, r *Record) ([]byte, bool) {
-	marks := [...][]byte{markRequest, markGuest, markTape, markOutput}
-	var at [len(marks)]int
-	from := 0
-	for i, m := range marks {
-		j := bytes.Index(b[from:], m)
-		if j < 0 {
-			return b, false
-		}
-		at[i] = from + j
-		from = at[i] + len(m)
-	}
-	out := make([]byte, 0, len(b)+len(r.Request)+len(r.GuestRequest)+len(r.Result.Output)+len(r.Tape)*48+64)
-	prev := 0
-	for i, m := range marks {
-		out = append(out, b[prev:at[i]]...)
-		switch i {
-		case 0:
-			out = append(append(out, `"request":`...), r.Request...)
-		case 1:
-			out = ojson.AppendString(append(out, `"guestRequest":`...), string(r.GuestRequest))
-		case 2:
-			out = appendTape(append(out, `"tape":`...), r.Tape)
-		case 3:
-			out = ojson.AppendString(append(out, `"output":`...), string(r.Result.Output))
-		}
-		out = append(out, ',')
-		prev = at[i] + len(m)
-	}
-	return append(out, b[prev:]...), true
+	return append(b, '}'), nil
 }
 
 // appendTape appends a tape as encoding/json would write []TapeAnswer.

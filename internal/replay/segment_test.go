@@ -79,7 +79,7 @@ func TestSegmentsReadWhatIsWhole(t *testing.T) {
 	s := &Segment{snaps: map[string]bool{}}
 	_, _ = s.Append(segmentRecord("a", "sha256:s1"), -1)
 	b.Write(s.buf)
-	orphan, _ := segmentRecord("b", "sha256:gone").encodeLine()
+	orphan, _ := s.encodeLine(segmentRecord("b", "sha256:gone"))
 	b.Write(orphan)
 	b.WriteString("{\"packdSnapshot\":1}\n")
 	b.WriteString("not json\n")
@@ -136,11 +136,28 @@ func TestASegmentLineIsTheRecordsJSON(t *testing.T) {
 	fast.GuestRequest = Bytes("{\"kind\":\"invoke\",\"input\":\"\u2028<&>\"}")
 	fast.Tape = []sandbox.TapeAnswer{{Import: "http_request", Arg: 99, Detail: "GET https \"x\"", Value: []byte{0, 1, 2, 255}, Fuel: 12}, {Import: "random_get", Arg: 0, Value: []byte{}, Fuel: -1}, {Import: "x", Value: nil}}
 	fast.Result = Result{Status: 1, Output: Bytes("thrown \n\t"), Error: "boom", Fuel: 5}
+	// Every field set, so that one the hand encoder forgot differs.
+	fast.PackID, fast.ArtifactVersion, fast.Version = "p\"k", "v-1", "1.0.0"
+	fast.Limits = sandbox.GuestLimits{MemoryLimitPages: 1, MaxResponseBytes: 2, MaxTableElements: 3, MaxStackBytes: 4, LoadFuel: 5, DefaultFuel: 6}
+	fast.CallLimits = sandbox.CallLimits{Fuel: 77, MemoryLimit: 88}
+	fast.Env = []string{"A", "B\u00e9"}
+	fast.Secrets = []Secret{{Name: "ctx.secrets.k", SHA256: "sha256:1", Length: 3}}
+	fast.Redactions = []Redaction{{In: "output", Offset: 1, Length: 3, Secret: "ctx.secrets.k", Form: "raw"}}
+	if v := reflect.ValueOf(*fast); true {
+		for i := range v.NumField() {
+			if f := v.Type().Field(i); f.IsExported() && v.Field(i).IsZero() {
+				t.Fatalf("the test record leaves %s unset", f.Name)
+			}
+		}
+	}
 	slow := segmentRecord("b", "")
 	slow.Request = []byte("{\n  \"v\": 2\n}")
 	slow.GuestRequest = Bytes{0xff, 0xfe}
-	for _, r := range []*Record{fast, slow} {
-		line, err := r.encodeLine()
+	seg := &Segment{snaps: map[string]bool{}}
+	plainEnv := segmentRecord("c", "")
+	plainEnv.Env = nil
+	for _, r := range []*Record{fast, slow, plainEnv, fast} {
+		line, err := seg.encodeLine(r)
 		if err != nil {
 			t.Fatal(err)
 		}
