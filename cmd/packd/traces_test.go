@@ -3,6 +3,7 @@ package main
 import (
 	"compress/gzip"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -253,6 +254,60 @@ func TestTracesAreOnOnlyWhenAsked(t *testing.T) {
 		on, problems := tracesFrom(func(k string) string { return c.env[k] })
 		if on != c.on || (c.problem == "") != (len(problems) == 0) || c.problem != "" && !strings.Contains(strings.Join(problems, "; "), c.problem) {
 			t.Errorf("%v: on %v, problems %q", c.env, on, problems)
+		}
+	}
+}
+
+// TestTracesHonourTheSampler: OTEL_TRACES_SAMPLER decides which calls
+// have a span, as OpenTelemetry names it: parentbased_traceidratio with
+// a ratio of 0 keeps exactly the calls whose caller's traceparent is
+// sampled (flag 01), each sampled span with the call's fuel and outcome;
+// every call is answered either way.
+func TestTracesHonourTheSampler(t *testing.T) {
+	col := newCollector(t)
+	dir := t.TempDir()
+	b, err := os.ReadFile(conformanceWasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conformance.wasm"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, "index.json")
+	index := `{"v":1,"packId":"sampled","packVersion":"1.0.0","artifactVersion":"sampled-1","publishedAt":"2026-12-05T00:00:00.000Z","agents":[],"flows":[],` +
+		`"tools":[{"id":"conformance.echo","version":"1.0.0","input":{"type":"object"},"output":{"type":"object"},"modulePath":"conformance.wasm"}],"guardrails":[]}`
+	if err := os.WriteFile(idx, []byte(index), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, idx, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.URL, "OTEL_BSP_SCHEDULE_DELAY": "50",
+		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"})
+	sampled := map[string]bool{}
+	for i := range 20 {
+		trace := fmt.Sprintf("%032x", i+1)
+		flag := "00"
+		if i%4 == 0 {
+			flag, sampled[trace] = "01", true
+		}
+		r := s.invoke(t, invokeBody("conformance.echo", "", `{"message":"m"}`, `{"tenantId":"t","runId":"r"}`), "traceparent", "00-"+trace+"-00f067aa0ba902b7-"+flag)
+		if r.status != 200 || !strings.Contains(r.body, `"kind":"result"`) {
+			t.Fatalf("call %d: %d %s", i, r.status, r.body)
+		}
+	}
+	// The last three calls are unsampled: had any unsampled call been
+	// exported, it would be here by the time the sampled ones are, or
+	// after a further wait.
+	spans := col.waitSpans(t, len(sampled))
+	time.Sleep(300 * time.Millisecond)
+	col.mu.Lock()
+	spans = append(spans[:0], col.spans...)
+	col.mu.Unlock()
+	if len(spans) != len(sampled) {
+		t.Fatalf("%d spans of %d sampled calls", len(spans), len(sampled))
+	}
+	for _, sp := range spans {
+		a := attrs(sp)
+		if !sampled[hex.EncodeToString(sp.TraceId)] || a["packd.outcome"] != "ok" || a["packd.fuel"] == "" || a["packd.fuel"] == "0" {
+			t.Errorf("span %s of trace %x: %v", sp.Name, sp.TraceId, a)
 		}
 	}
 }
