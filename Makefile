@@ -218,6 +218,7 @@ e2e: build wasm
 bench: build wasm fixtures
 	-$(GO) run ./cmd/callbench
 	$(GO) run ./cmd/mcpbench
+	$(GO) run ./cmd/watchbench
 	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./internal/sandbox
 	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./internal/sandbox
 	$(GO) test -run '^$$' -bench FuelRate -benchtime 40x -count 3 ./internal/sandbox

@@ -8,22 +8,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/kindgi/packd/internal/benchload"
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/mcp"
 	"github.com/kindgi/packd/internal/server"
@@ -66,17 +61,17 @@ func main() {
 	base := "http://" + ln.Addr().String()
 
 	input := `{"message":"hello, bench"}`
-	faces := []face{
-		{"/v1/invoke", base + "/v1/invoke", `{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":` + input + `,"ctx":{"tenantId":"t","runId":"r"}}`,
-			http.Header{"Kindgi-Pack-Token": {token}, "Content-Type": {"application/json"}}, `"kind":"result"`},
-		{"mcp tools/call", base + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo.message","arguments":` + input +
+	faces := []benchload.Target{
+		{Name: "/v1/invoke", URL: base + "/v1/invoke", Body: `{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":` + input + `,"ctx":{"tenantId":"t","runId":"r"}}`,
+			Header: http.Header{"Kindgi-Pack-Token": {token}, "Content-Type": {"application/json"}}, Want: `"kind":"result"`},
+		{Name: "mcp tools/call", URL: base + "/mcp", Body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo.message","arguments":` + input +
 			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
-			http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
-				"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"echo.message"}}, `"structuredContent"`},
+			Header: http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+				"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"echo.message"}}, Want: `"structuredContent"`},
 	}
 	for _, fc := range faces {
-		if err := fc.once(); err != nil {
-			fatal(fmt.Errorf("%s: %w", fc.name, err))
+		if err := fc.Once(); err != nil {
+			fatal(fmt.Errorf("%s: %w", fc.Name, err))
 		}
 	}
 	fmt.Printf("MCP tools/call beside /v1/invoke: echo.message of %s, %v per face and concurrency, %d rounds\n", *index, *duration, *rounds)
@@ -86,10 +81,10 @@ func main() {
 		for r := range *rounds {
 			order := faces
 			if r%2 == 1 {
-				order = []face{faces[1], faces[0]}
+				order = []benchload.Target{faces[1], faces[0]}
 			}
 			for _, fc := range order {
-				if *cpuProfile != "" && fc.name == faces[1].name && c == 32 && r == 0 {
+				if *cpuProfile != "" && fc.Name == faces[1].Name && c == 32 && r == 0 {
 					pf, err := os.Create(*cpuProfile)
 					if err != nil {
 						fatal(err)
@@ -99,20 +94,20 @@ func main() {
 				}
 				var m0, m1 runtime.MemStats
 				runtime.ReadMemStats(&m0)
-				rate, median, err := fc.load(c, *duration)
+				rate, _, median, err := fc.Load(c, *duration)
 				runtime.ReadMemStats(&m1)
-				if *cpuProfile != "" && fc.name == faces[1].name && c == 32 && r == 0 {
+				if *cpuProfile != "" && fc.Name == faces[1].Name && c == 32 && r == 0 {
 					pprof.StopCPUProfile()
 				}
 				if err != nil {
 					fatal(err)
 				}
-				rates[fc.name] = append(rates[fc.name], rate)
+				rates[fc.Name] = append(rates[fc.Name], rate)
 				calls := rate * duration.Seconds()
-				fmt.Printf("%-16s %4d %12.0f %12v %14.0f\n", fc.name, c, rate, median.Round(time.Microsecond), float64(m1.TotalAlloc-m0.TotalAlloc)/calls)
+				fmt.Printf("%-16s %4d %12.0f %12v %14.0f\n", fc.Name, c, rate, median.Round(time.Microsecond), float64(m1.TotalAlloc-m0.TotalAlloc)/calls)
 			}
 		}
-		ratio := mean(rates[faces[1].name]) / mean(rates[faces[0].name])
+		ratio := benchload.Mean(rates[faces[1].Name]) / benchload.Mean(rates[faces[0].Name])
 		verdict := ""
 		if c == 32 {
 			verdict = "  (target ≥ 0.80: met)"
@@ -122,83 +117,6 @@ func main() {
 		}
 		fmt.Printf("c=%d: MCP req/s ÷ /v1/invoke req/s = %.2f%s\n", c, ratio, verdict)
 	}
-}
-
-type face struct {
-	name, url, body string
-	header          http.Header
-	want            string
-}
-
-var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}, Timeout: 30 * time.Second}
-
-func (fc face) once() error {
-	req, _ := http.NewRequest("POST", fc.url, strings.NewReader(fc.body))
-	req.Header = fc.header.Clone()
-	res, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 || !bytes.Contains(b, []byte(fc.want)) {
-		return fmt.Errorf("%d %s", res.StatusCode, b)
-	}
-	return nil
-}
-
-// load sends calls from c clients for d, and returns the calls answered a
-// second and the median time of one.
-func (fc face) load(c int, d time.Duration) (float64, time.Duration, error) {
-	var n atomic.Int64
-	var failed atomic.Value
-	var mu sync.Mutex
-	var times []time.Duration
-	stop := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			for time.Now().Before(stop) {
-				t0 := time.Now()
-				if err := fc.once(); err != nil {
-					failed.Store(err)
-					return
-				}
-				mine = append(mine, time.Since(t0))
-				n.Add(1)
-			}
-			mu.Lock()
-			times = append(times, mine...)
-			mu.Unlock()
-		}()
-	}
-	begun := time.Now()
-	wg.Wait()
-	elapsed := time.Since(begun)
-	if err, ok := failed.Load().(error); ok {
-		return 0, 0, fmt.Errorf("%s at c=%d: %w", fc.name, c, err)
-	}
-	return float64(n.Load()) / elapsed.Seconds(), median(times), nil
-}
-
-func median(ts []time.Duration) time.Duration {
-	if len(ts) == 0 {
-		return 0
-	}
-	s := slices.Clone(ts)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func mean(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }
 
 func fatal(err error) {

@@ -19,13 +19,13 @@ func WriteFile(dir string, rec *Record) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("writing the call record: %w", err)
 	}
-	return WriteEncoded(dir, rec, b)
+	return writeEncoded(dir, rec, b)
 }
 
-// WriteEncoded writes a record's bytes (Encode's) under a name of its time and
+// writeEncoded writes a record's bytes (Encode's) under a name of its time and
 // target (and a random suffix): a temporary name, then renamed, so that a
 // reader never sees half of one.
-func WriteEncoded(dir string, rec *Record, b []byte) (string, error) {
+func writeEncoded(dir string, rec *Record, b []byte) (string, error) {
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
 	name := fmt.Sprintf("%s-%s-%s.json", rec.RecordedAt.UTC().Format("20060102T150405.000000000Z"), fileSafe(rec.ID), hex.EncodeToString(suffix[:]))

@@ -68,9 +68,6 @@ func CreateSegment(dir string, now time.Time) (*Segment, error) {
 	return &Segment{f: f, path: f.Name(), snaps: map[string]bool{}}, nil
 }
 
-// Path is the segment's file.
-func (s *Segment) Path() string { return s.path }
-
 // Size is what the segment holds, written or buffered.
 func (s *Segment) Size() int64 { return s.size + int64(len(s.buf)) }
 

@@ -47,7 +47,7 @@ func TestSegmentsRoundTrip(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(s.Path())
+	b, _ := os.ReadFile(s.path)
 	if n := strings.Count(string(b), `"packdSnapshot":1`); n != 2 || strings.Count(string(b), "\n") != 6 {
 		t.Fatalf("%d snapshot lines in %d lines:\n%s", n, strings.Count(string(b), "\n"), b)
 	}
@@ -66,8 +66,8 @@ func TestSegmentsRoundTrip(t *testing.T) {
 			t.Errorf("record %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if filepath.Dir(s.Path()) != dir || !strings.HasSuffix(s.Path(), SegmentExt) {
-		t.Errorf("segment at %s", s.Path())
+	if filepath.Dir(s.path) != dir || !strings.HasSuffix(s.path, SegmentExt) {
+		t.Errorf("segment at %s", s.path)
 	}
 }
 

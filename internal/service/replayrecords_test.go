@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/replay"
-	"github.com/kindgi/packd/internal/sandbox"
 )
 
 // TestReplayRecordsAreBounded: the record directory holds at most its
@@ -87,19 +87,25 @@ func BenchmarkReplayRecordsWriter(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tape := make([]sandbox.TapeAnswer, 60)
-	for i := range tape {
-		tape[i] = sandbox.TapeAnswer{Import: "clock_time_get", Arg: 1, Value: []byte("12345678"), Fuel: int64(i) * 4000}
+	// A record as the host makes one, read from its JSON (service sees
+	// the sandbox's types only through host and replay).
+	var tape strings.Builder
+	for i := range 60 {
+		if i > 0 {
+			tape.WriteByte(',')
+		}
+		fmt.Fprintf(&tape, `{"import":"clock_time_get","arg":1,"value":"MTIzNDU2Nzg=","fuel":%d}`, i*4000)
 	}
-	rec := func() *replay.Record {
-		return &replay.Record{Format: replay.Format, RecordedAt: time.Now(), Target: "tool", ID: "echo.echo", Version: "1.0.0",
-			Request:      []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.echo"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`),
-			Module:       replay.Module{Path: "echo.wasm", SHA256: "sha256:77f269cb41a38541dcf17cb8c0bd98cc01bee2652ac30923ac84440eecba2f5b"},
-			Instance:     sandbox.InstanceHit,
-			Snapshot:     &replay.Snapshot{ID: "sha256:8d67e90731b57f0ac59f7317955c768eca34f92e0da27b72722a07255edec3fd", Tape: tape},
-			GuestRequest: replay.Bytes(`{"kind":"invoke","tool":{"id":"echo.echo","version":"1.0.0"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`),
-			Tape:         []sandbox.TapeAnswer{}, Result: replay.Result{Output: replay.Bytes(`{"message":"hello"}`), Fuel: 111351}}
+	one := `{"packdRecord":1,"recordedAt":"2026-12-05T12:41:47.361149282Z","packId":"echo","target":"tool","id":"echo.echo","version":"1.0.0",` +
+		`"request":{"v":2,"kind":"invoke","tool":{"id":"echo.echo"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}},` +
+		`"module":{"path":"echo.wasm","sha256":"sha256:77f269cb41a38541dcf17cb8c0bd98cc01bee2652ac30923ac84440eecba2f5b"},"limits":{"memoryLimitPages":4096},"fuel":10000000000,"instance":"hit","env":[],` +
+		`"guestRequest":"{\"kind\":\"invoke\",\"tool\":{\"id\":\"echo.echo\",\"version\":\"1.0.0\"},\"input\":{\"message\":\"hello\"},\"ctx\":{\"tenantId\":\"t\",\"runId\":\"r\"}}",` +
+		`"tape":[],"result":{"status":0,"output":"{\"message\":\"hello\"}","fuel":111351},"snapshot":{"id":"sha256:8d67e90731b57f0ac59f7317955c768eca34f92e0da27b72722a07255edec3fd","tape":[` + tape.String() + `]}}`
+	base, err := replay.Read([]byte(one))
+	if err != nil {
+		b.Fatal(err)
 	}
+	rec := func() *replay.Record { r := *base; return &r }
 	b.ResetTimer()
 	for range b.N {
 		d.write(rec())

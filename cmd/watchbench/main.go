@@ -1,0 +1,212 @@
+// Command watchbench measures what watching a service costs, side by side
+// in one run: /v1/invoke of the echo pack at c=32 with nothing on, with
+// --record (records appended to segments; how many calls were not
+// recorded), with OpenTelemetry export of every span to a loopback OTLP
+// collector that answers at once, and with head sampling of one trace in
+// ten; each ratio to off beside the target of issue 43 (recording ≥ 0.95
+// and none lost, tracing at 100% ≥ 0.90). The services are served as
+// packd serve serves them, on loopback, in this process; the load is this
+// process's own keep-alive clients. `make bench` runs it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/kindgi/packd/internal/benchload"
+	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/replay"
+	"github.com/kindgi/packd/internal/server"
+	"github.com/kindgi/packd/internal/service"
+)
+
+const token = "bench"
+
+// setup is one way of serving: what it turns on.
+type setup struct {
+	name    string
+	record  bool
+	sampler string // "": no tracing
+	bar     float64
+}
+
+// served is a setup running: its service, its server's URL and what
+// closes them.
+type served struct {
+	setup
+	target  benchload.Target
+	records *service.ReplayRecords
+	dir     string
+	close   func()
+}
+
+func main() {
+	index := flag.String("index", "wasm-examples/echo/index.json", "the pack index")
+	duration := flag.Duration("duration", 3*time.Second, "how long each setup is loaded in each round")
+	rounds := flag.Int("rounds", 3, "rounds; each loads every setup in turn, in an order that rotates")
+	flag.Parse()
+	ctx := context.Background()
+
+	var spanBytes atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		spanBytes.Add(n)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+
+	setups := []setup{
+		{name: "off"},
+		{name: "--record", record: true, bar: 0.95},
+		{name: "otel 100%", sampler: "parentbased_always_on", bar: 0.90},
+		{name: "otel 10%", sampler: "parentbased_traceidratio"},
+	}
+	var runs []*served
+	for _, s := range setups {
+		r, err := serve(ctx, *index, s, collector.URL)
+		if err != nil {
+			fatal(fmt.Errorf("%s: %w", s.name, err))
+		}
+		defer r.close()
+		runs = append(runs, r)
+	}
+	fmt.Printf("What watching costs: /v1/invoke echo.message of %s at c=32, %v per setup, %d rounds\n", *index, *duration, *rounds)
+	fmt.Printf("%-12s %12s %12s\n", "setup", "req/s", "median")
+	rates := map[string][]float64{}
+	calls := map[string]int64{}
+	for round := range *rounds {
+		for i := range runs {
+			r := runs[(i+round)%len(runs)]
+			rate, n, median, err := r.target.Load(32, *duration)
+			if err != nil {
+				fatal(err)
+			}
+			rates[r.name] = append(rates[r.name], rate)
+			calls[r.name] += n
+			fmt.Printf("%-12s %12.0f %12v\n", r.name, rate, median.Round(time.Microsecond))
+		}
+	}
+	off := benchload.Mean(rates["off"])
+	for _, r := range runs[1:] {
+		ratio := benchload.Mean(rates[r.name]) / off
+		line := fmt.Sprintf("%s ÷ off = %.2f", r.name, ratio)
+		if r.bar > 0 {
+			verdict := "met"
+			if ratio < r.bar {
+				verdict = "NOT met"
+			}
+			line += fmt.Sprintf("  (target ≥ %.2f: %s)", r.bar, verdict)
+		}
+		if r.record {
+			written := r.flush(ctx)
+			line += fmt.Sprintf("; records written %d of %d calls (%d lost, target 0)", written, calls[r.name]+1, calls[r.name]+1-written)
+		}
+		fmt.Println(line)
+	}
+	fmt.Printf("the collector received %d MiB of spans\n", spanBytes.Load()>>20)
+}
+
+// serve loads the pack and serves it as packd serve would with s turned on.
+func serve(ctx context.Context, index string, s setup, collector string) (*served, error) {
+	hc := host.Config{IndexPath: index, Sandbox: host.SandboxConfig{PoolSize: service.DefaultMaxConcurrency}}
+	if s.record {
+		hc.Record = &host.RecordConfig{}
+	}
+	p, err := host.Load(ctx, hc)
+	if err != nil {
+		return nil, err
+	}
+	r := &served{setup: s}
+	cfg := service.Config{Pack: p, TenantShareOff: true}
+	if s.record {
+		if r.dir, err = os.MkdirTemp("", "watchbench-records-"); err != nil {
+			return nil, err
+		}
+		if r.records, err = service.OpenReplayRecords(r.dir, 0, nil, nil); err != nil {
+			return nil, err
+		}
+		cfg.Records = r.records
+	}
+	if s.sampler != "" {
+		// The exporter and the sampler read the standard variables.
+		os.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+		os.Setenv("OTEL_TRACES_SAMPLER", s.sampler)
+		os.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.1")
+		t, err := service.NewTracing(ctx, "bench", nil)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Tracing = t
+	}
+	svc, err := service.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.New(server.Config{Service: svc, Token: token})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = srv.Serve(ln) }()
+	r.target = benchload.Target{Name: s.name, URL: "http://" + ln.Addr().String() + "/v1/invoke",
+		Body:   `{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`,
+		Header: http.Header{"Kindgi-Pack-Token": {token}, "Content-Type": {"application/json"}}, Want: `"kind":"result"`}
+	if err := r.target.Once(); err != nil {
+		return nil, err
+	}
+	r.close = func() {
+		_ = srv.Close(ctx)
+		_ = svc.Close(ctx)
+		if cfg.Tracing != nil {
+			_ = cfg.Tracing.Close(ctx)
+		}
+		if r.records != nil {
+			_ = r.records.Close(ctx)
+		}
+		_ = p.Close(ctx)
+		if r.dir != "" {
+			_ = os.RemoveAll(r.dir)
+		}
+	}
+	return r, nil
+}
+
+// flush writes out the records still queued and counts those written.
+func (r *served) flush(ctx context.Context) int64 {
+	c, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_ = r.records.Close(c)
+	segments, _ := filepath.Glob(filepath.Join(r.dir, "*"+replay.SegmentExt))
+	var n int64
+	for _, f := range segments {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			fatal(err)
+		}
+		for rec := range replay.ReadSegment(bytes.NewReader(b), 32<<20) {
+			if rec.Err != nil {
+				fatal(fmt.Errorf("%s:%d: %w", f, rec.Line, rec.Err))
+			}
+			n++
+		}
+	}
+	return n
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "watchbench:", err)
+	os.Exit(1)
+}
