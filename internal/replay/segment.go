@@ -83,29 +83,31 @@ var ErrNoRoom = errors.New("replay: no room for the record")
 // record larger than its bound is ErrTooLarge. An error adds nothing.
 func (s *Segment) Append(rec *Record, room int64) (int, error) {
 	before := len(s.buf)
-	var snap []byte
-	if rec.Snapshot != nil && !s.snaps[rec.Snapshot.ID] {
+	newSnap := rec.Snapshot != nil && !s.snaps[rec.Snapshot.ID]
+	if newSnap {
 		tape, err := rec.Snapshot.tapeJSON()
 		if err != nil {
 			return 0, err
 		}
-		snap, err = json.Marshal(snapshotLine{Format: Format, ID: rec.Snapshot.ID, Tape: tape})
+		snap, err := json.Marshal(snapshotLine{Format: Format, ID: rec.Snapshot.ID, Tape: tape})
 		if err != nil {
 			return 0, err
 		}
+		s.buf = append(append(s.buf, snap...), '\n')
 	}
-	line, err := s.encodeLine(rec)
-	if err != nil {
+	// The line goes straight into the buffer; an error takes it back out.
+	var err error
+	if s.buf, err = s.appendLine(s.buf, rec); err != nil {
+		s.buf = s.buf[:before]
 		return 0, err
 	}
-	if room >= 0 && int64(len(snap)+1+len(line)) > room {
+	if room >= 0 && int64(len(s.buf)-before) > room {
+		s.buf = s.buf[:before]
 		return 0, ErrNoRoom
 	}
-	if snap != nil {
-		s.buf = append(append(s.buf, snap...), '\n')
+	if newSnap {
 		s.snaps[rec.Snapshot.ID] = true
 	}
-	s.buf = append(s.buf, line...)
 	return len(s.buf) - before, nil
 }
 
@@ -150,27 +152,33 @@ func (s *Segment) Close() error {
 // compact it (most of the writer's time). A record that is not so plain
 // (a request with line breaks, bytes that are not UTF-8) is encoded by
 // encoding/json.
-func (s *Segment) encodeLine(r *Record) ([]byte, error) {
-	var b []byte
+func (s *Segment) encodeLine(r *Record) ([]byte, error) { return s.appendLine(nil, r) }
+
+// appendLine appends the record's line to b (encodeLine's); on an error,
+// it answers b as it was.
+func (s *Segment) appendLine(b []byte, r *Record) ([]byte, error) {
+	start := len(b)
 	if plainRecord(r) {
-		var err error
-		if b, err = s.appendRecord(make([]byte, 0, 512+len(r.Request)+len(r.GuestRequest)+len(r.Result.Output)+48*len(r.Tape)), r); err != nil {
-			return nil, err
+		out, err := s.appendRecord(b, r)
+		if err != nil {
+			return b[:start], err
 		}
+		b = out
 	} else {
 		rest := *r
 		rest.Snapshot = nil
-		var err error
-		if b, err = json.Marshal(&rest); err != nil {
-			return nil, err
+		j, err := json.Marshal(&rest)
+		if err != nil {
+			return b[:start], err
 		}
 		if r.Snapshot != nil {
 			id, _ := json.Marshal(r.Snapshot.ID)
-			b = append(append(append(b[:len(b)-1], `,"snapshot":{"id":`...), id...), "}}"...)
+			j = append(append(append(j[:len(j)-1], `,"snapshot":{"id":`...), id...), "}}"...)
 		}
+		b = append(b, j...)
 	}
-	if r.max > 0 && len(b) > r.max+OverheadBytes {
-		return nil, fmt.Errorf("%w: %d bytes, the bound %d and %d", ErrTooLarge, len(b), r.max, OverheadBytes)
+	if n := len(b) - start; r.max > 0 && n > r.max+OverheadBytes {
+		return b[:start], fmt.Errorf("%w: %d bytes, the bound %d and %d", ErrTooLarge, n, r.max, OverheadBytes)
 	}
 	return append(b, '\n'), nil
 }

@@ -41,8 +41,18 @@ func TestSegmentsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	held := s.Size()
 	if _, err := s.Append(segmentRecord("e", "sha256:s3"), 10); !errors.Is(err, ErrNoRoom) {
 		t.Fatalf("a record past its room: %v", err)
+	}
+	big := segmentRecord("f", "sha256:s4")
+	big.max = 1
+	big.Result.Output = Bytes(strings.Repeat("x", OverheadBytes+10))
+	if _, err := s.Append(big, -1); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a record past its bound: %v", err)
+	}
+	if s.Size() != held || s.snaps["sha256:s3"] || s.snaps["sha256:s4"] {
+		t.Fatalf("a refused record left %d bytes, snapshots %v", s.Size()-held, s.snaps)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
