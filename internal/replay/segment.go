@@ -143,7 +143,7 @@ func (s *Segment) Close() error {
 	return err
 }
 
-// encodeLine is the record as a segment's line: its snapshot by id, the
+// appendLine appends the record as a segment's line: its snapshot by id, the
 // tape being in the snapshot's own line. It writes the JSON encoding/json
 // would (TestASegmentLineIsTheRecordsJSON holds it to that), by hand: the
 // bulk of a record (its request, what the guest read and answered, its
@@ -151,11 +151,7 @@ func (s *Segment) Close() error {
 // encoding/json would reflect over the record and scan the bulk again to
 // compact it (most of the writer's time). A record that is not so plain
 // (a request with line breaks, bytes that are not UTF-8) is encoded by
-// encoding/json.
-func (s *Segment) encodeLine(r *Record) ([]byte, error) { return s.appendLine(nil, r) }
-
-// appendLine appends the record's line to b (encodeLine's); on an error,
-// it answers b as it was.
+// encoding/json. On an error it answers b as it was.
 func (s *Segment) appendLine(b []byte, r *Record) ([]byte, error) {
 	start := len(b)
 	if plainRecord(r) {

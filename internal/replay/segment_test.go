@@ -89,7 +89,7 @@ func TestSegmentsReadWhatIsWhole(t *testing.T) {
 	s := &Segment{snaps: map[string]bool{}}
 	_, _ = s.Append(segmentRecord("a", "sha256:s1"), -1)
 	b.Write(s.buf)
-	orphan, _ := s.encodeLine(segmentRecord("b", "sha256:gone"))
+	orphan, _ := s.appendLine(nil, segmentRecord("b", "sha256:gone"))
 	b.Write(orphan)
 	b.WriteString("{\"packdSnapshot\":1}\n")
 	b.WriteString("not json\n")
@@ -167,7 +167,7 @@ func TestASegmentLineIsTheRecordsJSON(t *testing.T) {
 	plainEnv := segmentRecord("c", "")
 	plainEnv.Env = nil
 	for _, r := range []*Record{fast, slow, plainEnv, fast} {
-		line, err := seg.encodeLine(r)
+		line, err := seg.appendLine(nil, r)
 		if err != nil {
 			t.Fatal(err)
 		}
