@@ -15,9 +15,12 @@ import (
 // encoding/json, so answers and error messages are the same either way.
 
 // decodeRequest decodes the request envelope; false: use encoding/json.
-func decodeRequest(b []byte, r *request) bool {
+// inputAsIs reports whether r.Input is JSON that json.Marshal returns
+// unchanged (see marshalsAsIs): an echo handler's output then needs no
+// second look.
+func decodeRequest(b []byte, r *request) (ok, inputAsIs bool) {
 	p := parser{b: b}
-	return p.object(func(key []byte) bool {
+	ok = p.object(func(key []byte) bool {
 		switch string(key) {
 		case "kind":
 			return p.str(&r.Kind)
@@ -26,7 +29,10 @@ func decodeRequest(b []byte, r *request) bool {
 		case "check":
 			return p.idObject(&r.Check.ID)
 		case "input":
-			return p.raw(&r.Input)
+			p.space, p.escaped = false, false
+			ok := p.raw(&r.Input)
+			inputAsIs = ok && !p.space && !p.escaped
+			return ok
 		case "ctx":
 			return p.raw(&r.Ctx)
 		case "config":
@@ -36,6 +42,7 @@ func decodeRequest(b []byte, r *request) bool {
 		}
 		return !folds(key, "kind", "tool", "check", "input", "ctx", "config", "trace") && p.skip()
 	}) && p.end()
+	return ok, ok && inputAsIs
 }
 
 // decodeContext decodes a call's ctx; false: use encoding/json.
@@ -247,118 +254,244 @@ func (p *parser) raw(v *json.RawMessage) bool {
 
 // skip reads one value of any type, checking it is valid JSON. Deeper
 // nesting than maxDepth is left to encoding/json (it refuses past 10000).
-func (p *parser) skip() bool { return p.value(0) }
+func (p *parser) skip() bool {
+	end := scan(p.b, p.i, &p.space, &p.escaped)
+	if end < 0 {
+		return false
+	}
+	p.i = end
+	return true
+}
 
 const maxDepth = 1000
 
-func (p *parser) value(depth int) bool {
-	p.ws()
-	if p.i >= len(p.b) || depth > maxDepth {
-		return false
+// scan reads one JSON value from b at i and returns where it ends, or -1
+// when it is not valid JSON (or nests deeper than maxDepth). It sets
+// *space when it skips white space outside strings, and *escaped when a
+// string holds a character json.Marshal escapes (<, >, &, U+2028,
+// U+2029); bytes >= 0x80 are taken as they are, as encoding/json's
+// validator takes them.
+//
+// It is one loop over the bytes with its own stack: in a Go guest every
+// function call and every turn of a loop costs a trip through the
+// function's dispatch loop, so a recursive reader with a call per value
+// and per white-space check was most of a pooled echo of structured input
+// (about 1,000 fuel a byte; this is a tenth of that).
+func scan(b []byte, i int, space, escaped *bool) int {
+	var objects [maxDepth/64 + 1]uint64 // bit d: the container at depth d is an object
+	depth, n := 0, len(b)
+	var c byte
+value:
+	for i < n && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+		*space = true
 	}
-	switch c := p.b[p.i]; {
+	if i >= n {
+		return -1
+	}
+	switch c = b[i]; {
 	case c == '{':
-		p.i++
-		if p.eat('}') {
-			return true
+		if depth >= maxDepth {
+			return -1
 		}
-		for {
-			p.ws()
-			if !p.string() || !p.eat(':') || !p.value(depth+1) {
-				return false
-			}
-			if p.eat(',') {
-				continue
-			}
-			return p.eat('}')
+		objects[depth>>6] |= 1 << (depth & 63)
+		depth++
+		i++
+		for i < n && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+			*space = true
 		}
+		if i < n && b[i] == '}' {
+			i++
+			depth--
+			goto after
+		}
+		goto key
 	case c == '[':
-		p.i++
-		if p.eat(']') {
-			return true
+		if depth >= maxDepth {
+			return -1
 		}
-		for {
-			if !p.value(depth + 1) {
-				return false
-			}
-			if p.eat(',') {
-				continue
-			}
-			return p.eat(']')
+		objects[depth>>6] &^= 1 << (depth & 63)
+		depth++
+		i++
+		for i < n && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+			*space = true
 		}
+		if i < n && b[i] == ']' {
+			i++
+			depth--
+			goto after
+		}
+		goto value
 	case c == '"':
-		return p.string()
+		if i = scanString(b, i, escaped); i < 0 {
+			return -1
+		}
+		goto after
 	case c == 't':
-		return p.literal("true")
+		if n-i < 4 || string(b[i:i+4]) != "true" {
+			return -1
+		}
+		i += 4
+		goto after
 	case c == 'f':
-		return p.literal("false")
+		if n-i < 5 || string(b[i:i+5]) != "false" {
+			return -1
+		}
+		i += 5
+		goto after
 	case c == 'n':
-		return p.literal("null")
+		if n-i < 4 || string(b[i:i+4]) != "null" {
+			return -1
+		}
+		i += 4
+		goto after
 	case c == '-' || c >= '0' && c <= '9':
-		return p.number()
+		if i = scanNumber(b, i); i < 0 {
+			return -1
+		}
+		goto after
 	}
-	return false
+	return -1
+key:
+	if i >= n || b[i] != '"' {
+		return -1
+	}
+	if i = scanString(b, i, escaped); i < 0 {
+		return -1
+	}
+	for i < n && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+		*space = true
+	}
+	if i >= n || b[i] != ':' {
+		return -1
+	}
+	i++
+	goto value
+after:
+	if depth == 0 {
+		return i
+	}
+	for i < n && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+		*space = true
+	}
+	if i >= n {
+		return -1
+	}
+	switch c, isObject := b[i], objects[(depth-1)>>6]&(1<<((depth-1)&63)) != 0; {
+	case c == ',':
+		i++
+		if isObject {
+			for i < n && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+				i++
+				*space = true
+			}
+			goto key
+		}
+		goto value
+	case c == '}' && isObject, c == ']' && !isObject:
+		i++
+		depth--
+		goto after
+	}
+	return -1
 }
 
-func (p *parser) literal(lit string) bool {
-	if len(p.b)-p.i >= len(lit) && string(p.b[p.i:p.i+len(lit)]) == lit {
-		p.i += len(lit)
-		return true
-	}
-	return false
-}
-
-// string reads a valid JSON string (escapes checked; bytes >= 0x80 taken
-// as they are, as encoding/json's validator does).
+// string reads a valid JSON string.
 func (p *parser) string() bool {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
+	end := scanString(p.b, p.i, &p.escaped)
+	if end < 0 {
 		return false
 	}
-	for j := p.i + 1; j < len(p.b); j++ {
-		for len(p.b)-j >= 8 && plain8(p.b[j:]) { // the common bytes, 8 a step
-			j += 8
+	p.i = end
+	return true
+}
+
+// scanString reads the valid JSON string at b[i] (escapes checked; bytes
+// >= 0x80 taken as they are, as encoding/json's validator does) and
+// returns where it ends, or -1.
+func scanString(b []byte, i int, escaped *bool) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	j := i + 1
+	for {
+		// A byte a step through a table for the first 16 (most strings
+		// in structured input are shorter), then 8 a step.
+		end := min(j+16, len(b))
+		for j < end && stringPlain[b[j]] {
+			j++
 		}
-		if j >= len(p.b) {
-			break
+		if j == end && j < len(b) {
+			for len(b)-j >= 8 && plain8(b[j:]) {
+				j += 8
+			}
+			continue
 		}
-		switch c := p.b[j]; {
+		if j >= len(b) {
+			return -1
+		}
+		switch c := b[j]; {
 		case c == '"':
-			p.i = j + 1
-			return true
+			return j + 1
 		case c < 0x20:
-			return false
+			return -1
 		case c == '<' || c == '>' || c == '&':
-			p.escaped = true
-		case c == 0xe2 && j+2 < len(p.b) && p.b[j+1] == 0x80 && (p.b[j+2] == 0xa8 || p.b[j+2] == 0xa9):
-			p.escaped = true
+			*escaped = true
+		case c == 0xe2:
+			if j+2 < len(b) && b[j+1] == 0x80 && (b[j+2] == 0xa8 || b[j+2] == 0xa9) {
+				*escaped = true
+			}
 		case c == '\\':
 			j++
-			if j >= len(p.b) {
-				return false
+			if j >= len(b) {
+				return -1
 			}
-			switch p.b[j] {
+			switch b[j] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if j+4 >= len(p.b) {
-					return false
+				if j+4 >= len(b) {
+					return -1
 				}
-				for _, h := range p.b[j+1 : j+5] {
+				for _, h := range b[j+1 : j+5] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return false
+						return -1
 					}
 				}
 				j += 4
 			default:
-				return false
+				return -1
 			}
 		}
+		j++
 	}
-	return false
 }
+
+// stringPlain holds the bytes that need no look of their own inside a
+// string (plain8's test, a byte at a time).
+var stringPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0xe2
+	}
+	return t
+}()
 
 // number reads a number as JSON's grammar has it.
 func (p *parser) number() bool {
-	b, i := p.b, p.i
+	end := scanNumber(p.b, p.i)
+	if end < 0 {
+		return false
+	}
+	p.i = end
+	return true
+}
+
+// scanNumber reads the number at b[i] as JSON's grammar has it and returns
+// where it ends, or -1.
+func scanNumber(b []byte, i int) int {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -370,12 +503,12 @@ func (p *parser) number() bool {
 			i++
 		}
 	default:
-		return false
+		return -1
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return false
+			return -1
 		}
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
@@ -387,14 +520,13 @@ func (p *parser) number() bool {
 			i++
 		}
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return false
+			return -1
 		}
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
 		}
 	}
-	p.i = i
-	return true
+	return i
 }
 
 // marshalsAsIs reports whether json.Marshal would return b (a handler's
@@ -416,10 +548,14 @@ func marshalsAsIs(b []byte) bool {
 func plain8(b []byte) bool {
 	x := binary.LittleEndian.Uint64(b)
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// Written out: a loop over the six would not be unrolled.
+	q, bs, lt, gt, amp, e2 := x^(ones*'"'), x^(ones*'\\'), x^(ones*'<'), x^(ones*'>'), x^(ones*'&'), x^(ones*0xe2)
 	has := (x - ones*0x20) &^ x // bytes below 0x20
-	for _, c := range [...]uint64{'"', '\\', '<', '>', '&', 0xe2} {
-		y := x ^ (ones * c)
-		has |= (y - ones) &^ y
-	}
+	has |= (q - ones) &^ q
+	has |= (bs - ones) &^ bs
+	has |= (lt - ones) &^ lt
+	has |= (gt - ones) &^ gt
+	has |= (amp - ones) &^ amp
+	has |= (e2 - ones) &^ e2
 	return has&highs == 0
 }

@@ -42,7 +42,7 @@ func TestFastDecodersAgreeWithEncodingJSON(t *testing.T) {
 	}
 	// The common request takes the fast path.
 	var r request
-	if !decodeRequest([]byte(decodeCases[0]), &r) || r.Tool.ID != "echo.echo" || string(r.Input) != `{"message":"hello"}` {
+	if ok, _ := decodeRequest([]byte(decodeCases[0]), &r); !ok || r.Tool.ID != "echo.echo" || string(r.Input) != `{"message":"hello"}` {
 		t.Fatalf("the common request is not decoded fast: %+v", r)
 	}
 	var c Context
@@ -54,7 +54,7 @@ func TestFastDecodersAgreeWithEncodingJSON(t *testing.T) {
 
 func checkRequestDecode(t *testing.T, b []byte) {
 	var fast, slow request
-	ok := decodeRequest(b, &fast)
+	ok, _ := decodeRequest(b, &fast)
 	err := json.Unmarshal(b, &slow)
 	if ok && (err != nil || !reflect.DeepEqual(fast, slow)) {
 		t.Fatalf("request %q: fast %+v, encoding/json %+v (%v)", b, fast, slow, err)
@@ -83,6 +83,9 @@ func FuzzFastDecoders(f *testing.F) {
 }
 
 var marshalCases = []string{
+	`{"items":[{"id":1,"name":"item 1","tags":["a","b"],"ok":true,"score":0.25},{"id":2,"n":null,"o":{},"l":[],"f":false,"e":-1.5e-3}]}`,
+	`[[[[[[]]]]]]`, `{"a":{"b":{"c":[1,[2,{"d":"e"}]]}}}`, `{"a":1,}`, `[1,]`, `{"a"}`, `{"a":}`, `{1:2}`, `[}`, `{]`, `{"a":1]`, `[1}`, `]`, `}`,
+	`{"a" : 1}`, "[1,\n2]", `{"a":[1,2],"b":"x"} `, `"abc`, `tru`, `falsee`, `nulll`, `-`, `01`, `1.e5`, `[1 2]`, `{"a":1 "b":2}`,
 	`{"message":"hello world"}`, `{"a": 1}`, `[1,2,{"b":null}]`, `"<b>"`, `"a&b"`, "\"\u2028\"", `{"a":"é"}`, ` 1`, `1 `, `{"a":1`, ``, `nul`, `"\u003c"`, `0`,
 }
 
@@ -95,11 +98,47 @@ func TestOutputsMarshalledAsIs(t *testing.T) {
 	}
 }
 
+// checkMarshal: b is taken as is exactly when json.Marshal would return
+// it unchanged, and the reader finds it valid exactly when encoding/json
+// does (nesting past maxDepth aside).
 func checkMarshal(t *testing.T, b []byte) {
 	want, err := json.Marshal(json.RawMessage(b))
-	if marshalsAsIs(b) && (err != nil || string(want) != string(b)) {
+	asIs := marshalsAsIs(b)
+	if asIs && (err != nil || string(want) != string(b)) {
 		t.Fatalf("%q is taken as is, but json.Marshal gives %q (%v)", b, want, err)
 	}
+	if !asIs && err == nil && string(want) == string(b) && !deeperThan(b, maxDepth) {
+		t.Fatalf("%q is marshalled anew, but json.Marshal returns it as it is", b)
+	}
+	var space, escaped bool
+	end := scan(b, 0, &space, &escaped)
+	for end >= 0 && end < len(b) && strings.ContainsRune(" \t\n\r", rune(b[end])) {
+		end++
+	}
+	if (end == len(b)) != json.Valid(b) && !deeperThan(b, maxDepth) {
+		t.Fatalf("%q: the reader says valid %v (ends at %d), encoding/json %v", b, end == len(b), end, json.Valid(b))
+	}
+}
+
+// deeperThan reports whether b opens more than max brackets at once
+// (strings aside, roughly: enough for a test's bounds).
+func deeperThan(b []byte, max int) bool {
+	depth, in := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == '{' || c == '['):
+			if depth++; depth > max {
+				return true
+			}
+		case !in && (c == '}' || c == ']'):
+			depth--
+		}
+	}
+	return false
 }
 
 // FuzzOutputsMarshalledAsIs: an output taken as is is what json.Marshal
@@ -111,14 +150,14 @@ func FuzzOutputsMarshalledAsIs(f *testing.F) {
 	f.Fuzz(checkMarshal)
 }
 
-// TestLongStringsAreReadEightBytesAStep: a string's bytes are read 8 at a
-// time until one needs a look of its own; each such byte (and a quote, a
+// TestLongStringsAreReadEightBytesAStep: a string's first 16 bytes are
+// read one at a time, then 8 at a time until one needs a look of its own; each such byte (and a quote, a
 // backslash, a control byte, a character json.Marshal escapes, UTF-8) is
 // found at every offset, and the answers are encoding/json's.
 func TestLongStringsAreReadEightBytesAStep(t *testing.T) {
 	for _, special := range []string{`<`, `>`, `&`, "\u2028", "\u2029", "\u2027", `\"`, `\\`, `\n`, `\u00e9`, "\x01", "\x7f", "é", `"`} {
-		for at := 0; at < 40; at++ {
-			s := `"` + strings.Repeat("a", at) + special + strings.Repeat("b", 40-at) + `"`
+		for at := 0; at < 80; at++ {
+			s := `"` + strings.Repeat("a", at) + special + strings.Repeat("b", 80-at) + `"`
 			checkMarshal(t, []byte(s))
 			checkRequestDecode(t, []byte(`{"kind":"invoke","tool":{"id":"`+strings.Repeat("x", at)+`"},"input":`+s+`}`))
 		}
@@ -126,4 +165,19 @@ func TestLongStringsAreReadEightBytesAStep(t *testing.T) {
 	if long := `{"text":"` + strings.Repeat("plain text ", 1000) + `"}`; !marshalsAsIs([]byte(long)) {
 		t.Fatal("a long plain string is marshalled anew")
 	}
+}
+
+// TestDeepNestingIsLeftToEncodingJSON: past maxDepth the reader gives up
+// (encoding/json answers), at maxDepth it reads.
+func TestDeepNestingIsLeftToEncodingJSON(t *testing.T) {
+	var space, escaped bool
+	at := strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth)
+	if end := scan([]byte(at), 0, &space, &escaped); end != len(at) {
+		t.Fatalf("%d nested arrays: the reader ends at %d of %d", maxDepth, end, len(at))
+	}
+	past := "[" + at + "]"
+	if end := scan([]byte(past), 0, &space, &escaped); end != -1 {
+		t.Fatalf("%d nested arrays: the reader ends at %d, want it to give up", maxDepth+1, end)
+	}
+	checkRequestDecode(t, []byte(`{"input":`+past+`}`))
 }

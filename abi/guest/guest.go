@@ -259,7 +259,8 @@ func reserveHeap() {
 // the response bytes. It is what kindgi_call does inside the module.
 func Dispatch(req []byte) (status wire.Status, resp []byte) {
 	var r request
-	if !decodeRequest(req, &r) {
+	ok, inputAsIs := decodeRequest(req, &r)
+	if !ok {
 		r = request{}
 		if err := json.Unmarshal(req, &r); err != nil {
 			return thrown(&Error{Name: "TypeError", Message: "guest could not read the request: " + err.Error()})
@@ -299,10 +300,19 @@ func Dispatch(req []byte) (status wire.Status, resp []byte) {
 		return thrown(&Error{Name: "TypeError", Message: fmt.Sprintf("unknown request kind %q", r.Kind)})
 	}
 	mu.Unlock()
-	return safeRun(run)
+	var asIs json.RawMessage
+	if inputAsIs {
+		asIs = r.Input
+	}
+	return safeRun(run, asIs)
 }
 
-func safeRun(run func() (any, error)) (status wire.Status, resp []byte) {
+// safeRun runs a handler and encodes its output. asIs, when not nil, is
+// the request's input, known to marshal as it is: a handler that answers
+// with it (an echo) has it sent without a second look. (One that wrote
+// into those bytes first could send JSON that is not; packd refuses such
+// an output as it refuses any a guest writes.)
+func safeRun(run func() (any, error), asIs json.RawMessage) (status wire.Status, resp []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			status, resp = thrownStack("Panic", fmt.Sprint(p), string(debug.Stack()))
@@ -315,7 +325,7 @@ func safeRun(run func() (any, error)) (status wire.Status, resp []byte) {
 	// An output that can go out as it is does, without a copy; one made
 	// of JSON's own values is encoded here; anything else by json.Marshal.
 	if raw, isRaw := out.(json.RawMessage); isRaw {
-		if marshalsAsIs(raw) {
+		if len(raw) > 0 && len(raw) == len(asIs) && &raw[0] == &asIs[0] || marshalsAsIs(raw) {
 			return wire.StatusOK, raw
 		}
 	} else if b, ok := appendJSON(nil, out, 0); ok {

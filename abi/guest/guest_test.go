@@ -77,3 +77,23 @@ func TestPrewarmLeavesNoTrace(t *testing.T) {
 		t.Fatalf("describe %s, before %s", got, before)
 	}
 }
+
+// TestAnEchoAnswersWhatJSONMarshalWould: a handler answering with its
+// input sends json.Marshal's bytes of it: the input as it came when it is
+// compact without a character json.Marshal escapes, and else compacted
+// and escaped.
+func TestAnEchoAnswersWhatJSONMarshalWould(t *testing.T) {
+	resetRegistry()
+	defer resetRegistry()
+	AnyTool(func(_ string, in json.RawMessage, _ *Context) (any, error) { return in, nil })
+	for _, input := range []string{
+		`{"items":[{"id":1,"name":"item 1","tags":["a","b"],"ok":true}]}`,
+		`{"a": [1, 2]}`, `{"html":"<b>&amp;</b>"}`, "{\"ls\":\"\u2028\"}", `"x"`, `null`, `[]`,
+	} {
+		status, resp := Dispatch([]byte(`{"kind":"invoke","tool":{"id":"x"},"input":` + input + `,"ctx":{}}`))
+		want, _ := json.Marshal(json.RawMessage(input))
+		if status != wire.StatusOK || string(resp) != string(want) {
+			t.Errorf("echo of %s: status %d, %s; want %s", input, status, resp, want)
+		}
+	}
+}

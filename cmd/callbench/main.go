@@ -49,15 +49,15 @@ func (r *result) allocsPerCall() float64 { return float64(r.allocs) / float64(r.
 func main() {
 	rounds := flag.Int("rounds", 4, "rounds; each runs every subject fresh then pooled")
 	root := flag.String("root", ".", "the repository")
-	only := flag.String("only", "calls,inputs,pages", "the tables to print: calls (fresh against pooled), inputs, pages")
+	only := flag.String("only", "calls,inputs,items,pages", "the tables to print: calls (fresh against pooled), inputs, items, pages")
 	flag.Parse()
 	want := map[string]bool{}
 	for _, t := range strings.Split(*only, ",") {
 		switch t {
-		case "calls", "inputs", "pages":
+		case "calls", "inputs", "items", "pages":
 			want[t] = true
 		default:
-			fatal(fmt.Errorf("-only: no table %q (calls, inputs, pages)", t))
+			fatal(fmt.Errorf("-only: no table %q (calls, inputs, items, pages)", t))
 		}
 	}
 	subjects := []subject{
@@ -102,6 +102,9 @@ func main() {
 		failed = failed || !met
 	}
 	if want["inputs"] && !inputCurve(ctx, *root) {
+		failed = true
+	}
+	if want["items"] && !itemsTable(ctx, *root) {
 		failed = true
 	}
 	if want["pages"] {
