@@ -12,7 +12,7 @@ GOFILES   := $(filter-out ./build/%,$(call rwildcard,.,*.go))
 
 .SECONDEXPANSION:
 
-.PHONY: mcp-conformance js-runtime js-runtime-check js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all go-test-race go-test-cmd fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: mcp-conformance js-runtime js-runtime-check js-json-test js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all go-test-race go-test-cmd fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -69,6 +69,11 @@ $(QJS_SRC)/quickjs.c: $(QJS_TGZ)
 
 build/qjs/%.o: $(QJS_SRC)/quickjs.c sdk/js/runtime/qjs-wasm.h
 	$(CLANG) $(QJS_CFLAGS) -c $(QJS_SRC)/$*.c -o $@
+
+# quickjs.c is built as one unit with packd's JSON writer (json.c), which
+# reads QuickJS's objects as they are laid out.
+build/qjs/quickjs.o: $(QJS_SRC)/quickjs.c sdk/js/runtime/qjs-wasm.h sdk/js/runtime/json.c
+	$(CLANG) $(QJS_CFLAGS) -I$(QJS_SRC) -c sdk/js/runtime/json.c -o $@
 
 build/js/prelude.h: sdk/js/runtime/prelude.js
 	@mkdir -p build/js
@@ -161,6 +166,7 @@ test-all:
 	$(MAKE) --no-print-directory -j2 go-test-race go-test-cmd
 	cd abi/guest && $(GO) test -race -count=1 -timeout 2m ./...
 	$(MAKE) --no-print-directory c-sdk-test
+	$(MAKE) --no-print-directory js-json-test
 	$(MAKE) --no-print-directory js-runtime-check
 	$(MAKE) --no-print-directory js-sdk-test
 	$(MAKE) --no-print-directory image-check
@@ -206,6 +212,14 @@ c-sdk-test:
 	$(CLANG) -Wall -Wextra -Wno-missing-field-initializers -Werror -gdwarf-4 -o build/kindgi_test sdk/c/test/kindgi_test.c
 	@if command -v valgrind >/dev/null; then valgrind --error-exitcode=1 --leak-check=full -q build/kindgi_test; \
 	else echo "valgrind not found (scripts/deps installs it): the C SDK test runs without it"; build/kindgi_test; fi
+
+# The JavaScript runtime's JSON writer (sdk/js/runtime/json.c) against
+# QuickJS's own JSON.stringify, built natively.
+js-json-test: $(QJS_SRC)/quickjs.c
+	@mkdir -p build
+	$(CLANG) -O0 -w -DCONFIG_VERSION='"2021-03-27"' -DCONFIG_BIGNUM -I$(QJS_SRC) -o build/json_test sdk/js/runtime/test/json_test.c \
+	  $(QJS_SRC)/libregexp.c $(QJS_SRC)/libunicode.c $(QJS_SRC)/cutils.c $(QJS_SRC)/libbf.c -lm -lpthread
+	build/json_test
 
 # The official WebAssembly spec testsuite (wazero's converted copy) through
 # the fuel pass: every module, assertion and refusal (see

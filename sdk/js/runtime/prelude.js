@@ -987,6 +987,12 @@
     if (outcome) return;
     if (status === 0) {
       try {
+        // native.json writes what JSON.stringify would, faster, when v is
+        // plain data; the answer is then written from it.
+        if (native.json(v)) {
+          outcome = [0, undefined];
+          return;
+        }
         const json = JSON.stringify(v);
         outcome = [0, json === undefined ? "null" : json];
       } catch (e) {

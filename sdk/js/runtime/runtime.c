@@ -322,7 +322,22 @@ static JSValue native_utf8_decode(JSContext *c, JSValueConst this, int argc, JSV
   return JS_NewStringLen(c, (const char *)p, n);
 }
 
+/* The answer packd_json_write made (json.c), when it could: answer()
+ * writes it. */
+int packd_json_write(JSContext *c, JSValueConst v, char **out, size_t *n);
+static char *answer_json;
+static size_t answer_len;
+
+/* json(v): true when v's JSON is made (answer() writes it), false when
+ * JSON.stringify must make it (see json.c). */
+static JSValue native_json(JSContext *c, JSValueConst this, int argc, JSValueConst *argv) {
+  free(answer_json);
+  answer_json = NULL;
+  return JS_NewBool(c, argc > 0 && packd_json_write(c, argv[0], &answer_json, &answer_len) == 1);
+}
+
 static const JSCFunctionListEntry natives[] = {
+    JS_CFUNC_DEF("json", 1, native_json),
     JS_CFUNC_DEF("write", 2, native_write),
     JS_CFUNC_DEF("random", 1, native_random),
     JS_CFUNC_DEF("http", 2, native_http),
@@ -372,7 +387,9 @@ static int32_t answer(void) {
   JSValue sv = JS_GetPropertyUint32(ctx, r, 0), jv = JS_GetPropertyUint32(ctx, r, 1);
   int32_t status = 1;
   JS_ToInt32(ctx, &status, sv);
-  if (JS_IsString(jv)) {
+  if (status == 0 && answer_json && JS_IsUndefined(jv)) {
+    kindgi_response_write(answer_json, (int32_t)answer_len);
+  } else if (JS_IsString(jv)) {
     size_t n;
     const char *s = JS_ToCStringLen(ctx, &n, jv);
     if (!s) fail_exception("packd: the answer");
@@ -453,6 +470,8 @@ __attribute__((export_name("kindgi_describe"))) int32_t kindgi_describe(void) {
 }
 
 __attribute__((export_name("kindgi_call"))) int32_t kindgi_call(void) {
+  free(answer_json);
+  answer_json = NULL;
   int32_t n = kindgi_request_len();
   char *buf = malloc((size_t)n + 1);
   if (!buf) fail("packd: out of memory for the request");
