@@ -70,9 +70,9 @@ $(QJS_SRC)/quickjs.c: $(QJS_TGZ)
 build/qjs/%.o: $(QJS_SRC)/quickjs.c sdk/js/runtime/qjs-wasm.h
 	$(CLANG) $(QJS_CFLAGS) -c $(QJS_SRC)/$*.c -o $@
 
-# quickjs.c is built as one unit with packd's JSON writer (json.c), which
-# reads QuickJS's objects as they are laid out.
-build/qjs/quickjs.o: $(QJS_SRC)/quickjs.c sdk/js/runtime/qjs-wasm.h sdk/js/runtime/json.c
+# quickjs.c is built as one unit with packd's JSON writer and reader
+# (json.c), which read and make QuickJS's objects as they are laid out.
+build/qjs/quickjs.o: $(QJS_SRC)/quickjs.c sdk/js/runtime/qjs-wasm.h sdk/js/runtime/json.c sdk/js/runtime/json_write.c sdk/js/runtime/json_read.c
 	$(CLANG) $(QJS_CFLAGS) -I$(QJS_SRC) -c sdk/js/runtime/json.c -o $@
 
 build/js/prelude.h: sdk/js/runtime/prelude.js

@@ -1,8 +1,14 @@
-/* json.c's writer against QuickJS's own JSON.stringify, built natively
- * (make js-json-test): for every value here the writer either writes the
- * bytes JSON.stringify writes (as runtime.c answers them: UTF-8) or leaves
- * the value to it; the values plain data is made of must take the fast
- * path. Numbers: a million doubles of every kind against js_dtoa1. */
+/* json.c's writer against QuickJS's own JSON.stringify, and its reader
+ * against JS_ParseJSON, built natively (make js-json-test).
+ *
+ * Writer: for every value here it either writes the bytes JSON.stringify
+ * writes (as runtime.c answers them: UTF-8) or leaves the value to it; the
+ * values plain data is made of must take the fast path. Numbers: a million
+ * doubles of every kind against js_dtoa1.
+ *
+ * Reader (json_read_test.c): for every text, JSON or not, the value it
+ * reads is JS_ParseJSON's to the bit and the property's place, or it
+ * leaves the text to it; strict JSON must take the fast path. */
 #include "../json.c"
 
 static int failures;
@@ -76,6 +82,8 @@ static void check_number(double d) {
   }
   free(o.b);
 }
+
+#include "json_read_test.c"
 
 int main(void) {
   JSRuntime *rt = JS_NewRuntime();
@@ -160,10 +168,15 @@ int main(void) {
     }
     check_number(d);
   }
+  int read = reader_tests(c);
+  /* What the writer and the reader hold they give back: QuickJS asserts
+   * that no object or shape is left when its runtime is freed. */
+  JS_FreeContext(c);
+  JS_FreeRuntime(rt);
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);
     return 1;
   }
-  printf("json.c: the writer writes what JSON.stringify writes\n");
+  printf("json.c: the writer writes what JSON.stringify writes; the reader reads what JS_ParseJSON reads (%d texts)\n", read);
   return 0;
 }
