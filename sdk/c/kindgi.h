@@ -577,7 +577,7 @@ void kindgi_http_free(kindgi_http_response *r) {
  * its instance. The pages cost nothing until written. Define
  * KINDGI_HEAP_HEADROOM before the implementation to change it (0: none). */
 #ifndef KINDGI_HEAP_HEADROOM
-#define KINDGI_HEAP_HEADROOM (2 << 20)
+#define KINDGI_HEAP_HEADROOM (4 << 20)
 #endif
 __attribute__((constructor)) static void kindgi_reserve_heap_(void) {
     if (KINDGI_HEAP_HEADROOM > 0) {

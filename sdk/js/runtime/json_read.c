@@ -26,6 +26,11 @@
  * with its shape at once (as many objects of one shape are, in a list of
  * records) instead of adding its properties one by one. */
 #define JSON_SHAPES 32
+/* JSON_STRINGS: the short strings read last, by their bytes: a string
+ * read again (a tag, an enum's value, a flag's name) is the same string,
+ * shared, as it may be: a string is a value. */
+#define JSON_STRINGS 64
+#define JSON_STRING_SHORT 16
 
 typedef struct {
   JSContext *ctx;
@@ -38,6 +43,10 @@ typedef struct {
   JSAtom *keys;
   uint32_t nvals, nkeys, capvals, capkeys;
   JSShape *shapes[JSON_SHAPES];
+  /* last[d]: the shape of the last object made at depth d; the keys of
+   * the next one there are looked for in it before the atom table. */
+  JSShape *last[JSON_READ_MAX_DEPTH + 1];
+  JSValue strings[JSON_STRINGS];
 } JSONIn;
 
 /* json_plain[c]: c may stand in a string as it is, in an ASCII string
@@ -168,17 +177,35 @@ static JSValue json_read_string(JSONIn *in) {
   while (json_plain[*p]) p++;
   if (*p != '"') return json_read_escaped(in, s, p);
   in->p = p + 1;
-  return js_new_string8(in->ctx, s, (int)(p - s));
+  int n = (int)(p - s);
+  if (n == 0 || n > JSON_STRING_SHORT) return js_new_string8(in->ctx, s, n);
+  JSValue *slot = &in->strings[(n * 31 + s[0] * 7 + s[n - 1]) % JSON_STRINGS];
+  if (JS_VALUE_GET_TAG(*slot) == JS_TAG_STRING) {
+    JSString *had = JS_VALUE_GET_STRING(*slot);
+    if (had->len == (uint32_t)n && !had->is_wide_char && memcmp(had->u.str8, s, (size_t)n) == 0) return JS_DupValue(in->ctx, *slot);
+  }
+  JSValue v = js_new_string8(in->ctx, s, n);
+  if (JS_IsException(v)) return v;
+  JS_FreeValue(in->ctx, *slot);
+  *slot = JS_DupValue(in->ctx, v);
+  return v;
 }
 
 /* json_read_key: the key whose opening quote is at in->p, as an atom
- * (JS_ATOM_NULL if the reader does not take it). */
-static JSAtom json_read_key(JSONIn *in) {
+ * (JS_ATOM_NULL if the reader does not take it); like: the atom the key
+ * is likely to be (the same key of the last object made at this depth),
+ * or JS_ATOM_NULL. */
+static JSAtom json_read_key(JSONIn *in, JSAtom like) {
   const uint8_t *s = in->p + 1, *p = s;
   while (json_plain[*p]) p++;
   if (*p == '"') {
     in->p = p + 1;
-    return JS_NewAtomLen(in->ctx, (const char *)s, (size_t)(p - s));
+    size_t n = (size_t)(p - s);
+    if (like != JS_ATOM_NULL && !__JS_AtomIsTaggedInt(like)) {
+      JSAtomStruct *a = in->ctx->rt->atom_array[like];
+      if (a->len == n && !a->is_wide_char && memcmp(a->u.str8, s, n) == 0) return JS_DupAtom(in->ctx, like);
+    }
+    return JS_NewAtomLen(in->ctx, (const char *)s, n);
   }
   JSValue v = json_read_escaped(in, s, p);
   if (JS_IsException(v)) return JS_ATOM_NULL;
@@ -227,6 +254,13 @@ static void json_drop(JSONIn *in, uint32_t vbase, uint32_t kbase) {
   while (in->nkeys > kbase) JS_FreeAtom(in->ctx, in->keys[--in->nkeys]);
 }
 
+/* json_remember keeps sh in *slot (a reference of its own). */
+static void json_remember(JSContext *ctx, JSShape **slot, JSShape *sh) {
+  if (*slot == sh) return;
+  if (*slot) js_free_shape(ctx->rt, *slot);
+  *slot = js_dup_shape(sh);
+}
+
 /* json_make_object: the object of the n pending keys and values from
  * vbase and kbase, which it takes. A key given twice keeps its first
  * place and takes the later value, as JS_DefinePropertyValue does. */
@@ -234,8 +268,8 @@ static JSValue json_make_object(JSONIn *in, uint32_t vbase, uint32_t kbase, uint
   JSContext *ctx = in->ctx;
   JSValue *vals = in->vals + vbase;
   JSAtom *keys = in->keys + kbase;
-  JSShape **slot = &in->shapes[(keys[0] * 7 + n) % JSON_SHAPES];
-  JSShape *sh = *slot;
+  JSShape **slot = &in->shapes[(keys[0] * 7 + n) % JSON_SHAPES], **last = &in->last[in->depth];
+  JSShape *sh = *last && (*last)->prop_count == (int)n ? *last : *slot;
   if (sh && sh->prop_count == (int)n) {
     JSShapeProperty *prs = get_shape_prop(sh);
     uint32_t i = 0;
@@ -250,6 +284,7 @@ static JSValue json_make_object(JSONIn *in, uint32_t vbase, uint32_t kbase, uint
       }
       in->nvals = vbase;
       in->nkeys = kbase;
+      json_remember(ctx, last, sh);
       return obj;
     }
   }
@@ -270,8 +305,8 @@ static JSValue json_make_object(JSONIn *in, uint32_t vbase, uint32_t kbase, uint
   }
   json_drop(in, vbase, kbase);
   if (o->shape->prop_count == (int)n && o->shape->is_hashed) {
-    if (*slot) js_free_shape(ctx->rt, *slot);
-    *slot = js_dup_shape(o->shape);
+    json_remember(ctx, slot, o->shape);
+    json_remember(ctx, last, o->shape);
   }
   return obj;
 }
@@ -287,7 +322,9 @@ static JSValue json_read_object(JSONIn *in) {
   for (;;) {
     if (*p != '"') goto fail;
     in->p = p;
-    JSAtom key = json_read_key(in);
+    JSShape *like = in->last[in->depth];
+    uint32_t i = in->nkeys - kbase;
+    JSAtom key = json_read_key(in, like && i < (uint32_t)like->prop_count ? get_shape_prop(like)[i].atom : JS_ATOM_NULL);
     if (key == JS_ATOM_NULL || !json_push_key(in, key)) goto fail;
     p = json_ws(in->p);
     if (*p != ':') goto fail;
@@ -387,6 +424,9 @@ static void json_read_end(JSONIn *in) {
   js_free(in->ctx, in->keys);
   for (int i = 0; i < JSON_SHAPES; i++)
     if (in->shapes[i]) js_free_shape(in->ctx->rt, in->shapes[i]);
+  for (int i = 0; i <= JSON_READ_MAX_DEPTH; i++)
+    if (in->last[i]) js_free_shape(in->ctx->rt, in->last[i]);
+  for (int i = 0; i < JSON_STRINGS; i++) JS_FreeValue(in->ctx, in->strings[i]);
 }
 
 /* packd_json_parse is JS_ParseJSON (buf[len] must be 0, as there): the
