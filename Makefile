@@ -163,7 +163,8 @@ test:
 test-all:
 	$(MAKE) --no-print-directory -j2 build wasm fixtures build/js/runtime.wasm
 	$(MAKE) --no-print-directory vet
-	$(MAKE) --no-print-directory -j2 go-test-race go-test-cmd
+	$(MAKE) --no-print-directory go-test-race
+	$(MAKE) --no-print-directory go-test-cmd
 	cd abi/guest && $(GO) test -race -count=1 -timeout 2m ./...
 	$(MAKE) --no-print-directory c-sdk-test
 	$(MAKE) --no-print-directory js-json-test
@@ -174,7 +175,9 @@ test-all:
 	$(MAKE) --no-print-directory mcp-conformance
 	$(MAKE) --no-print-directory e2e
 
-# The Go tests, two sets side by side. Every package runs under the race
+# The Go tests, two sets one after the other (side by side on 2 cores,
+# each ran twice as long: cmd/packd passed its 8 minutes, and a slow-reader
+# test its 20 s wait for a 3 MiB call under -race). Every package runs under the race
 # detector but cmd/packd: its tests drive bin/packd as a process (not
 # race-built) or run one command in-process, so the concurrency they reach
 # is internal/'s, which runs under -race here; under -race they spent 150 s
