@@ -216,8 +216,8 @@ c-sdk-test:
 	@if command -v valgrind >/dev/null; then valgrind --error-exitcode=1 --leak-check=full -q build/kindgi_test; \
 	else echo "valgrind not found (scripts/deps installs it): the C SDK test runs without it"; build/kindgi_test; fi
 
-# The JavaScript runtime's JSON writer (sdk/js/runtime/json.c) against
-# QuickJS's own JSON.stringify, built natively.
+# The JavaScript runtime's JSON writer and reader (sdk/js/runtime/json.c)
+# against QuickJS's own JSON.stringify and JS_ParseJSON, built natively.
 js-json-test: $(QJS_SRC)/quickjs.c
 	@mkdir -p build
 	$(CLANG) -O0 -w -DCONFIG_VERSION='"2021-03-27"' -DCONFIG_BIGNUM -I$(QJS_SRC) -o build/json_test sdk/js/runtime/test/json_test.c \

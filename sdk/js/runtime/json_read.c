@@ -8,11 +8,12 @@
  * input (some 770 of 870 fuel a byte of 64 KiB of small items).
  *
  * packd_json_parse builds the same values in one walk over the bytes, for
- * strict JSON: keys looked up as atoms straight from the bytes, ASCII
- * strings copied as they are, properties added to the object's shape,
- * elements appended to the fast array, numbers of up to 15 significant
- * digits made by one exact multiplication or division (Clinger's fast
- * path; correctly rounded as strtod is). Anything else (an input that is
+ * strict JSON: keys looked up as atoms straight from the bytes (first in
+ * the last shape made at their depth), ASCII strings copied as they are,
+ * an object or an array made once its members are read (an object of a
+ * shape seen before with that shape at once, an array of its length),
+ * numbers of up to 15 significant digits made by one exact multiplication
+ * or division (Clinger's fast path; correctly rounded as strtod is). Anything else (an input that is
  * not JSON, one QuickJS reads beyond JSON, a number past the fast path
  * that is not an integer of up to 18 digits, a nesting deeper than
  * JSON_READ_MAX_DEPTH, out of memory) makes it free what it built and
@@ -35,7 +36,7 @@
 typedef struct {
   JSContext *ctx;
   const uint8_t *p;
-  int depth;
+  int depth, deepest;
   /* The values (and the objects' keys) read but not yet in the array or
    * object open around them: an array or an object is made once, of its
    * size. */
@@ -216,33 +217,33 @@ static JSAtom json_read_key(JSONIn *in, JSAtom like) {
 
 static JSValue json_read_value(JSONIn *in);
 
-/* json_push: v (or key) onto the pending values; 0 if out of memory
- * (v freed). */
+/* json_grow makes room for one more element of size bytes in *buf (of
+ * *cap, first at the start); 0 if out of memory. */
+static int json_grow(JSContext *ctx, void **buf, uint32_t *cap, size_t size, uint32_t first) {
+  uint32_t c = *cap ? *cap * 2 : first;
+  void *b = js_realloc(ctx, *buf, size * c);
+  if (!b) return 0;
+  *buf = b;
+  *cap = c;
+  return 1;
+}
+
+/* json_push: v onto the pending values; 0 if out of memory (v freed). */
 static int json_push(JSONIn *in, JSValue v) {
-  if (in->nvals == in->capvals) {
-    uint32_t cap = in->capvals ? in->capvals * 2 : 256;
-    JSValue *vals = js_realloc(in->ctx, in->vals, sizeof(JSValue) * cap);
-    if (!vals) {
-      JS_FreeValue(in->ctx, v);
-      return 0;
-    }
-    in->vals = vals;
-    in->capvals = cap;
+  if (in->nvals == in->capvals && !json_grow(in->ctx, (void **)&in->vals, &in->capvals, sizeof(JSValue), 256)) {
+    JS_FreeValue(in->ctx, v);
+    return 0;
   }
   in->vals[in->nvals++] = v;
   return 1;
 }
 
+/* json_push_key: key onto the pending keys; 0 if out of memory (key
+ * freed). */
 static int json_push_key(JSONIn *in, JSAtom key) {
-  if (in->nkeys == in->capkeys) {
-    uint32_t cap = in->capkeys ? in->capkeys * 2 : 64;
-    JSAtom *keys = js_realloc(in->ctx, in->keys, sizeof(JSAtom) * cap);
-    if (!keys) {
-      JS_FreeAtom(in->ctx, key);
-      return 0;
-    }
-    in->keys = keys;
-    in->capkeys = cap;
+  if (in->nkeys == in->capkeys && !json_grow(in->ctx, (void **)&in->keys, &in->capkeys, sizeof(JSAtom), 64)) {
+    JS_FreeAtom(in->ctx, key);
+    return 0;
   }
   in->keys[in->nkeys++] = key;
   return 1;
@@ -397,6 +398,7 @@ static JSValue json_read_value(JSONIn *in) {
   case '{':
   case '[':
     if (++in->depth > JSON_READ_MAX_DEPTH) return JS_EXCEPTION;
+    if (in->depth > in->deepest) in->deepest = in->depth;
     v = *p == '{' ? json_read_object(in) : json_read_array(in);
     in->depth--;
     return v;
@@ -424,7 +426,7 @@ static void json_read_end(JSONIn *in) {
   js_free(in->ctx, in->keys);
   for (int i = 0; i < JSON_SHAPES; i++)
     if (in->shapes[i]) js_free_shape(in->ctx->rt, in->shapes[i]);
-  for (int i = 0; i <= JSON_READ_MAX_DEPTH; i++)
+  for (int i = 1; i <= in->deepest; i++)
     if (in->last[i]) js_free_shape(in->ctx->rt, in->last[i]);
   for (int i = 0; i < JSON_STRINGS; i++) JS_FreeValue(in->ctx, in->strings[i]);
 }
