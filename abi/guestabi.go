@@ -25,6 +25,8 @@ const (
 	ImportHTTPRequest      = wire.ImportHTTPRequest
 	ImportHTTPResponseRead = wire.ImportHTTPResponseRead
 
+	ImportJSONScan = wire.ImportJSONScan
+
 	ExportABIVersion = wire.ExportABIVersion
 	ExportDescribe   = wire.ExportDescribe
 	ExportCall       = wire.ExportCall

@@ -254,7 +254,7 @@ func (p *parser) raw(v *json.RawMessage) bool {
 // skip reads one value of any type, checking it is valid JSON. Deeper
 // nesting than maxDepth is left to encoding/json (it refuses past 10000).
 func (p *parser) skip() bool {
-	end := scan(p.b, p.i, &p.space, &p.escaped)
+	end := scanValue(p.b, p.i, &p.space, &p.escaped)
 	if end < 0 {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/sandbox"
 )
 
@@ -75,6 +76,7 @@ func itemsTable(ctx context.Context, root string) bool {
 		r := float64(x.pooled) / float64(c.pooled)
 		ok = verdict(cok && xok && r <= t.max, fmt.Sprintf("64 KiB of items pooled: %s %.2fx C (target <= %gx)", t.pack, r, t.max)) && ok
 	}
+	ok = fiveMiBGoEcho(ctx, root, paths["Go echo"]) && ok
 	for _, p := range packs {
 		for _, s := range []struct {
 			size string
@@ -86,4 +88,16 @@ func itemsTable(ctx context.Context, root string) bool {
 		}
 	}
 	return ok
+}
+
+// fiveMiBGoEcho reports whether the Go echo pack answers 5 MiB of many
+// small items at the default fuel (issue 43), with the fuel it used.
+func fiveMiBGoEcho(ctx context.Context, root, path string) bool {
+	mods, closeMods := modules(ctx, root, path)
+	defer closeMods()
+	input := itemsInput(5 << 20)
+	body := append(append([]byte(`{"kind":"invoke","tool":{"id":"echo.echo"},"input":`), input...), `,"ctx":{"tenantId":"t","runId":"r"}}`...)
+	rep, err := mods[0].Call(ctx, sandbox.Request{Body: body})
+	answered := err == nil && rep.Status == abi.StatusOK && len(rep.Body) == len(input)
+	return verdict(answered, fmt.Sprintf("a 5 MiB Go echo answers at the default fuel (%d of %d; %v)", rep.FuelUsed, sandbox.DefaultFuel, err))
 }

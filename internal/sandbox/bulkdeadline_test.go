@@ -40,3 +40,27 @@ func TestFirstTouchesStopAtTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONScanStopsAtTheDeadline: a guest that asks json_scan, again and
+// again, where a string of 256 MiB of '<' ends (it does not: each scan
+// reads all of it, about half a second) is stopped within a bounded time
+// of its deadline, which falls while a scan is running (the memory.fill
+// before it takes about 0.7 s): json_scan pays for a chunk at a time,
+// each after a look at the clock. Paid for at once, a scan ran to its end,
+// up to half a second past the deadline.
+func TestJSONScanStopsAtTheDeadline(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{DefaultFuel: sandbox.MaxFuel, MemoryLimitPages: 8192})
+	m := compile(t, sb, hostile("jsonscanspin"))
+	for round := range 3 {
+		stop, cancel := context.WithTimeout(context.Background(), 20*time.Second) // the test's own bound
+		ctx := lateTimer{Context: stop, deadline: time.Now().Add(1100 * time.Millisecond)}
+		start := time.Now()
+		rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
+		took := time.Since(start)
+		cancel()
+		t.Logf("round %d: %v after %v, %d fuel", round, err, took, rep.FuelUsed)
+		if !errors.Is(err, sandbox.ErrDeadline) || took > 1100*time.Millisecond+150*time.Millisecond {
+			t.Errorf("round %d: %v after %v", round, err, took)
+		}
+	}
+}

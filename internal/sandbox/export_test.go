@@ -182,3 +182,10 @@ func MakePooled(m *Module) error {
 
 // MaxDetailBytes is maxDetailBytes, for the tape tests.
 const MaxDetailBytes = maxDetailBytes
+
+// JSONScanCases and RandomJSON are jsonscan_test.go's texts, for tests
+// that send them through a guest.
+var (
+	JSONScanCases = jsonScanCases
+	RandomJSON    = randomJSON
+)

@@ -26,6 +26,8 @@ func instantiateKindgi(ctx context.Context, rt wazero.Runtime) error {
 		Export(abi.ImportHTTPRequest)
 	b.NewFunctionBuilder().WithGoModuleFunction(charged(httpResponseRead), []api.ValueType{i32, i32}, nil).
 		Export(abi.ImportHTTPResponseRead)
+	b.NewFunctionBuilder().WithGoModuleFunction(charged(jsonScan), []api.ValueType{i32, i32}, []api.ValueType{api.ValueTypeI64}).
+		Export(abi.ImportJSONScan)
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(fuelRefill), nil, nil).
 		Export(instrument.ImportRefill)
 	_, err := b.Instantiate(ctx)

@@ -16,6 +16,7 @@ const (
 	copyShift     = 3        // copying guest memory: a unit per 8 bytes
 	randomCost    = 8        // random bytes: eight units per byte (crypto/rand)
 	scanCost      = 1        // output lines (scanned for newlines): a unit per byte
+	jsonScanCost  = 16       // json_scan: units per byte read (its slowest bytes take about 2-5 ns)
 	hostChunk     = 64 << 10 // bytes of work between two looks at the context
 	iovecBytes    = 8
 	maxIovecs     = 1 << 20

@@ -30,11 +30,11 @@ func BenchmarkFuelPace(b *testing.B) {
 	big := newSandbox(b, sandbox.Config{MemoryLimitPages: 20000})
 	pooled := newSandbox(b, sandbox.Config{PoolSize: 1})
 	echo := []byte(`{"kind":"invoke","tool":{"id":"echo.echo"},"input":{"text":"` + strings.Repeat("a", 64<<10) + `"},"ctx":{"tenantId":"t","runId":"r"}}`)
-	for _, name := range []string{"work", "grow", "fill", "freshfill", "tablegrow", "fdflood", "randomflood", "logflood", "goecho", "cecho"} {
+	for _, name := range []string{"work", "grow", "fill", "freshfill", "tablegrow", "fdflood", "randomflood", "logflood", "jsonscanspin", "goecho", "cecho"} {
 		body := []byte(`{}`)
 		var m *sandbox.Module
 		switch name {
-		case "freshfill":
+		case "freshfill", "jsonscanspin":
 			m = compile(b, big, hostile(name))
 		case "goecho":
 			m, body = compile(b, pooled, filepath.Join("..", "..", "wasm-examples", "echo", "echo.wasm")), echo
@@ -55,6 +55,8 @@ func BenchmarkFuelPace(b *testing.B) {
 					budget = 2_000_000_000 // they run for ever
 				case "freshfill":
 					budget = 20_000_000_000 // 17e9 of it to grow
+				case "jsonscanspin":
+					budget = 10_000_000_000 // a 256 MiB memory.fill (33e6), then scans
 				}
 				rep, err := m.Call(ctx, sandbox.Request{Body: body, CallLimits: sandbox.CallLimits{Fuel: budget}})
 				wall += time.Since(start)

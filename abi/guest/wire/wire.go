@@ -27,6 +27,13 @@ const (
 	ImportHTTPRequest      = "http_request"       // (head_ptr i32, head_len i32, body_ptr i32, body_len i32) -> i64
 	ImportHTTPResponseRead = "http_response_read" // (head_ptr i32, body_ptr i32)
 
+	// ImportJSONScan (optional) finds where the JSON value at the start of
+	// [ptr, ptr+len) ends and checks it is valid, natively: -1 when it is
+	// not, else the offset past it, bit 32 set when white space was found
+	// outside strings, bit 33 when a string holds a character json.Marshal
+	// escapes (<, >, &, U+2028, U+2029).
+	ImportJSONScan = "json_scan" // (ptr i32, len i32) -> i64
+
 	ExportABIVersion = "kindgi_abi_version" // () -> i32
 	ExportDescribe   = "kindgi_describe"    // () -> i32
 	ExportCall       = "kindgi_call"        // () -> i32
