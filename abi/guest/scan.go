@@ -5,10 +5,9 @@ import "encoding/binary"
 // The scanner: it checks that bytes are one valid JSON value and finds
 // where it ends, without building anything. The parser (decode.go) uses it
 // for the values it does not decode, and an echo's output that is its
-// input is known by it to need no second look. Inside packd a value with
-// 64 bytes or more after its start is scanned by packd instead
-// (kindgi.json_scan, wasip1.go); this one reads the short ones, and all
-// of them outside WebAssembly.
+// input is known by it to need no second look. Inside packd, packd scans
+// them instead (kindgi.json_scan, wasip1.go); this one reads them outside
+// WebAssembly (go test).
 
 const maxDepth = 1000
 

@@ -14,7 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -31,10 +30,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/benchload"
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/lineq"
-	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/internal/sandbox"
 	"github.com/kindgi/packd/internal/server"
 	"github.com/kindgi/packd/internal/service"
@@ -103,21 +101,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	srv.Echo().POST("/bench/plain", func(c echo.Context) error {
-		if c.Request().Header.Get("Kindgi-Pack-Token") != *token {
-			return c.JSONBlob(http.StatusUnauthorized, []byte(`{"error":"Bad pack token"}`))
-		}
-		body, err := io.ReadAll(io.LimitReader(c.Request().Body, server.DefaultMaxBodyBytes+1))
-		if err != nil {
-			return err
-		}
-		msg, err := ojson.Decode(body)
-		if err != nil {
-			return c.JSONBlob(http.StatusOK, (&abi.Error{Code: abi.CodeMalformedMessage, Message: "Request body is not valid JSON"}).Encode())
-		}
-		input, _ := msg.(*ojson.Object).Get("input")
-		return c.JSONBlob(http.StatusOK, abi.EncodeResult(input))
-	})
+	srv.Echo().POST("/bench/plain", echo.WrapHandler(benchload.Plain(*token)))
 	// RSS after the 10,000th and the 100,000th call of /v1/invoke.
 	var calls atomic.Int64
 	var rss [2]atomic.Int64

@@ -4,7 +4,9 @@
 // recorded), with OpenTelemetry export of every span to a loopback OTLP
 // collector that answers at once, and with head sampling of one trace in
 // ten; each ratio to off beside the target of issue 43 (recording ≥ 0.95
-// and none lost, tracing at 100% ≥ 0.90). The services are served as
+// and none lost, tracing at 100% ≥ 0.90); and off beside a plain Go
+// net/http handler that answers the same call without WASM, validation or
+// anything else packd does (benchload.Plain; target ≥ 0.70). The services are served as
 // packd serve serves them, on loopback, in this process; the load is this
 // process's own keep-alive clients. `make bench` runs it.
 package main
@@ -37,6 +39,7 @@ type setup struct {
 	name    string
 	record  bool
 	sampler string // "": no tracing
+	plain   bool   // not packd: benchload.Plain
 	bar     float64
 }
 
@@ -70,6 +73,7 @@ func main() {
 		{name: "--record", record: true, bar: 0.95},
 		{name: "otel 100%", sampler: "parentbased_always_on", bar: 0.90},
 		{name: "otel 10%", sampler: "parentbased_traceidratio"},
+		{name: "plain", plain: true, bar: 0.70},
 	}
 	var runs []*served
 	for _, s := range setups {
@@ -80,7 +84,7 @@ func main() {
 		defer r.close()
 		runs = append(runs, r)
 	}
-	fmt.Printf("What watching costs: /v1/invoke echo.message of %s at c=32, %v per setup, %d rounds\n", *index, *duration, *rounds)
+	fmt.Printf("What watching costs, and packd beside a plain handler: /v1/invoke echo.message of %s at c=32, %v per setup, %d rounds\n", *index, *duration, *rounds)
 	fmt.Printf("%-12s %12s %12s\n", "setup", "req/s", "median")
 	rates := map[string][]float64{}
 	calls := map[string]int64{}
@@ -100,6 +104,10 @@ func main() {
 	for _, r := range runs[1:] {
 		ratio := benchload.Mean(rates[r.name]) / off
 		line := fmt.Sprintf("%s ÷ off = %.2f", r.name, ratio)
+		if r.plain { // the bar is off's against plain
+			ratio = 1 / ratio
+			line = fmt.Sprintf("off ÷ %s = %.2f", r.name, ratio)
+		}
 		if r.bar > 0 {
 			verdict := "met"
 			if ratio < r.bar {
@@ -116,8 +124,15 @@ func main() {
 	fmt.Printf("the collector received %d MiB of spans\n", spanBytes.Load()>>20)
 }
 
-// serve loads the pack and serves it as packd serve would with s turned on.
+// serve loads the pack and serves it as packd serve would with s turned on
+// (or serves benchload.Plain).
 func serve(ctx context.Context, index string, s setup, collector string) (*served, error) {
+	if s.plain {
+		ts := httptest.NewServer(benchload.Plain(token))
+		r := &served{setup: s, close: ts.Close}
+		r.target = invokeTarget(s.name, ts.URL)
+		return r, r.target.Once()
+	}
 	hc := host.Config{IndexPath: index, Sandbox: host.SandboxConfig{PoolSize: service.DefaultMaxConcurrency}}
 	if s.record {
 		hc.Record = &host.RecordConfig{}
@@ -161,9 +176,7 @@ func serve(ctx context.Context, index string, s setup, collector string) (*serve
 		return nil, err
 	}
 	go func() { _ = srv.Serve(ln) }()
-	r.target = benchload.Target{Name: s.name, URL: "http://" + ln.Addr().String() + "/v1/invoke",
-		Body:   `{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`,
-		Header: http.Header{"Kindgi-Pack-Token": {token}, "Content-Type": {"application/json"}}, Want: `"kind":"result"`}
+	r.target = invokeTarget(s.name, "http://"+ln.Addr().String())
 	if err := r.target.Once(); err != nil {
 		return nil, err
 	}
@@ -209,4 +222,11 @@ func (r *served) flush(ctx context.Context) int64 {
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "watchbench:", err)
 	os.Exit(1)
+}
+
+// invokeTarget is the call every setup is loaded with, at base's /v1/invoke.
+func invokeTarget(name, base string) benchload.Target {
+	return benchload.Target{Name: name, URL: base + "/v1/invoke",
+		Body:   `{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`,
+		Header: http.Header{"Kindgi-Pack-Token": {token}, "Content-Type": {"application/json"}}, Want: `"kind":"result"`}
 }

@@ -1,7 +1,7 @@
 // Package benchload drives HTTP load for packd's side-by-side benchmarks
-// (cmd/mcpbench, cmd/watchbench): keep-alive clients that send one
-// request again and again for a while, counting the answers that are
-// what they should be.
+// (cmd/mcpbench, cmd/watchbench, cmd/loadtest): keep-alive clients that
+// send one request again and again for a while, counting the answers that
+// are what they should be; and the plain handler they compare packd with.
 package benchload
 
 import (
@@ -14,6 +14,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kindgi/packd/abi"
+	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/internal/server"
 )
 
 // Target is one request to send: its body and headers, and what an
@@ -99,4 +103,31 @@ func Mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// Plain answers a tool call as packd's /v1/invoke does, without WASM,
+// validation or anything else packd does: the pack token, the body, a
+// parse, the input sent back as the result. It is the baseline the
+// service is compared with (a plain Go net/http echo handler).
+func Plain(token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Kindgi-Pack-Token") != token {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"Bad pack token"}`))
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, server.DefaultMaxBodyBytes+1))
+		if err != nil {
+			return
+		}
+		msg, err := ojson.Decode(body)
+		m, ok := msg.(*ojson.Object)
+		if err != nil || !ok {
+			_, _ = w.Write((&abi.Error{Code: abi.CodeMalformedMessage, Message: "Request body is not valid JSON"}).Encode())
+			return
+		}
+		input, _ := m.Get("input")
+		_, _ = w.Write(abi.EncodeResult(input))
+	})
 }

@@ -24,7 +24,7 @@ const maxJSONDepth = 1000
 // firstScanChunk is what json_scan pays for first: most values a guest
 // asks about end well inside the range it gives (the rest of its buffer),
 // so the chunks start small and double up to hostChunk.
-const firstScanChunk = 256
+const firstScanChunk = 64
 
 // jsonScan answers json_scan(ptr, len) -> i64: -1 when [ptr, ptr+len)
 // does not start with one valid JSON value (white space before it

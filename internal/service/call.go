@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kindgi/packd/internal/host"
@@ -106,9 +107,10 @@ func (a Answer) Done() {
 	if e == nil {
 		return
 	}
+	var attrs []attribute.KeyValue
 	if e.span != nil && e.parsed && e.span.IsRecording() {
 		g := e.g.pack
-		describeCall(e.span, e.event, e.event.Target == host.TargetTool && g.HasTool(e.event.ID) || e.event.Target == host.TargetCheck && g.HasCheck(e.event.ID))
+		attrs = describeCall(e.span, e.event, e.event.Target == host.TargetTool && g.HasTool(e.event.ID) || e.event.Target == host.TargetCheck && g.HasCheck(e.event.ID))
 	}
 	if rr := e.s.cfg.Records; rr != nil && (e.record != nil || e.skip != "") {
 		rr.Keep(e.record, e.skip, e.event.ArtifactVersion)
@@ -120,7 +122,7 @@ func (a Answer) Done() {
 		e.g.release()
 	}
 	if e.span != nil {
-		endCall(e.span, e.event.Status)
+		endCall(e.span, e.event.Status, attrs)
 	}
 }
 

@@ -199,21 +199,27 @@ func (t *Tracing) register(reg prometheus.Registerer) error {
 
 // startCall opens the server span of a call, a child of the caller's
 // traceparent when it sent a valid one.
+//
+// The span starts from a context of the parent alone (the sampler and the
+// SDK look the parent up in it, a walk through every value of the
+// request's context otherwise), and is then put in ctx.
 func (t *Tracing) startCall(ctx context.Context, face, traceparent, tracestate string) (context.Context, trace.Span) {
+	parent := context.Background()
 	if traceparent != "" {
 		carrier := propagation.MapCarrier{"traceparent": traceparent}
 		if tracestate != "" {
 			carrier["tracestate"] = tracestate
 		}
-		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
+		parent = propagation.TraceContext{}.Extract(parent, carrier)
 	}
-	return t.tracer.Start(ctx, "invoke", trace.WithSpanKind(trace.SpanKindServer),
+	_, span := t.tracer.Start(parent, "invoke", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("packd.face", face)))
+	return trace.ContextWithSpan(ctx, span), span
 }
 
-// describeCall names the span of a call that was dispatched and gives it
-// what the call did.
-func describeCall(span trace.Span, e Event, known bool) {
+// describeCall names the span of a call that was dispatched and returns
+// what the call did, as attributes for endCall.
+func describeCall(span trace.Span, e Event, known bool) []attribute.KeyValue {
 	target := string(e.Target)
 	if target == "" {
 		target = string(host.TargetTool)
@@ -226,14 +232,15 @@ func describeCall(span trace.Span, e Event, known bool) {
 		name += " " + e.ID
 	}
 	span.SetName(name)
-	attrs := []attribute.KeyValue{
+	attrs := make([]attribute.KeyValue, 0, 16) // what a call may have, and the status endCall adds
+	attrs = append(attrs,
 		attribute.String("packd.target", target),
 		attribute.String("packd."+target+".id", e.ID),
 		attribute.String("packd.outcome", e.Outcome),
 		attribute.String("packd.artifact_version", e.ArtifactVersion),
 		attribute.Int64("packd.fuel", e.Fuel),
 		attribute.Int64("packd.memory.peak_bytes", e.MemoryBytes),
-	}
+	)
 	if eg := e.Egress; eg.Requests > 0 || eg.Refused > 0 { // a module that sends no requests has none
 		attrs = append(attrs, attribute.Int("packd.egress.requests", eg.Requests), attribute.Int("packd.egress.refused", eg.Refused),
 			attribute.Int64("packd.egress.bytes_sent", eg.BytesSent), attribute.Int64("packd.egress.bytes_received", eg.BytesReceived))
@@ -251,12 +258,14 @@ func describeCall(span trace.Span, e Event, known bool) {
 		attrs = append(attrs, attribute.String("packd.error.code", e.Outcome))
 		span.SetStatus(codes.Error, e.Outcome)
 	}
-	span.SetAttributes(attrs...)
+	return attrs
 }
 
-// endCall closes a call's span with the status it was answered with.
-func endCall(span trace.Span, status int) {
-	span.SetAttributes(attribute.Int("http.response.status_code", status))
+// endCall closes a call's span with attrs (describeCall's, or none) and
+// the status it was answered with, set at once: the span's attributes
+// grow once.
+func endCall(span trace.Span, status int, attrs []attribute.KeyValue) {
+	span.SetAttributes(append(attrs, attribute.Int("http.response.status_code", status))...)
 	if status >= 400 {
 		span.SetStatus(codes.Error, http.StatusText(status))
 	}
