@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -59,7 +58,7 @@ const maxAttributeLength = 256
 // NewTracing starts the exporter (it sends nothing until spans end).
 // rec is told of export failures, at most once a minute.
 func NewTracing(ctx context.Context, version string, rec *Log) (*Tracing, error) {
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := newOTLPExporter(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry's OTLP exporter: %w", err)
 	}
