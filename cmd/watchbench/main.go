@@ -22,6 +22,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -56,7 +57,7 @@ type served struct {
 func main() {
 	index := flag.String("index", "wasm-examples/echo/index.json", "the pack index")
 	duration := flag.Duration("duration", 3*time.Second, "how long each setup is loaded in each round")
-	rounds := flag.Int("rounds", 3, "rounds; each loads every setup in turn, in an order that rotates")
+	rounds := flag.Int("rounds", 5, "rounds; each loads every setup in turn, in an order that rotates")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -100,13 +101,22 @@ func main() {
 			fmt.Printf("%-12s %12.0f %12v\n", r.name, rate, median.Round(time.Microsecond))
 		}
 	}
-	off := benchload.Mean(rates["off"])
+	// A ratio is taken in each round, between setups loaded one after the
+	// other, and the median of the rounds is the figure: a shared machine's
+	// speed drifts over a run, more than it does within a round.
 	for _, r := range runs[1:] {
-		ratio := benchload.Mean(rates[r.name]) / off
-		line := fmt.Sprintf("%s ÷ off = %.2f", r.name, ratio)
-		if r.plain { // the bar is off's against plain
-			ratio = 1 / ratio
-			line = fmt.Sprintf("off ÷ %s = %.2f", r.name, ratio)
+		var ratios []float64
+		for i, rate := range rates[r.name] {
+			x := rate / rates["off"][i]
+			if r.plain { // the bar is off's against plain
+				x = 1 / x
+			}
+			ratios = append(ratios, x)
+		}
+		ratio := benchload.MedianOf(ratios)
+		line := fmt.Sprintf("%s ÷ off = %.2f [%.2f–%.2f]", r.name, ratio, slices.Min(ratios), slices.Max(ratios))
+		if r.plain {
+			line = fmt.Sprintf("off ÷ %s = %.2f [%.2f–%.2f]", r.name, ratio, slices.Min(ratios), slices.Max(ratios))
 		}
 		if r.bar > 0 {
 			verdict := "met"

@@ -96,6 +96,20 @@ func Median(ts []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
+// MedianOf is the middle of xs (the mean of the two middle ones for an
+// even count; 0 for none).
+func MedianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
 // Mean is the mean of xs.
 func Mean(xs []float64) float64 {
 	var s float64

@@ -197,7 +197,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	*e = Event{
 		Time: admitted, Face: req.Face.Name(), Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
 		Outcome: "ok", Duration: elapsed,
-		TraceID: traceID, SpanID: newSpanID(),
+		TraceID: traceID,
 		ArtifactVersion: g.artifactVersion,
 	}
 	if out.Code != "" {
@@ -208,6 +208,9 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 		if sc := end.span.SpanContext(); sc.IsValid() {
 			e.SpanID = sc.SpanID().String()
 		}
+	}
+	if e.SpanID == "" {
+		e.SpanID = newSpanID()
 	}
 	end.parsed = out.Parsed
 	if r := out.Refusal; r != nil {

@@ -14,6 +14,13 @@ func TestTraceparent(t *testing.T) {
 		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "",
 		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01": "",
 		"garbage": "",
+		" 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more ": "4bf92f3577b34da6a3ce929d0e0e4736",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0":         "",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7x01":        "",
+		"00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01":        "",
+		"0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01":        "",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902bG-01":        "",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0x":        "",
 	}
 	for h, want := range cases {
 		if got := traceIDFrom(h); got != want {

@@ -3,21 +3,32 @@ package service
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"regexp"
 	"strings"
 )
 
 // W3C trace context: the trace id a call arrived with, and its span id.
 
-var traceparent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}`)
-
-// traceIDFrom returns the trace id of a valid W3C traceparent, else "".
+// traceIDFrom returns the trace id of a valid W3C traceparent, else "":
+// version, trace id, span id and flags in lower-case hex (anything may
+// follow), a trace id not all zeros, a version not ff. Read by hand: it
+// runs on every call.
 func traceIDFrom(h string) string {
-	m := traceparent.FindStringSubmatch(strings.TrimSpace(h))
-	if m == nil || m[1] == strings.Repeat("0", 32) || strings.HasPrefix(h, "ff") {
+	t := strings.TrimSpace(h)
+	if len(t) < 55 || t[2] != '-' || t[35] != '-' || t[52] != '-' || strings.HasPrefix(h, "ff") ||
+		!lowerHex(t[:2]) || !lowerHex(t[3:35]) || !lowerHex(t[36:52]) || !lowerHex(t[53:55]) ||
+		t[3:35] == "00000000000000000000000000000000" {
 		return ""
 	}
-	return m[1]
+	return t[3:35]
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func newSpanID() string {

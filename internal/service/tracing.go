@@ -50,6 +50,8 @@ type Tracing struct {
 	// processor, which counts nothing anyone can read.
 	queued   atomic.Int64
 	maxQueue int64
+	// startOpts holds a face's span start options ([]trace.SpanStartOption).
+	startOpts sync.Map
 }
 
 // maxAttributeLength bounds a span attribute's value by default.
@@ -205,16 +207,33 @@ func (t *Tracing) register(reg prometheus.Registerer) error {
 func (t *Tracing) startCall(ctx context.Context, face, traceparent, tracestate string) (context.Context, trace.Span) {
 	parent := context.Background()
 	if traceparent != "" {
-		carrier := propagation.MapCarrier{"traceparent": traceparent}
-		if tracestate != "" {
-			carrier["tracestate"] = tracestate
-		}
-		parent = propagation.TraceContext{}.Extract(parent, carrier)
+		parent = propagation.TraceContext{}.Extract(parent, callCarrier{traceparent, tracestate})
 	}
-	_, span := t.tracer.Start(parent, "invoke", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("packd.face", face)))
+	opts, ok := t.startOpts.Load(face)
+	if !ok { // a face's options are made once
+		opts, _ = t.startOpts.LoadOrStore(face, []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("packd.face", face))})
+	}
+	_, span := t.tracer.Start(parent, "invoke", opts.([]trace.SpanStartOption)...)
 	return trace.ContextWithSpan(ctx, span), span
 }
+
+// callCarrier is a call's W3C trace context headers, as the propagator
+// reads them.
+type callCarrier struct{ traceparent, tracestate string }
+
+func (c callCarrier) Get(key string) string {
+	switch key {
+	case "traceparent":
+		return c.traceparent
+	case "tracestate":
+		return c.tracestate
+	}
+	return ""
+}
+
+func (callCarrier) Set(string, string) {}
+func (callCarrier) Keys() []string    { return []string{"traceparent", "tracestate"} }
 
 // describeCall names the span of a call that was dispatched and returns
 // what the call did, as attributes for endCall.
@@ -232,9 +251,13 @@ func describeCall(span trace.Span, e Event, known bool) []attribute.KeyValue {
 	}
 	span.SetName(name)
 	attrs := make([]attribute.KeyValue, 0, 16) // what a call may have, and the status endCall adds
+	idKey, versionKey := attribute.Key("packd.tool.id"), attribute.Key("packd.tool.version")
+	if e.Target == host.TargetCheck {
+		idKey, versionKey = "packd.check.id", "packd.check.version"
+	}
 	attrs = append(attrs,
 		attribute.String("packd.target", target),
-		attribute.String("packd."+target+".id", e.ID),
+		idKey.String(e.ID),
 		attribute.String("packd.outcome", e.Outcome),
 		attribute.String("packd.artifact_version", e.ArtifactVersion),
 		attribute.Int64("packd.fuel", e.Fuel),
@@ -245,7 +268,7 @@ func describeCall(span trace.Span, e Event, known bool) []attribute.KeyValue {
 			attribute.Int64("packd.egress.bytes_sent", eg.BytesSent), attribute.Int64("packd.egress.bytes_received", eg.BytesReceived))
 	}
 	if e.Version != "" {
-		attrs = append(attrs, attribute.String("packd."+target+".version", e.Version))
+		attrs = append(attrs, versionKey.String(e.Version))
 	}
 	if e.TenantID != "" {
 		attrs = append(attrs, attribute.String("packd.tenant.id", e.TenantID))
