@@ -197,7 +197,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	*e = Event{
 		Time: admitted, Face: req.Face.Name(), Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
 		Outcome: "ok", Duration: elapsed,
-		TraceID: traceID,
+		TraceID:         traceID,
 		ArtifactVersion: g.artifactVersion,
 	}
 	if out.Code != "" {

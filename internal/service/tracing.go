@@ -233,7 +233,7 @@ func (c callCarrier) Get(key string) string {
 }
 
 func (callCarrier) Set(string, string) {}
-func (callCarrier) Keys() []string    { return []string{"traceparent", "tracestate"} }
+func (callCarrier) Keys() []string     { return []string{"traceparent", "tracestate"} }
 
 // describeCall names the span of a call that was dispatched and returns
 // what the call did, as attributes for endCall.
