@@ -258,13 +258,14 @@ func reserveHeap() {
 // Dispatch runs the handler a request names and returns the ABI status and
 // the response bytes. It is what kindgi_call does inside the module.
 func Dispatch(req []byte) (status wire.Status, resp []byte) {
-	var r request
+	var r request // on the stack: encoding/json gets one of its own
 	ok, inputAsIs := decodeRequest(req, &r)
 	if !ok {
-		r = request{}
-		if err := json.Unmarshal(req, &r); err != nil {
+		slow := new(request)
+		if err := json.Unmarshal(req, slow); err != nil {
 			return thrown(&Error{Name: "TypeError", Message: "guest could not read the request: " + err.Error()})
 		}
+		r = *slow
 	}
 	var run func() (any, error)
 	mu.Lock()

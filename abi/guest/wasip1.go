@@ -55,9 +55,17 @@ func describe() int32 {
 	return int32(wire.StatusOK)
 }
 
+// requestBuf holds a call's request: made once in init (a pooled
+// instance's calls find it in the snapshot), larger when a request is.
+var requestBuf = make([]byte, 4096)
+
 //go:wasmexport kindgi_call
 func call() int32 {
-	req := make([]byte, requestLen())
+	n := int(requestLen())
+	if n > cap(requestBuf) {
+		requestBuf = make([]byte, n)
+	}
+	req := requestBuf[:n]
 	if len(req) > 0 {
 		requestRead(unsafe.Pointer(&req[0]))
 	}

@@ -119,12 +119,8 @@ func (c *callMemory) populate(b []byte, huge bool) bool {
 	}
 	st := c.state
 	for off := 0; off < len(b); off += populateChunk {
-		if st != nil {
-			now := time.Now()
-			if st.late(now) {
-				return false
-			}
-			st.yield(now)
+		if st != nil && st.tick() {
+			return false
 		}
 		chunk := b[off:min(off+populateChunk, len(b))]
 		if _, _, e := syscall.RawSyscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)), madvPopulateWrite); e != 0 {

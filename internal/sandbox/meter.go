@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -33,11 +32,9 @@ func charge(ctx context.Context, mod api.Module, units int64) {
 		stopForContext()
 	}
 	st := stateFrom(ctx)
-	now := time.Now()
-	if st.late(now) {
+	if st.tick() {
 		stopForDeadline() // by the clock: the context's timer may be late
 	}
-	st.yield(now)
 	g := st.fuel
 	if g == nil || st.fuelOf != mod {
 		var ok bool

@@ -37,8 +37,12 @@ type callState struct {
 	// context's timer fires late when every core is busy in guest code.
 	deadline    time.Time
 	hasDeadline bool
-	// ranSince is when the guest last let other goroutines run (yield).
-	ranSince time.Time
+	// clock is when the call was bound, with the monotonic reading every
+	// tick measures from (one read of the clock, where time.Now reads
+	// two); deadlineIn is the deadline from it, ranAt when the guest last
+	// let other goroutines run (yield).
+	clock             time.Time
+	deadlineIn, ranAt time.Duration
 	// budget is the call's fuel budget; record and replay its tapes
 	// (Request.Record, Request.Replay).
 	budget         int64
@@ -51,28 +55,34 @@ type callState struct {
 // bind notes the deadline of the context the call runs under.
 func (st *callState) bind(ctx context.Context) {
 	st.deadline, st.hasDeadline = ctx.Deadline()
-	st.ranSince = time.Now()
+	st.clock, st.ranAt = time.Now(), 0
+	st.deadlineIn = st.deadline.Sub(st.clock)
 }
 
-// late reports whether the call's deadline has passed at now.
-func (st *callState) late(now time.Time) bool { return st.hasDeadline && !now.Before(st.deadline) }
+// tick reads the clock and reports whether the call's deadline has
+// passed; if it has not, it lets the goroutines waiting for a core run
+// once the guest has run for yieldEvery since it last did.
+func (st *callState) tick() (late bool) {
+	t := time.Since(st.clock)
+	if st.hasDeadline && t >= st.deadlineIn {
+		return true
+	}
+	if t-st.ranAt >= yieldEvery {
+		runtime.Gosched()
+		st.ranAt = time.Since(st.clock)
+	}
+	return false
+}
 
 // yieldEvery is how long a guest runs before the fuel refill lets the
 // other goroutines waiting for a core run.
 const yieldEvery = time.Millisecond
 
-// yield lets the goroutines waiting for a core run once the guest has run
-// for yieldEvery. Go preempts a goroutine only after 10 ms, and code in
+// Why tick yields: Go preempts a goroutine only after 10 ms, and code in
 // wasm only where it calls the host, so with every core in guest code a
 // call whose sleep ended (or whose deadline came) waited up to 10 ms for
 // each guest ahead of it: answers came tens of milliseconds past their
 // deadline.
-func (st *callState) yield(now time.Time) {
-	if now.Sub(st.ranSince) >= yieldEvery {
-		runtime.Gosched()
-		st.ranSince = time.Now()
-	}
-}
 
 type stateKey struct{}
 
