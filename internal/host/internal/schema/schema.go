@@ -46,6 +46,7 @@ type Schema struct {
 	// gone with it (nil: does not compile).
 	patterns map[string]*regexp.Regexp
 	formats  map[string]*jsonschema.Schema
+	fast     *fastSchema // nil: the schema has more than the fast path knows (fast.go)
 }
 
 type anchored struct {
@@ -73,6 +74,7 @@ func Compile(doc any) (*Schema, error) {
 	s := &Schema{doc: doc, compiled: compiled, anchors: map[string]anchored{},
 		patterns: map[string]*regexp.Regexp{}, formats: map[string]*jsonschema.Schema{}}
 	s.index(doc, "#")
+	s.fast = compileFast(doc, true)
 	return s, nil
 }
 
@@ -154,6 +156,9 @@ func (s *Schema) index(node any, path string) {
 // valid, else the issues in Ajv's order (never empty): the first MaxIssues
 // of them, and how many more there were.
 func (s *Schema) Validate(data any) (issues []abi.Issue, more int) {
+	if s.fast != nil && s.fast.valid(data) {
+		return nil, 0
+	}
 	err := s.compiled.Validate(ojson.Plain(data))
 	if err == nil {
 		return nil, 0
