@@ -2,6 +2,7 @@ package service
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -21,6 +22,8 @@ type Metrics struct {
 	calls         *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	fuel          *prometheus.HistogramVec
+	// The exemplar gates of duration and fuel, by target (exemplarGate).
+	durationEx, fuelEx map[string]*exemplarGate
 	memory        *prometheus.HistogramVec
 	inFlight      prometheus.Gauge
 	refusals      *prometheus.CounterVec
@@ -102,14 +105,20 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "packd_calls_total", Help: "Calls by face (http, mcp, cli), target (tool or check), id and outcome (ok, an error code or a refusal code).",
 	}, callLabels)
+	durationBuckets := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 120}
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "packd_call_duration_seconds", Help: "Time from admission to answer of /v1/invoke calls, by target.",
-		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 120},
+		Buckets: durationBuckets,
 	}, []string{"target"})
+	fuelBuckets := prometheus.ExponentialBuckets(1e3, 10, 9)
 	m.fuel = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "packd_call_fuel", Help: "Fuel burnt by the pack code of a call, by target.",
-		Buckets: prometheus.ExponentialBuckets(1e3, 10, 9),
+		Buckets: fuelBuckets,
 	}, []string{"target"})
+	m.durationEx, m.fuelEx = map[string]*exemplarGate{}, map[string]*exemplarGate{}
+	for _, t := range []host.Target{host.TargetTool, host.TargetCheck} {
+		m.durationEx[string(t)], m.fuelEx[string(t)] = newExemplarGate(durationBuckets), newExemplarGate(fuelBuckets)
+	}
 	m.memory = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "packd_instance_memory_bytes", Help: "Linear memory of a call's instance when the call ended, by target.",
 		Buckets: prometheus.ExponentialBuckets(64<<10, 4, 9),
@@ -224,22 +233,47 @@ func (m *Metrics) OnCall(e Event) {
 		labels = append(labels, e.TenantID)
 	}
 	m.calls.WithLabelValues(labels...).Inc()
-	observe(m.duration.WithLabelValues(target), e.Duration.Seconds(), e.TraceID)
+	observe(m.duration.WithLabelValues(target), e.Duration.Seconds(), e.TraceID, m.durationEx[target])
 	if e.Fuel > 0 {
-		observe(m.fuel.WithLabelValues(target), float64(e.Fuel), e.TraceID)
+		observe(m.fuel.WithLabelValues(target), float64(e.Fuel), e.TraceID, m.fuelEx[target])
 	}
 	if e.MemoryBytes > 0 {
 		m.memory.WithLabelValues(target).Observe(float64(e.MemoryBytes))
 	}
 }
 
-// observe records a value, with the trace id as an exemplar when there is one.
-func observe(o prometheus.Observer, v float64, traceID string) {
-	if eo, ok := o.(prometheus.ExemplarObserver); ok && traceID != "" {
+// observe records a value, with the trace id as an exemplar when there is
+// one and the gate (nil: every one) lets it through.
+func observe(o prometheus.Observer, v float64, traceID string, gate *exemplarGate) {
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && traceID != "" && (gate == nil || gate.take(v)) {
 		eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": traceID})
 		return
 	}
 	o.Observe(v)
+}
+
+// exemplarEvery: of the traced observations that fall in a bucket of a
+// histogram, the first and then one in every exemplarEvery carries its
+// trace id as the bucket's exemplar. A bucket shows only its latest
+// exemplar, and making one (a map, a timestamp, the exemplar's messages)
+// was most of what a traced call's metrics cost; a bucket hit rarely (the
+// slow calls) still gets the first of them.
+const exemplarEvery = 64
+
+// exemplarGate counts a histogram's traced observations by bucket.
+type exemplarGate struct {
+	bounds []float64 // upper bounds, as the histogram's
+	seen   []atomic.Uint64
+}
+
+func newExemplarGate(bounds []float64) *exemplarGate {
+	return &exemplarGate{bounds: bounds, seen: make([]atomic.Uint64, len(bounds)+1)}
+}
+
+// take reports whether an observation of v carries its exemplar.
+func (g *exemplarGate) take(v float64) bool {
+	i, _ := slices.BinarySearch(g.bounds, v) // the first bound >= v: v's bucket, as the histogram counts it
+	return g.seen[i].Add(1)%exemplarEvery == 1
 }
 
 func (m *Metrics) refused(f Face, reason string) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -192,5 +193,24 @@ func BenchmarkInvokeTraced(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestExemplarsAreThinned: of the traced observations in a bucket, the
+// first and one in every exemplarEvery carry an exemplar; each bucket
+// (a value on a bound is in that bound's bucket) counts on its own.
+func TestExemplarsAreThinned(t *testing.T) {
+	g := newExemplarGate([]float64{1, 10})
+	var took []int
+	for i := range 2*exemplarEvery + 1 {
+		if g.take(5) {
+			took = append(took, i)
+		}
+	}
+	if want := []int{0, exemplarEvery, 2 * exemplarEvery}; !slices.Equal(took, want) {
+		t.Fatalf("took %v, want %v", took, want)
+	}
+	if !g.take(1) || g.take(0.5) || !g.take(100) || g.take(10.5) {
+		t.Fatal("each bucket's first observation carries its exemplar")
 	}
 }
