@@ -19,27 +19,27 @@ type Metrics struct {
 	pack        atomic.Pointer[host.Pack] // the pack served now (setPack)
 	tenantLabel bool
 
-	calls         *prometheus.CounterVec
-	duration      *prometheus.HistogramVec
-	fuel          *prometheus.HistogramVec
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	fuel     *prometheus.HistogramVec
 	// The exemplar gates of duration and fuel, by target (exemplarGate).
 	durationEx, fuelEx map[string]*exemplarGate
-	memory        *prometheus.HistogramVec
-	inFlight      prometheus.Gauge
-	refusals      *prometheus.CounterVec
-	hookPanics    prometheus.Counter
-	guestLines    *prometheus.CounterVec
-	poolEvents    *prometheus.CounterVec
-	poolReset     prometheus.Histogram
-	poolPages     prometheus.Histogram
-	egress        *prometheus.CounterVec
-	egressRefused *prometheus.CounterVec
-	egressBytes   *prometheus.CounterVec
-	reloads       *prometheus.CounterVec
-	replayRecords *prometheus.CounterVec
-	reloadTime    prometheus.Gauge
-	compile       *prometheus.GaugeVec
-	packInfo      *prometheus.GaugeVec
+	memory             *prometheus.HistogramVec
+	inFlight           prometheus.Gauge
+	refusals           *prometheus.CounterVec
+	hookPanics         prometheus.Counter
+	guestLines         *prometheus.CounterVec
+	poolEvents         *prometheus.CounterVec
+	poolReset          prometheus.Histogram
+	poolPages          prometheus.Histogram
+	egress             *prometheus.CounterVec
+	egressRefused      *prometheus.CounterVec
+	egressBytes        *prometheus.CounterVec
+	reloads            *prometheus.CounterVec
+	replayRecords      *prometheus.CounterVec
+	reloadTime         prometheus.Gauge
+	compile            *prometheus.GaugeVec
+	packInfo           *prometheus.GaugeVec
 	// AuditErrors counts audit lines that could not be written (write
 	// error) and AuditDropped those dropped because the writer fell behind.
 	AuditErrors, AuditDropped prometheus.Counter
