@@ -101,7 +101,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	srv.Echo().POST("/bench/plain", echo.WrapHandler(benchload.Plain(*token)))
+	srv.Echo().POST("/bench/plain", echo.WrapHandler(benchload.Plain(*token, server.DefaultMaxBodyBytes)))
 	// RSS after the 10,000th and the 100,000th call of /v1/invoke.
 	var calls atomic.Int64
 	var rss [2]atomic.Int64

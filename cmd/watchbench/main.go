@@ -143,7 +143,7 @@ func main() {
 // (or serves benchload.Plain).
 func serve(ctx context.Context, index string, s setup, collector string) (*served, error) {
 	if s.plain {
-		ts := httptest.NewServer(benchload.Plain(token))
+		ts := httptest.NewServer(benchload.Plain(token, server.DefaultMaxBodyBytes))
 		r := &served{setup: s, close: ts.Close}
 		r.target = invokeTarget(s.name, ts.URL)
 		return r, r.target.Once()

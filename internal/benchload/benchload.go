@@ -17,7 +17,6 @@ import (
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/ojson"
-	"github.com/kindgi/packd/internal/server"
 )
 
 // Target is one request to send: its body and headers, and what an
@@ -122,8 +121,9 @@ func Mean(xs []float64) float64 {
 // Plain answers a tool call as packd's /v1/invoke does, without WASM,
 // validation or anything else packd does: the pack token, the body, a
 // parse, the input sent back as the result. It is the baseline the
-// service is compared with (a plain Go net/http echo handler).
-func Plain(token string) http.Handler {
+// service is compared with (a plain Go net/http echo handler). A body past
+// maxBody is not read past it (the server's limit, as packd's).
+func Plain(token string, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.Header.Get("Kindgi-Pack-Token") != token {
@@ -131,7 +131,7 @@ func Plain(token string) http.Handler {
 			_, _ = w.Write([]byte(`{"error":"Bad pack token"}`))
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, server.DefaultMaxBodyBytes+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil {
 			return
 		}

@@ -287,9 +287,11 @@ func describeCall(span trace.Span, e Event, known bool) []attribute.KeyValue {
 // the status it was answered with, set at once: the span's attributes
 // grow once.
 func endCall(span trace.Span, status int, attrs []attribute.KeyValue) {
-	span.SetAttributes(append(attrs, attribute.Int("http.response.status_code", status))...)
-	if status >= 400 {
-		span.SetStatus(codes.Error, http.StatusText(status))
+	if span.IsRecording() { // a span the sampler dropped takes nothing
+		span.SetAttributes(append(attrs, attribute.Int("http.response.status_code", status))...)
+		if status >= 400 {
+			span.SetStatus(codes.Error, http.StatusText(status))
+		}
 	}
 	span.End()
 }
