@@ -22,6 +22,7 @@ import (
 type fastSchema struct {
 	types          uint8 // the JSON types allowed (typeBit); 0: any
 	props          []fastProp
+	propIndex      map[string]*fastSchema // props by name, when there are many
 	required       []string
 	noExtra        bool // additionalProperties: false
 	minLen, maxLen int  // -1: none
@@ -126,8 +127,19 @@ func compileFast(doc any, root bool) *fastSchema {
 			return nil
 		}
 	}
+	if len(f.props) >= indexProps {
+		f.propIndex = make(map[string]*fastSchema, len(f.props))
+		for _, p := range f.props {
+			f.propIndex[p.name] = p.s
+		}
+	}
 	return f
 }
+
+// indexProps is the count of properties from which they are looked up in
+// a map: an instance's every key is looked up, and a caller chooses how
+// many keys it sends.
+const indexProps = 16
 
 // valid reports whether the fast path is sure v is valid; false: ask the
 // full validation.
@@ -185,6 +197,9 @@ func (f *fastSchema) valid(v any) bool {
 func (f *fastSchema) allows(t uint8) bool { return f.types == 0 || f.types&t != 0 }
 
 func (f *fastSchema) prop(name string) *fastSchema {
+	if f.propIndex != nil {
+		return f.propIndex[name]
+	}
 	for _, p := range f.props {
 		if p.name == name {
 			return p.s
