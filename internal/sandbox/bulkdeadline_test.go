@@ -27,12 +27,7 @@ func TestFirstTouchesStopAtTheDeadline(t *testing.T) {
 		sb := newSandbox(t, sandbox.Config{PoolSize: pool, DefaultFuel: sandbox.MaxFuel, MemoryLimitPages: 40000})
 		m := compile(t, sb, hostile(c.name))
 		for round := 0; round < 2; round++ {
-			stop, cancel := context.WithTimeout(context.Background(), 20*time.Second) // the test's own bound
-			ctx := lateTimer{Context: stop, deadline: time.Now().Add(100 * time.Millisecond)}
-			start := time.Now()
-			_, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
-			took := time.Since(start)
-			cancel()
+			_, err, took := callPastDeadline(m, 100*time.Millisecond)
 			t.Logf("%s, pool %d, round %d: %v after %v", c.name, pool, round, err, took)
 			if !errors.Is(err, sandbox.ErrDeadline) || took > 400*time.Millisecond {
 				t.Errorf("%s, pool %d, round %d: %v after %v", c.name, pool, round, err, took)
@@ -52,15 +47,22 @@ func TestJSONScanStopsAtTheDeadline(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{DefaultFuel: sandbox.MaxFuel, MemoryLimitPages: 8192})
 	m := compile(t, sb, hostile("jsonscanspin"))
 	for round := range 3 {
-		stop, cancel := context.WithTimeout(context.Background(), 20*time.Second) // the test's own bound
-		ctx := lateTimer{Context: stop, deadline: time.Now().Add(1100 * time.Millisecond)}
-		start := time.Now()
-		rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
-		took := time.Since(start)
-		cancel()
+		rep, err, took := callPastDeadline(m, 1100*time.Millisecond)
 		t.Logf("round %d: %v after %v, %d fuel", round, err, took, rep.FuelUsed)
 		if !errors.Is(err, sandbox.ErrDeadline) || took > 1100*time.Millisecond+150*time.Millisecond {
 			t.Errorf("round %d: %v after %v", round, err, took)
 		}
 	}
+}
+
+// callPastDeadline calls m with a deadline after d that only the host's
+// look at the clock sees (lateTimer: the context's own timer fires 20 s
+// later, the test's bound), and says how long the call took.
+func callPastDeadline(m *sandbox.Module, d time.Duration) (sandbox.Reply, error, time.Duration) {
+	stop, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ctx := lateTimer{Context: stop, deadline: time.Now().Add(d)}
+	start := time.Now()
+	rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
+	return rep, err, time.Since(start)
 }

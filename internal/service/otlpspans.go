@@ -195,10 +195,7 @@ func (b *otlpBatch) bytes(v []byte) []byte {
 }
 
 func (b *otlpBatch) span(sd sdktrace.ReadOnlySpan) *tracepb.Span {
-	s := &b.spanv[0]
-	b.spanv = b.spanv[1:]
-	st := &b.status[0]
-	b.status = b.status[1:]
+	s, st := next(&b.spanv), next(&b.status)
 	sc := sd.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
 	status := sd.Status()
@@ -254,28 +251,23 @@ func (b *otlpBatch) keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
 	out := b.kvp[:len(kvs):len(kvs)]
 	b.kvp = b.kvp[len(kvs):]
 	for i, a := range kvs {
-		kv, av := &b.kv[0], &b.any[0]
-		b.kv, b.any = b.kv[1:], b.any[1:]
+		kv, av := next(&b.kv), next(&b.any)
 		kv.Key, kv.Value = string(a.Key), av
 		switch a.Value.Type() {
 		case attribute.STRING:
-			v := &b.str[0]
-			b.str = b.str[1:]
+			v := next(&b.str)
 			v.StringValue = a.Value.AsString()
 			av.Value = v
 		case attribute.INT64:
-			v := &b.int[0]
-			b.int = b.int[1:]
+			v := next(&b.int)
 			v.IntValue = a.Value.AsInt64()
 			av.Value = v
 		case attribute.FLOAT64:
-			v := &b.float[0]
-			b.float = b.float[1:]
+			v := next(&b.float)
 			v.DoubleValue = a.Value.AsFloat64()
 			av.Value = v
 		case attribute.BOOL:
-			v := &b.bool[0]
-			b.bool = b.bool[1:]
+			v := next(&b.bool)
 			v.BoolValue = a.Value.AsBool()
 			av.Value = v
 		default:
@@ -284,6 +276,13 @@ func (b *otlpBatch) keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
 		out[i] = kv
 	}
 	return out
+}
+
+// next takes the first message of *s, the slice a batch made them in.
+func next[T any](s *[]T) *T {
+	v := &(*s)[0]
+	*s = (*s)[1:]
+	return v
 }
 
 // otlpKeyValues converts attributes one message at a time (a resource's,

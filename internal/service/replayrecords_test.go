@@ -113,3 +113,35 @@ func BenchmarkReplayRecordsWriter(b *testing.B) {
 	d.finish()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestARecordIsWrittenSoonAfterTheQueueEmpties: a record is on disk, whole,
+// shortly after the writer finds its queue empty (flushAfter), without the
+// service stopping, and counted written.
+func TestARecordIsWrittenSoonAfterTheQueueEmpties(t *testing.T) {
+	dir := t.TempDir()
+	m, err := NewMetrics(prometheus.NewRegistry(), MetricsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenReplayRecords(dir, 0, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeWithin(d, 5*time.Second)
+	d.Keep(&replay.Record{Format: replay.Format, RecordedAt: time.Now(), Target: "tool", ID: "soon",
+		Module: replay.Module{Path: "m.wasm", SHA256: "sha256:00"}, Instance: "fresh"}, "", "v1")
+	deadline := time.Now().Add(10 * time.Second) // the test's own bound; flushAfter is 20 ms
+	for {
+		written := testutil.ToFloat64(m.replayRecords.WithLabelValues("written"))
+		segments, _ := filepath.Glob(filepath.Join(dir, "*"+replay.SegmentExt))
+		if len(segments) == 1 && written == 1 {
+			if b, _ := os.ReadFile(segments[0]); bytes.Contains(b, []byte(`"id":"soon"`)) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after it was kept, the service still running: %d segments, %v written", len(segments), written)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -161,10 +161,7 @@ func (f *fastSchema) valid(v any) bool {
 		if f.minLen < 0 && f.maxLen < 0 {
 			return true
 		}
-		if !utf8.ValidString(x) {
-			return false
-		}
-		n := utf8.RuneCountInString(x)
+		n := utf8.RuneCountInString(x) // as the validator counts (a byte not UTF-8 is one)
 		return n >= f.minLen && (f.maxLen < 0 || n <= f.maxLen)
 	case []any:
 		return f.allows(tArray)
