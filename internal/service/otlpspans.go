@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
@@ -58,25 +57,21 @@ func (e *otlpExporter) Shutdown(ctx context.Context) error {
 }
 
 // otlpSpans converts a batch to OTLP's messages, grouped by resource and
-// instrumentation scope, as otlptrace's exporter does.
+// instrumentation scope as otlptrace's exporter does. A scope's spans are
+// written in protobuf's wire form here (appendSpan) and carried as its
+// ScopeSpans message's unknown fields, which proto.Marshal copies as they
+// are: a collector reads them as the message's spans. Building a message a
+// span and an attribute, then marshalling them by reflection, was most of
+// what exporting cost (issue 43).
 func otlpSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
-	var b otlpBatch
-	for _, s := range spans {
-		if s != nil {
-			b.count(s)
-		}
-	}
-	if b.spans == 0 {
-		return nil
-	}
-	b.alloc()
 	var out []*tracepb.ResourceSpans
 	type scopeGroup struct {
 		res   *resource.Resource
 		scope instrumentation.Scope
 		ss    *tracepb.ScopeSpans
+		wire  []byte
 	}
-	var scopes []scopeGroup
+	var scopes []*scopeGroup
 	var resources []*resource.Resource // beside out
 	same := func(a, b *resource.Resource) bool { return a == b || a.Equivalent() == b.Equivalent() }
 	for _, s := range spans {
@@ -84,16 +79,17 @@ func otlpSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 			continue
 		}
 		res, scope := s.Resource(), s.InstrumentationScope()
-		var ss *tracepb.ScopeSpans
-		for _, g := range scopes {
-			if g.scope == scope && same(g.res, res) {
-				ss = g.ss
+		var g *scopeGroup
+		for _, sg := range scopes {
+			if sg.scope == scope && same(sg.res, res) {
+				g = sg
 				break
 			}
 		}
-		if ss == nil {
-			ss = &tracepb.ScopeSpans{Scope: otlpScope(scope), Spans: []*tracepb.Span{}, SchemaUrl: scope.SchemaURL}
-			scopes = append(scopes, scopeGroup{res, scope, ss})
+		if g == nil {
+			g = &scopeGroup{res: res, scope: scope, wire: make([]byte, 0, 512*len(spans)/(len(scopes)+1))}
+			g.ss = &tracepb.ScopeSpans{Scope: otlpScope(scope), SchemaUrl: scope.SchemaURL}
+			scopes = append(scopes, g)
 			var rs *tracepb.ResourceSpans
 			for i, r := range resources {
 				if same(r, res) {
@@ -105,9 +101,12 @@ func otlpSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 				rs = &tracepb.ResourceSpans{Resource: otlpResource(res), SchemaUrl: res.SchemaURL()}
 				out, resources = append(out, rs), append(resources, res)
 			}
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+			rs.ScopeSpans = append(rs.ScopeSpans, g.ss)
 		}
-		ss.Spans = append(ss.Spans, b.span(s))
+		g.wire = appendSpan(g.wire, s)
+	}
+	for _, g := range scopes {
+		g.ss.ProtoReflect().SetUnknown(g.wire)
 	}
 	return out
 }
@@ -132,157 +131,6 @@ func otlpScope(s instrumentation.Scope) *commonpb.InstrumentationScope {
 		kvs = append(kvs, it.Attribute())
 	}
 	return &commonpb.InstrumentationScope{Name: s.Name, Version: s.Version, Attributes: otlpKeyValues(kvs)}
-}
-
-// otlpBatch holds the messages of a batch, made a slice of each kind at
-// a time: the attributes of the common kinds (strings, numbers, booleans)
-// come out of it; anything else (slices, maps, bytes) is made as the
-// exporter makes it.
-type otlpBatch struct {
-	spans, attrs, strs, ints, floats, bools int
-
-	spanv  []tracepb.Span
-	status []tracepb.Status
-	ids    []byte
-	kv     []commonpb.KeyValue
-	kvp    []*commonpb.KeyValue
-	any    []commonpb.AnyValue
-	str    []commonpb.AnyValue_StringValue
-	int    []commonpb.AnyValue_IntValue
-	float  []commonpb.AnyValue_DoubleValue
-	bool   []commonpb.AnyValue_BoolValue
-}
-
-func (b *otlpBatch) count(s sdktrace.ReadOnlySpan) {
-	b.spans++
-	b.countAttrs(s.Attributes())
-	for _, e := range s.Events() {
-		b.countAttrs(e.Attributes)
-	}
-	for _, l := range s.Links() {
-		b.countAttrs(l.Attributes)
-	}
-}
-
-func (b *otlpBatch) countAttrs(kvs []attribute.KeyValue) {
-	b.attrs += len(kvs)
-	for _, kv := range kvs {
-		switch kv.Value.Type() {
-		case attribute.STRING:
-			b.strs++
-		case attribute.INT64:
-			b.ints++
-		case attribute.FLOAT64:
-			b.floats++
-		case attribute.BOOL:
-			b.bools++
-		}
-	}
-}
-
-func (b *otlpBatch) alloc() {
-	b.spanv, b.status, b.ids = make([]tracepb.Span, b.spans), make([]tracepb.Status, b.spans), make([]byte, 0, 32*b.spans)
-	b.kv, b.kvp, b.any = make([]commonpb.KeyValue, b.attrs), make([]*commonpb.KeyValue, b.attrs), make([]commonpb.AnyValue, b.attrs)
-	b.str, b.int = make([]commonpb.AnyValue_StringValue, b.strs), make([]commonpb.AnyValue_IntValue, b.ints)
-	b.float, b.bool = make([]commonpb.AnyValue_DoubleValue, b.floats), make([]commonpb.AnyValue_BoolValue, b.bools)
-}
-
-// bytes is n bytes of b.ids holding v.
-func (b *otlpBatch) bytes(v []byte) []byte {
-	n := len(b.ids)
-	b.ids = append(b.ids, v...)
-	return b.ids[n:len(b.ids):len(b.ids)]
-}
-
-func (b *otlpBatch) span(sd sdktrace.ReadOnlySpan) *tracepb.Span {
-	s, st := next(&b.spanv), next(&b.status)
-	sc := sd.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
-	status := sd.Status()
-	st.Message = status.Description
-	switch status.Code {
-	case codes.Ok:
-		st.Code = tracepb.Status_STATUS_CODE_OK
-	case codes.Error:
-		st.Code = tracepb.Status_STATUS_CODE_ERROR
-	default:
-		st.Code = tracepb.Status_STATUS_CODE_UNSET
-	}
-	s.TraceId, s.SpanId = b.bytes(tid[:]), b.bytes(sid[:])
-	s.TraceState = sc.TraceState().String()
-	s.Status = st
-	s.StartTimeUnixNano = uint64(max(0, sd.StartTime().UnixNano()))
-	s.EndTimeUnixNano = uint64(max(0, sd.EndTime().UnixNano()))
-	s.Kind = otlpKind(sd.SpanKind())
-	s.Name = sd.Name()
-	s.Attributes = b.keyValues(sd.Attributes())
-	s.DroppedAttributesCount = clampUint32(sd.DroppedAttributes())
-	s.DroppedEventsCount = clampUint32(sd.DroppedEvents())
-	s.DroppedLinksCount = clampUint32(sd.DroppedLinks())
-	if es := sd.Events(); len(es) > 0 {
-		s.Events = make([]*tracepb.Span_Event, len(es))
-		for i, e := range es {
-			s.Events[i] = &tracepb.Span_Event{Name: e.Name, TimeUnixNano: uint64(max(0, e.Time.UnixNano())),
-				Attributes: b.keyValues(e.Attributes), DroppedAttributesCount: clampUint32(e.DroppedAttributeCount)}
-		}
-	}
-	if ls := sd.Links(); len(ls) > 0 {
-		s.Links = make([]*tracepb.Span_Link, 0, len(ls))
-		for _, l := range ls {
-			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-			s.Links = append(s.Links, &tracepb.Span_Link{TraceId: b.bytes(ltid[:]), SpanId: b.bytes(lsid[:]),
-				Attributes: b.keyValues(l.Attributes), DroppedAttributesCount: clampUint32(l.DroppedAttributeCount),
-				Flags: spanFlags(l.SpanContext.TraceFlags(), l.SpanContext)})
-		}
-	}
-	parent := sd.Parent()
-	if psid := parent.SpanID(); psid.IsValid() {
-		s.ParentSpanId = b.bytes(psid[:])
-	}
-	s.Flags = spanFlags(sc.TraceFlags(), parent)
-	return s
-}
-
-// keyValues converts attributes, the common kinds from the batch's slices.
-func (b *otlpBatch) keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
-	if len(kvs) == 0 {
-		return nil
-	}
-	out := b.kvp[:len(kvs):len(kvs)]
-	b.kvp = b.kvp[len(kvs):]
-	for i, a := range kvs {
-		kv, av := next(&b.kv), next(&b.any)
-		kv.Key, kv.Value = string(a.Key), av
-		switch a.Value.Type() {
-		case attribute.STRING:
-			v := next(&b.str)
-			v.StringValue = a.Value.AsString()
-			av.Value = v
-		case attribute.INT64:
-			v := next(&b.int)
-			v.IntValue = a.Value.AsInt64()
-			av.Value = v
-		case attribute.FLOAT64:
-			v := next(&b.float)
-			v.DoubleValue = a.Value.AsFloat64()
-			av.Value = v
-		case attribute.BOOL:
-			v := next(&b.bool)
-			v.BoolValue = a.Value.AsBool()
-			av.Value = v
-		default:
-			av.Value = otlpValue(a.Value).Value
-		}
-		out[i] = kv
-	}
-	return out
-}
-
-// next takes the first message of *s, the slice a batch made them in.
-func next[T any](s *[]T) *T {
-	v := &(*s)[0]
-	*s = (*s)[1:]
-	return v
 }
 
 // otlpKeyValues converts attributes one message at a time (a resource's,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +95,9 @@ func sampleSpans(t *testing.T) []sdktrace.ReadOnlySpan {
 		attribute.Float64Slice("fs", []float64{1.5}), attribute.BoolSlice("bs", []bool{true, false}),
 		attribute.ByteSlice("by", []byte{0, 1}), attribute.Slice("sl", attribute.StringValue("v"), attribute.IntValue(3)),
 		attribute.Map("m", attribute.String("k", "v"), attribute.Int("n", 2)), {Key: "empty"},
+		// Zero values a oneof still carries, and lengths of two and three bytes.
+		attribute.String("zs", ""), attribute.Int("zi", 0), attribute.Float64("zf", 0), attribute.Bool("zb", false),
+		attribute.String("long", strings.Repeat("x", 200)), attribute.StringSlice("longer", []string{strings.Repeat("y", 20000)}),
 	}
 	ts, err := trace.ParseTraceState("vendor=a,other=b")
 	if err != nil {
@@ -123,4 +127,67 @@ func sampleSpans(t *testing.T) []sdktrace.ReadOnlySpan {
 	}
 	_ = tp.Shutdown(context.Background())
 	return rec.Ended()
+}
+
+// TestOTLPSpansThatAreNotUTF8AreSent: a string that is not UTF-8 (a
+// caller's header, a guest's error) in one span does not lose the batch
+// it is in, as it does with otlptracehttp's conversion (proto.Marshal
+// refuses it): the collector gets every span, U+FFFD in place of the bad
+// bytes.
+func TestOTLPSpansThatAreNotUTF8AreSent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tr := tp.Tracer("packd/server")
+	_, bad := tr.Start(context.Background(), "invoke \xffecho", trace.WithAttributes(attribute.String("packd.tenant", "a\xfe"), attribute.StringSlice("l", []string{"\xc3"})))
+	bad.SetStatus(codes.Error, "threw \xff")
+	bad.End()
+	_, good := tr.Start(context.Background(), "invoke echo")
+	good.End()
+	_ = tp.Shutdown(context.Background())
+	spans := rec.Ended()
+
+	var mu sync.Mutex
+	var body []byte
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		body = b
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	ctx := context.Background()
+	theirs, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(collector.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := theirs.ExportSpans(ctx, spans); err == nil {
+		t.Fatal("otlptracehttp now sends strings that are not UTF-8: this test no longer shows a difference")
+	}
+	_ = theirs.Shutdown(ctx)
+
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.URL)
+	ours, err := newOTLPExporter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.ExportSpans(ctx, spans); err != nil {
+		t.Fatal(err)
+	}
+	_ = ours.Shutdown(ctx)
+	var got coltracepb.ExportTraceServiceRequest
+	mu.Lock()
+	defer mu.Unlock()
+	if err := proto.Unmarshal(body, &got); err != nil {
+		t.Fatalf("the collector cannot read what packd sent: %v", err)
+	}
+	sent := got.ResourceSpans[0].ScopeSpans[0].Spans
+	if len(sent) != 2 {
+		t.Fatalf("%d spans arrived, want 2", len(sent))
+	}
+	s := sent[0]
+	if s.Name != "invoke \uFFFDecho" || s.Status.Message != "threw \uFFFD" ||
+		s.Attributes[0].Value.GetStringValue() != "a\uFFFD" || s.Attributes[1].Value.GetArrayValue().Values[0].GetStringValue() != "\uFFFD" {
+		t.Fatalf("the span arrived as %v", s)
+	}
 }
