@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kindgi/packd/internal/host"
@@ -107,10 +106,12 @@ func (a Answer) Done() {
 	if e == nil {
 		return
 	}
-	var attrs []attribute.KeyValue
+	var attrs *spanAttrs
 	if e.span != nil && e.parsed && e.span.IsRecording() {
 		g := e.g.pack
-		attrs = describeCall(e.span, e.event, e.event.Target == host.TargetTool && g.HasTool(e.event.ID) || e.event.Target == host.TargetCheck && g.HasCheck(e.event.ID))
+		attrs = spanAttrsPool.Get().(*spanAttrs)
+		defer attrs.free()
+		attrs.kv = describeCall(e.span, e.event, e.event.Target == host.TargetTool && g.HasTool(e.event.ID) || e.event.Target == host.TargetCheck && g.HasCheck(e.event.ID), attrs.kv[:0])
 	}
 	if rr := e.s.cfg.Records; rr != nil && (e.record != nil || e.skip != "") {
 		rr.Keep(e.record, e.skip, e.event.ArtifactVersion)

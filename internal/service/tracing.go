@@ -237,7 +237,7 @@ func (callCarrier) Keys() []string     { return []string{"traceparent", "tracest
 
 // describeCall names the span of a call that was dispatched and returns
 // what the call did, as attributes for endCall.
-func describeCall(span trace.Span, e Event, known bool) []attribute.KeyValue {
+func describeCall(span trace.Span, e Event, known bool, attrs []attribute.KeyValue) []attribute.KeyValue {
 	target := string(e.Target)
 	if target == "" {
 		target = string(host.TargetTool)
@@ -250,7 +250,6 @@ func describeCall(span trace.Span, e Event, known bool) []attribute.KeyValue {
 		name += " " + e.ID
 	}
 	span.SetName(name)
-	attrs := make([]attribute.KeyValue, 0, 16) // what a call may have, and the status endCall adds
 	idKey, versionKey := attribute.Key("packd.tool.id"), attribute.Key("packd.tool.version")
 	if e.Target == host.TargetCheck {
 		idKey, versionKey = "packd.check.id", "packd.check.version"
@@ -283,12 +282,32 @@ func describeCall(span trace.Span, e Event, known bool) []attribute.KeyValue {
 	return attrs
 }
 
+// spanAttrs is room for what describeCall and endCall set on a call's
+// span: the span copies them, so the room is used again by the next call
+// (a kilobyte a traced call).
+type spanAttrs struct{ kv []attribute.KeyValue }
+
+var spanAttrsPool = sync.Pool{New: func() any { return &spanAttrs{kv: make([]attribute.KeyValue, 0, 16)} }}
+
+func (a *spanAttrs) free() {
+	clear(a.kv) // nothing of the call kept
+	a.kv = a.kv[:0]
+	spanAttrsPool.Put(a)
+}
+
 // endCall closes a call's span with attrs (describeCall's, or none) and
 // the status it was answered with, set at once: the span's attributes
 // grow once.
-func endCall(span trace.Span, status int, attrs []attribute.KeyValue) {
+func endCall(span trace.Span, status int, attrs *spanAttrs) {
 	if span.IsRecording() { // a span the sampler dropped takes nothing
-		span.SetAttributes(append(attrs, attribute.Int("http.response.status_code", status))...)
+		var kv []attribute.KeyValue
+		if attrs != nil {
+			attrs.kv = append(attrs.kv, attribute.Int("http.response.status_code", status))
+			kv = attrs.kv
+		} else {
+			kv = []attribute.KeyValue{attribute.Int("http.response.status_code", status)}
+		}
+		span.SetAttributes(kv...)
 		if status >= 400 {
 			span.SetStatus(codes.Error, http.StatusText(status))
 		}
