@@ -1,6 +1,7 @@
 // Package wasmbin reads and writes the WebAssembly binary format's
 // numbers, names and vectors: the one reader of sections that both
-// sandbox's instrumentation and the JavaScript SDK's module builder use.
+// sandbox's instrumentation and the language runtimes' module builder
+// (WithBundle) use.
 package wasmbin
 
 import "fmt"
