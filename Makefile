@@ -3,7 +3,8 @@ GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
 EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm wasm-examples/mcp-conformance/mcp-conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
-             wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm testdata/jshostile/hostile.wasm
+             wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm testdata/jshostile/hostile.wasm \
+             wasm-examples/py-echo/echo.wasm testdata/pycanary/canary.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 # Every .go file below here but build/, found by make itself (no find(1)).
@@ -12,14 +13,14 @@ GOFILES   := $(filter-out ./build/%,$(call rwildcard,.,*.go))
 
 .SECONDEXPANSION:
 
-.PHONY: mcp-conformance js-runtime js-runtime-check js-json-test js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all go-test-race go-test-cmd fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: mcp-conformance py-runtime py-runtime-check py-config-cache js-runtime js-runtime-check js-json-test js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all go-test-race go-test-cmd fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
 build: $(BIN)
 
 # What packd embeds besides Go code (go:embed): a change to one rebuilds it.
-EMBEDDED  := internal/host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/js/package.json $(wildcard sdk/js/*.js sdk/js/*.d.ts) abi/guest/go.mod
+EMBEDDED  := internal/host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/py/runtime/runtime.wasm.gz sdk/js/package.json $(wildcard sdk/js/*.js sdk/js/*.d.ts) abi/guest/go.mod
 
 $(BIN): $(GOFILES) $(EMBEDDED) go.mod go.sum
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || CGO_ENABLED=0 $(GO) build -buildvcs=false -o $@ ./cmd/packd
@@ -89,6 +90,85 @@ js-runtime: build/js/runtime.wasm
 js-runtime-check: build/js/runtime.wasm
 	@cmp -s build/js/runtime.wasm $(JS_RUNTIME) || { echo "$(JS_RUNTIME) is not what sdk/js/runtime builds: run make js-runtime and commit it" >&2; exit 1; }
 
+# Python packs. packd's Python runtime is CPython 3.11.2 from Debian 12's
+# source package (the orig tarball of python3.11, which `apt-get source
+# python3.11` fetches, from the same pool), checked against its SHA-256,
+# built for wasm32-wasi with the C packs' clang and wasi-libc and
+# sdk/py/runtime (runtime.c, _packd_runtime.py, packd_sdk). Debian's
+# python3.11, the same release, is the build Python: it freezes the
+# standard library modules the runtime carries (freeze.py). configure's
+# answers for this toolchain are recorded in config.cache (make
+# py-config-cache asks them again: 3 minutes); sdk/py/runtime/pinned.h pins
+# the build date, so the same sources build the same bytes. The runtime,
+# gzipped, is committed (packd embeds it: make run needs only Go);
+# py-runtime-check, in make test, holds it to what its sources build.
+PY_TGZ     := build/py/python3.11_3.11.2.orig.tar.gz
+PY_URL     := http://deb.debian.org/debian/pool/main/p/python3.11/python3.11_3.11.2.orig.tar.gz
+PY_SHA256  := 2411c74bda5bbcfcddaf4531f66d1adc73f247f529aee981b029513aefdbf849
+PY_SRC     := build/py/Python-3.11.2
+PY_WASI    := build/py/wasi
+BUILD_PY   ?= /usr/bin/python3.11
+PY_CC      := $(CLANG) --target=wasm32-wasi -nostdlibinc -isystem /usr/include/wasm32-wasi
+PY_CFLAGS  := -O2 -mbulk-memory -ftls-model=local-exec
+PY_CONFIGURE = cd $(PY_WASI) && PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent \
+	  CONFIG_SITE=$(abspath $(PY_SRC))/Tools/wasm/config.site-wasm32-wasi CC="$(PY_CC)" CPP="$(PY_CC) -E" \
+	  AR=llvm-ar RANLIB=llvm-ranlib CFLAGS="$(PY_CFLAGS)" $(abspath $(PY_SRC))/configure -q --cache-file=config.cache \
+	  --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu --with-build-python=$(BUILD_PY) \
+	  --disable-test-modules --without-ensurepip --disable-ipv6 >configure.log 2>&1 || { cat configure.log >&2; exit 1; }
+# The standard library modules the runtime carries: these and what they
+# import (freeze.py leaves out what a pack cannot use in packd).
+PY_STDLIB  := encodings encodings.utf_8 encodings.ascii encodings.latin_1 encodings.aliases json re typing dataclasses enum \
+	      functools collections datetime random base64 hashlib traceback textwrap string copy contextlib decimal fractions
+PY_RUNTIME := sdk/py/runtime/runtime.wasm.gz
+NEED_PY     = @command -v $(BUILD_PY) >/dev/null && command -v llvm-ar >/dev/null || { echo "$(BUILD_PY) or llvm-ar not found: packd's Python runtime needs Debian's python3.11 and llvm (scripts/deps installs them)" >&2; exit 1; }
+
+$(PY_TGZ):
+	@mkdir -p build/py
+	curl -sSfL -o $@.part $(PY_URL)
+	@echo "$(PY_SHA256)  $@.part" | sha256sum -c --quiet - || { echo "$(PY_URL) is not the CPython 3.11.2 packd is built from" >&2; rm -f $@.part; exit 1; }
+	mv $@.part $@
+
+$(PY_SRC)/configure: $(PY_TGZ)
+	tar -xzf $(PY_TGZ) -C build/py
+	@touch $@
+
+$(PY_WASI)/Makefile: $(PY_SRC)/configure sdk/py/runtime/config.cache
+	$(NEED_PY)
+	rm -rf $(PY_WASI) && mkdir -p $(PY_WASI)
+	cp sdk/py/runtime/config.cache $(PY_WASI)/config.cache
+	$(PY_CONFIGURE)
+
+$(PY_WASI)/libpython3.11.a: $(PY_WASI)/Makefile sdk/py/runtime/pinned.h
+	$(MAKE) --no-print-directory -s -C $(PY_WASI) OPT="-DNDEBUG -fwrapv -w -include $(abspath sdk/py/runtime/pinned.h)" \
+	  libpython3.11.a Modules/_decimal/libmpdec/libmpdec.a Modules/expat/libexpat.a >/dev/null
+
+build/py/frozen.c: sdk/py/runtime/freeze.py sdk/py/runtime/_packd_runtime.py sdk/py/packd_sdk/__init__.py $(PY_WASI)/libpython3.11.a
+	$(BUILD_PY) sdk/py/runtime/freeze.py $@ $(PY_SRC)/Lib $(PY_WASI)/Modules/config.c $(PY_STDLIB) -- \
+	  _packd_runtime=sdk/py/runtime/_packd_runtime.py packd_sdk=sdk/py/packd_sdk/__init__.py
+
+build/py/runtime.wasm: sdk/py/runtime/runtime.c build/py/frozen.c $(PY_WASI)/libpython3.11.a
+	$(PY_CC) -mexec-model=reactor $(PY_CFLAGS) -Wall -I$(PY_SRC)/Include -I$(PY_WASI) \
+	  -Wl,--stack-first -Wl,-z,stack-size=1048576 -Wl,--strip-debug -o $@ sdk/py/runtime/runtime.c build/py/frozen.c \
+	  $(PY_WASI)/libpython3.11.a $(PY_WASI)/Modules/_decimal/libmpdec/libmpdec.a $(PY_WASI)/Modules/expat/libexpat.a \
+	  -lwasi-emulated-signal -lwasi-emulated-getpid -lwasi-emulated-process-clocks -lm
+
+build/py/runtime.wasm.gz: build/py/runtime.wasm
+	gzip -9 -n -c $< >$@
+
+py-runtime: build/py/runtime.wasm.gz
+	cp build/py/runtime.wasm.gz $(PY_RUNTIME)
+
+py-runtime-check: build/py/runtime.wasm.gz
+	@cmp -s build/py/runtime.wasm.gz $(PY_RUNTIME) || { echo "$(PY_RUNTIME) is not what sdk/py/runtime builds: run make py-runtime and commit it" >&2; exit 1; }
+
+# configure's answers asked again (3 minutes), for a new toolchain: the
+# environment's own entries are left out, so configure takes them as given.
+py-config-cache: $(PY_SRC)/configure
+	$(NEED_PY)
+	rm -rf $(PY_WASI) && mkdir -p $(PY_WASI)
+	$(PY_CONFIGURE)
+	grep -v '^ac_cv_env_' $(PY_WASI)/config.cache >sdk/py/runtime/config.cache
+
 # A TypeScript pack: esbuild bundles it with the SDK and zod (package.json,
 # npm ci), and packd build-js puts the bundle into the runtime.
 ESBUILD       := node_modules/.bin/esbuild
@@ -107,6 +187,12 @@ testdata/jsnet/net.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js 
 	$(TS_PACK)
 testdata/jshostile/hostile.wasm: $(BIN) node_modules/.package-lock.json sdk/js/index.js testdata/jshostile/hostile.ts
 	$(TS_PACK)
+
+# A Python pack: packd build-py puts its sources into the Python runtime.
+wasm-examples/py-%.wasm: $(BIN) $(PY_RUNTIME) $$(wildcard wasm-examples/py-$$(*D)/*.py)
+	$(BIN) build-py -o $@ $(dir $@) >/dev/null
+testdata/pycanary/canary.wasm: $(BIN) $(PY_RUNTIME) testdata/pycanary/canary.py
+	$(BIN) build-py -o $@ $(dir $@) >/dev/null
 
 # The SDK's own tests, natively with node (no packd), and a type check
 # (tsc, tsconfig.json) of the SDK's types as packd's TypeScript packs use

@@ -37,6 +37,9 @@ const (
 	// by no other module: kindgi_js_bundle(0) is the length of the pack's
 	// bundle, kindgi_js_bundle(dst) copies it to dst.
 	ExportJSBundle = "kindgi_js_bundle"
+	// ExportPyBundle is packd's Python runtime's (sdk/py) likewise: the
+	// pack's sources.
+	ExportPyBundle = "kindgi_py_bundle"
 
 	ImportFuelRefill   = wire.ImportFuelRefill
 	ExportFuel         = wire.ExportFuel

@@ -14,6 +14,7 @@
 //	packd mcp [--index I]      serve the pack's tools to one MCP client over stdio
 //	packd build-js [-o pack.wasm] bundle.js   a pack's module from its bundled JavaScript
 //	packd build-ts [-o pack.wasm] DIR         a kindgi-shaped TypeScript pack's module
+//	packd build-py [-o pack.wasm] DIR|FILE.py a Python pack's module
 //	packd version
 //
 // invoke prints the response message on stdout and exits 0 on a result, 1 on
@@ -107,6 +108,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return buildJSCmd(args[1:], stdout, stderr)
 	case "build-ts":
 		return buildTSCmd(args[1:], stdout, stderr)
+	case "build-py":
+		return buildPyCmd(args[1:], stdout, stderr)
 	case "dev":
 		return devCmd(args[1:], stdout, stderr)
 	case "replay":
@@ -137,6 +140,7 @@ func usage(w io.Writer) {
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
   packd build-ts [-o pack.wasm] DIR                        a kindgi-shaped TypeScript pack's module (tools/, guardrails/)
+  packd build-py [-o pack.wasm] DIR|FILE.py                a Python pack's module (CPython 3.11)
   packd dev [serve flags] DIR                              serve a pack, rebuilding and reloading it as it changes
   packd mcp [--index I] [serve flags]                      serve the pack's tools to one MCP client over stdio
   packd replay [--index I | --module M] RECORD|DIR ...     re-run recorded calls offline (serve --record): same output and fuel?

@@ -39,7 +39,7 @@ type Module struct {
 	pool     *instancePool // nil: a fresh instance per call
 	hasInit  bool
 	http     bool  // it imports http_request: its calls may send requests
-	bundle   bool  // an interpreter carrying a bundle (it exports abi.ExportJSBundle)
+	bundle   bool  // an interpreter carrying a bundle (it exports abi.ExportJSBundle or ExportPyBundle)
 	shape    error // why the module does not implement the guest ABI, or nil
 	// passName is its entry in the pass's cache, beside which its code
 	// (sharedcode_linux.go) and description (describecache.go) are kept;
@@ -70,9 +70,9 @@ func (m *Module) MinMemoryBytes() int64 { return m.minBytes }
 func (m *Module) ImportsHTTP() bool { return m.http }
 
 // CarriesBundle reports whether the module is an interpreter carrying a
-// pack's bundle (it exports a bundle, as packd's JavaScript runtime does,
-// sdk/js): it imports everything its interpreter offers (http_request for
-// fetch), whether or not the bundle uses it.
+// pack's bundle (it exports a bundle, as packd's JavaScript and Python
+// runtimes do, sdk/js and sdk/py): it imports everything its interpreter
+// offers (http_request for fetch), whether or not the bundle uses it.
 func (m *Module) CarriesBundle() bool { return m.bundle }
 
 // Compile validates, instruments (fuel) and compiles a module once. A module
@@ -136,7 +136,9 @@ func (s *Sandbox) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		m.minBytes = int64(def.Min()) * 65536
 	}
 	exports := compiled.ExportedFunctions()
-	_, m.bundle = exports[abi.ExportJSBundle]
+	_, js := exports[abi.ExportJSBundle]
+	_, py := exports[abi.ExportPyBundle]
+	m.bundle = js || py
 	if def, ok := exports[abi.ExportInitialize]; ok && len(def.ParamTypes()) == 0 && len(def.ResultTypes()) == 0 {
 		m.hasInit = true
 	}

@@ -1,0 +1,141 @@
+"""packd's Python runtime, its Python half: the pack's modules and its calls.
+
+runtime.c imports this module at _initialize, so that the pooled snapshot
+holds it and the pack it imports; then each call is call(request bytes),
+and the description describe(). Each answers (status, bytes) as the guest
+ABI says (abi/GUEST-ABI.md): 0 and the output, 1 and a throw, 2 and
+nothing for an id the pack does not serve.
+
+The pack's sources come from the module's bundle (_packd.bundle()): JSON
+{"main": [module names], "modules": {name: {"file": "tools.py",
+"source": "...", "package": false}}}. They are imported from there, with
+their file names, so that a traceback names the pack's own lines.
+"""
+
+import json
+import sys
+import traceback
+from importlib.machinery import ModuleSpec
+
+import _packd
+import packd_sdk
+
+
+class _BundleImporter:
+    """Finds and loads the pack's modules from its bundle."""
+
+    def __init__(self, modules):
+        self.modules = modules
+
+    def find_spec(self, name, path=None, target=None):
+        m = self.modules.get(name)
+        if m is None:
+            return None
+        spec = ModuleSpec(name, self, origin=m["file"], is_package=bool(m.get("package")))
+        spec.has_location = True
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        m = self.modules[module.__name__]
+        module.__file__ = m["file"]
+        exec(compile(m["source"], m["file"], "exec", dont_inherit=True), module.__dict__)
+
+    def get_source(self, name):
+        return self.modules[name]["source"]
+
+    def is_package(self, name):
+        return bool(self.modules[name].get("package"))
+
+
+def _load():
+    raw = _packd.bundle()
+    if not raw:
+        return
+    bundle = json.loads(raw)
+    sys.meta_path.insert(0, _BundleImporter(bundle.get("modules", {})))
+    for name in bundle.get("main", []):
+        __import__(name)
+
+
+def _dumps(value):
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+def _throw(exc):
+    """The throw answer for exc: its type, its words and its traceback."""
+    stack = "".join(traceback.format_exception(exc))
+    return _dumps({"name": type(exc).__name__, "message": str(exc), "stack": stack})
+
+
+def _run(result):
+    """result, or what the coroutine result returns, run to its end."""
+    if not hasattr(result, "send") or not hasattr(result, "__await__"):
+        return result
+    try:
+        while True:
+            result.send(None)
+            result.throw(RuntimeError("a handler awaited something packd cannot wait for (only coroutines: asyncio's loop is not in packd's Python)"))
+    except StopIteration as stop:
+        return stop.value
+
+
+def _takes_two(fn):
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True
+    n = code.co_argcount - (1 if hasattr(fn, "__self__") else 0)
+    return n >= 2 or bool(code.co_flags & 0x04)  # CO_VARARGS
+
+
+def _reseed():
+    """random's generator seeded anew for this call: the snapshot holds the
+    seed drawn when the pack loaded, which every pooled call would start
+    from (one tenant could predict another's numbers). The seed comes from
+    random_get, which a recorded call's tape holds."""
+    r = sys.modules.get("random")
+    if r is not None:
+        r.seed()
+
+
+def call(raw):
+    try:
+        _reseed()
+        req = json.loads(raw)
+        kind = req.get("kind")
+        if kind == "invoke":
+            tid = req.get("tool", {}).get("id")
+            t = packd_sdk._tools.get(tid) or packd_sdk._tools.get("*")
+            if t is None:
+                return 2, b""
+            args = (req.get("input"), req.get("ctx", {}))
+        elif kind == "check-invoke":
+            t = packd_sdk._checks.get(req.get("check", {}).get("id"))
+            if t is None:
+                return 2, b""
+            args = (req.get("config"), req.get("trace"))
+        else:
+            raise ValueError("packd sent a request of kind %r" % (kind,))
+        fn = t.handler
+        out = _run(fn(*args) if _takes_two(fn) else fn(args[0]))
+        return 0, _dumps(out)
+    except BaseException as exc:  # the call's, whatever it is
+        return 1, _throw(exc)
+
+
+def describe():
+    try:
+        tools, checks = packd_sdk._tools, packd_sdk._checks
+        return 0, _dumps({
+            "tools": list(tools),
+            "checks": list(checks),
+            "toolSpecs": [t.spec for t in tools.values()],
+            "checkSpecs": [c.spec for c in checks.values()],
+        })
+    except BaseException as exc:
+        return 1, _throw(exc)
+
+
+_load()

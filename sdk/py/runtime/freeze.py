@@ -1,0 +1,115 @@
+"""Freeze Python modules into C for packd's Python runtime.
+
+Run by the build Python (Debian's python3.11, CPython 3.11.2: the very
+version of the source the runtime is built from, so its bytecode is the
+runtime's):
+
+    python3.11 freeze.py OUT.c LIBDIR CONFIG_C SEED... -- NAME=FILE...
+
+It finds every module of the standard library in LIBDIR that the SEED
+modules (and the NAME=FILE modules, packd's own) import, directly or not,
+leaving out those the runtime has in C (the names CONFIG_C, the build's
+Modules/config.c, lists), compiles each and writes OUT.c: the marshalled
+code of each as an array, and `packd_frozen`, the table CPython's
+PyImport_FrozenModules points to. A module that needs one the build lacks
+(a C module WASI has no room for: _ssl, _socket, zlib, ...) is frozen all
+the same; importing it raises ImportError at run time, as on any Python
+built without that module, and the modules that import such a one
+optionally go on without it.
+"""
+
+import marshal
+import modulefinder
+import os
+import re
+import sys
+
+
+# What a pack cannot use in packd (no processes, threads of its own,
+# sockets, files, terminals or debugger), or uses only to test and
+# document itself: left out, and not followed, so that what the modules a
+# pack imports reach through them (doctest from decimal, pdb from doctest,
+# everything from pdb) does not come with them. Importing one raises
+# ImportError.
+LEFT_OUT = [
+    "__main__", "_aix_support", "_bootsubprocess", "_osx_support", "antigravity", "argparse", "asyncio", "bdb", "cmd", "code",
+    "codeop", "concurrent", "ctypes", "curses", "dbm", "distutils", "doctest", "ensurepip", "ftplib", "getopt",
+    "getpass", "glob", "gzip", "bz2", "lzma", "http.server", "idlelib", "imaplib", "importlib.metadata",
+    "importlib.resources", "lib2to3", "mailbox", "multiprocessing", "netrc", "nntplib", "pdb", "pickletools",
+    "pkgutil", "platform", "poplib", "profile", "pstats", "py_compile", "pydoc", "pydoc_data", "runpy",
+    "selectors", "shutil", "smtplib", "socketserver", "sqlite3", "ssl", "subprocess", "sysconfig", "tarfile",
+    "telnetlib", "tempfile", "test", "tkinter", "tty", "turtle", "turtledemo", "unittest", "venv", "webbrowser",
+    "wsgiref", "xmlrpc", "zipapp", "zipfile", "zipimport",
+]
+
+
+def builtin_names(config_c):
+    """The C modules the build links in (Modules/config.c's inittab)."""
+    with open(config_c, encoding="utf-8") as f:
+        text = f.read()
+    return set(re.findall(r'\{"([A-Za-z0-9_.]+)",\s*PyInit_', text)) | {"marshal", "_imp", "_warnings", "builtins", "sys", "_string", "_tokenize", "_io", "_frozen_importlib", "_frozen_importlib_external"}
+
+
+def main(argv):
+    if sys.version_info[:2] != (3, 11):
+        sys.exit("freeze.py: the build Python must be CPython 3.11 (its bytecode is the runtime's), not " + sys.version)
+    out, libdir, config_c = argv[1:4]
+    rest = argv[4:]
+    split = rest.index("--") if "--" in rest else len(rest)
+    seeds, own = rest[:split], rest[split + 1:]
+    builtins = builtin_names(config_c)
+
+    finder = modulefinder.ModuleFinder(path=[libdir], excludes=sorted(builtins) + LEFT_OUT)
+    for seed in seeds:
+        if seed not in builtins:
+            finder.import_hook(seed)
+    own_modules = []
+    for spec in own:
+        name, _, path = spec.partition("=")
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        own_modules.append((name, path, source))
+        # What packd's own modules import is frozen too.
+        mod = finder.add_module(name)
+        mod.__file__ = path
+        finder.scan_code(compile(source, path, "exec"), mod)
+
+    own_names = {n for n, _, _ in own_modules}
+    frozen = []
+    for name, mod in sorted(finder.modules.items()):
+        path = getattr(mod, "__file__", None)
+        if name in own_names or name == "__main__":
+            continue
+        if not path or not path.endswith(".py") or not os.path.abspath(path).startswith(os.path.abspath(libdir) + os.sep):
+            continue
+        with open(path, "rb") as f:
+            source = f.read()
+        is_package = os.path.basename(path) == "__init__.py"
+        rel = os.path.relpath(path, libdir)
+        code = compile(source, "<frozen " + name + ">", "exec", dont_inherit=True, optimize=0)
+        frozen.append((name, marshal.dumps(code), is_package, rel))
+    for name, path, source in own_modules:
+        code = compile(source, "<packd " + os.path.basename(path) + ">", "exec", dont_inherit=True, optimize=0)
+        frozen.append((name, marshal.dumps(code), path.endswith("__init__.py"), path))
+
+    with open(out, "w", encoding="ascii") as f:
+        f.write("/* Made by sdk/py/runtime/freeze.py: the frozen modules of packd's Python runtime. */\n")
+        f.write("#include <Python.h>\n\n")
+        for i, (name, data, _, rel) in enumerate(frozen):
+            f.write("/* %s (%s) */\nstatic const unsigned char M%d[] = {\n" % (name, rel.replace("*/", "* /"), i))
+            for j in range(0, len(data), 24):
+                f.write(",".join(str(b) for b in data[j:j + 24]) + ",\n")
+            f.write("};\n")
+        f.write("\nconst struct _frozen packd_frozen[] = {\n")
+        for i, (name, data, is_package, _) in enumerate(frozen):
+            f.write('    {"%s", M%d, (int)sizeof(M%d), %d, NULL},\n' % (name, i, i, 1 if is_package else 0))
+        f.write("    {0, 0, 0, 0, NULL},\n};\n")
+    total = sum(len(d) for _, d, _, _ in frozen)
+    print("freeze.py: %d modules, %d bytes of code" % (len(frozen), total), file=sys.stderr)
+    missing, maybe = finder.any_missing_maybe()
+    if missing:
+        print("freeze.py: not in the build (ImportError if imported): " + " ".join(sorted(missing)), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
