@@ -245,9 +245,10 @@ test:
 	$(MAKE) --no-print-directory test-all
 
 # Every test, with what scripts/deps installs already there. The modules
-# build two at a time (QuickJS's 13 s compile beside the Go packs').
+# build two at a time (QuickJS's 13 s compile and CPython's 80 s beside the
+# Go packs').
 test-all:
-	$(MAKE) --no-print-directory -j2 build wasm fixtures build/js/runtime.wasm
+	$(MAKE) --no-print-directory -j2 build wasm fixtures build/js/runtime.wasm build/py/runtime.wasm.gz
 	$(MAKE) --no-print-directory vet
 	$(MAKE) --no-print-directory go-test-race
 	$(MAKE) --no-print-directory go-test-cmd
@@ -255,6 +256,7 @@ test-all:
 	$(MAKE) --no-print-directory c-sdk-test
 	$(MAKE) --no-print-directory js-json-test
 	$(MAKE) --no-print-directory js-runtime-check
+	$(MAKE) --no-print-directory py-runtime-check
 	$(MAKE) --no-print-directory js-sdk-test
 	$(MAKE) --no-print-directory image-check
 	$(MAKE) --no-print-directory spectest

@@ -22,7 +22,7 @@ func buildPyCmd(args []string, stdout, stderr io.Writer) int {
 	out := fset.String("o", "", "the module to write (default: DIR.wasm, or the file's name with .wasm)")
 	fset.Usage = func() {
 		fmt.Fprintln(stderr, "usage: packd build-py [-o pack.wasm] DIR|FILE.py")
-		fmt.Fprintln(stderr, "Every .py file under DIR is a module of the pack (tests and hidden directories left out); each whose name has no part starting with _ is imported when the module starts.")
+		fmt.Fprintln(stderr, "Every .py file under DIR is a module of the pack, named from DIR as from a sys.path entry (tests and hidden directories left out); each whose name has no part starting with _ is imported when the module starts.")
 		fset.PrintDefaults()
 	}
 	if code, ok := parseFlags(fset, args); !ok {
@@ -85,8 +85,9 @@ func pyImported(module string) bool {
 
 // pySources reads the pack's modules: src itself when it is a file, else
 // every .py file under it but tests (test_*.py, *_test.py, tests/),
-// hidden directories and __pycache__, named by their paths (pkg/mod.py
-// is pkg.mod; pkg/__init__.py is the package pkg), in the order of their
+// hidden directories, __pycache__ and an __init__.py of src itself, named
+// by their paths from src, as from a sys.path entry (pkg/mod.py is
+// pkg.mod; pkg/__init__.py is the package pkg), in the order of their
 // names.
 func pySources(src string) ([]pysdk.Source, error) {
 	fi, err := os.Stat(src)
@@ -136,7 +137,8 @@ func pySources(src string) ([]pysdk.Source, error) {
 			}
 			return nil
 		}
-		if filepath.Ext(name) != ".py" || strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py") {
+		if filepath.Ext(name) != ".py" || strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py") ||
+			name == "__init__.py" && filepath.Dir(path) == src {
 			return nil
 		}
 		rel, err := filepath.Rel(src, path)

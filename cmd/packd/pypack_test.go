@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPythonEchoServes: the echo pack written in Python (wasm-examples/
+// py-echo, made by packd build-py) served over HTTP, fresh and pooled: it
+// answers with its input, unicode and nesting intact, and a bad input is
+// input-validation-failed with Ajv's issues before any Python runs.
+func TestPythonEchoServes(t *testing.T) {
+	idx := filepath.Join("..", "..", "wasm-examples", "py-echo", "index.json")
+	for _, pool := range []string{"0", "auto"} {
+		t.Run("pool-size "+pool, func(t *testing.T) {
+			s := start(t, idx, nil, "--pool-size", pool)
+			for i := 0; i < 2; i++ {
+				// As JSON.stringify does (kindgi's pack service), U+2028 is
+				// answered as it is, not escaped.
+				expect(t, s.invoke(t, invokeBody("echo.echo", "", `{"a":[1,2.5,{"b":"ü\u2028"}],"n":null,"t":true}`, conformanceCtx)), 200,
+					`{"v":2,"kind":"result","output":{"a":[1,2.5,{"b":"ü`+"\u2028"+`"}],"n":null,"t":true}}`)
+				expect(t, s.invoke(t, invokeBody("echo.message", "", `{"message":"hi"}`, conformanceCtx)), 200,
+					`{"v":2,"kind":"result","output":{"message":"hi"}}`)
+			}
+			expect(t, s.invoke(t, invokeBody("echo.message", "", `{"message":""}`, conformanceCtx)), 200,
+				`{"v":2,"kind":"error","code":"input-validation-failed","message":"Tool \"echo.message\" input failed validation","toolId":"echo.message","issues":[`+
+					`{"instancePath":"/message","schemaPath":"#/properties/message/minLength","keyword":"minLength","params":{"limit":1},"message":"must NOT have fewer than 1 characters"}]}`)
+		})
+	}
+}
+
+// TestBuildPy: packd build-py refuses what is not a pack's Python with a
+// clear error, and makes a module of a directory's modules (named from
+// it, as from a sys.path entry), imported at start but for the helpers,
+// and without the tests.
+func TestBuildPy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pack/tools/echo.py", "from packd_sdk import define_tool\nfrom _helper import answer\nfrom tools import NAME\ndefine_tool(id=NAME, handler=lambda input: answer(input))\n")
+	write("pack/tools/__init__.py", "NAME = 'p.t'\n")
+	write("pack/_helper.py", "def answer(input):\n    return {'got': input}\n")
+	write("pack/test_tools.py", "raise SystemExit('a test is not part of the pack')\n")
+	write("pack/tools/echo_test.py", "raise SystemExit('nor is this')\n")
+	write("pack/tests/test_more.py", "raise SystemExit('nor this')\n")
+	write("pack/__init__.py", "raise SystemExit('the directory is the root of the pack, not a package')\n")
+	out := filepath.Join(dir, "pack.wasm")
+	if r := packd(t, "build-py", "-o", out, filepath.Join(dir, "pack")); r.code != 0 {
+		t.Fatalf("build-py: %d %s", r.code, r.stderr)
+	}
+	write("index.json", `{"v":1,"packId":"p","packVersion":"1.0.0","artifactVersion":"p-1","publishedAt":"2026-12-06T00:00:00.000Z",`+
+		`"tools":[{"id":"p.t","input":{"type":"object"},"output":{},"modulePath":"pack.wasm"}],"guardrails":[],"agents":[],"flows":[]}`)
+	r := invokeTool(t, filepath.Join(dir, "index.json"), "p.t", `{"x":1}`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"got":{"x":1}}}` {
+		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+
+	write("bad/latin1.py", "s = '\xe9'\n")
+	write("helpers/_only.py", "x = 1\n")
+	write("names/my-tool.py", "x = 1\n")
+	for _, c := range []struct{ src, want string }{
+		{filepath.Join(dir, "bad"), "is not UTF-8"},
+		{filepath.Join(dir, "helpers"), "no module to import"},
+		{filepath.Join(dir, "names"), `"my-tool" is not a Python module name`},
+		{filepath.Join(dir, "missing"), "no such file"},
+		{filepath.Join(dir, "index.json"), "is not a .py file or a directory"},
+	} {
+		if r := packd(t, "build-py", "-o", out, c.src); r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("build-py %s: exit %d, %q; want %q", c.src, r.code, r.stderr, c.want)
+		}
+	}
+}
