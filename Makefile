@@ -4,7 +4,7 @@ BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
 EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm wasm-examples/mcp-conformance/mcp-conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
              wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm testdata/jshostile/hostile.wasm \
-             wasm-examples/py-echo/echo.wasm testdata/pycanary/canary.wasm
+             wasm-examples/py-echo/echo.wasm testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 # Every .go file below here but build/, found by make itself (no find(1)).
@@ -118,7 +118,8 @@ PY_CONFIGURE = cd $(PY_WASI) && PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent 
 # The standard library modules the runtime carries: these and what they
 # import (freeze.py leaves out what a pack cannot use in packd).
 PY_STDLIB  := encodings encodings.utf_8 encodings.ascii encodings.latin_1 encodings.aliases json re typing dataclasses enum \
-	      functools collections datetime random base64 hashlib traceback textwrap string copy contextlib decimal fractions
+	      functools collections datetime random secrets uuid base64 hashlib hmac traceback textwrap string copy contextlib \
+	      decimal fractions statistics urllib.parse html csv difflib pprint logging
 PY_RUNTIME := sdk/py/runtime/runtime.wasm.gz
 NEED_PY     = @command -v $(BUILD_PY) >/dev/null && command -v llvm-ar >/dev/null || { echo "$(BUILD_PY) or llvm-ar not found: packd's Python runtime needs Debian's python3.11 and llvm (scripts/deps installs them)" >&2; exit 1; }
 
@@ -191,7 +192,7 @@ testdata/jshostile/hostile.wasm: $(BIN) node_modules/.package-lock.json sdk/js/i
 # A Python pack: packd build-py puts its sources into the Python runtime.
 wasm-examples/py-%.wasm: $(BIN) $(PY_RUNTIME) $$(wildcard wasm-examples/py-$$(*D)/*.py)
 	$(BIN) build-py -o $@ $(dir $@) >/dev/null
-testdata/pycanary/canary.wasm: $(BIN) $(PY_RUNTIME) testdata/pycanary/canary.py
+testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm: testdata/%.wasm: $(BIN) $(PY_RUNTIME) testdata/%.py
 	$(BIN) build-py -o $@ $(dir $@) >/dev/null
 
 # The SDK's own tests, natively with node (no packd), and a type check

@@ -80,3 +80,38 @@ func TestBuildPy(t *testing.T) {
 		}
 	}
 }
+
+// TestPyHostile: Python that recurses, nests past the C stack, makes a
+// huge int's digits, backtracks, spins, drains an endless generator or
+// allocates past the limit is stopped within its call's stack, fuel,
+// deadline and memory, each with its protocol error, and packd goes on
+// serving (testdata/pyhostile).
+func TestPyHostile(t *testing.T) {
+	idx := indexedCopy(t, "pyhostile", "hostile.wasm", "pyhostile")
+	s := start(t, idx, nil, "--memory-limit-mib", "64")
+	for _, c := range []struct{ name, timeout, want string }{
+		{"recurse", "", `"code":"handler-throw","message":"Handler for tool \"pyhostile.recurse\" threw: RecursionError: maximum recursion depth exceeded"`},
+		{"nested", "", `"code":"handler-throw","message":"Handler for tool \"pyhostile.nested\" threw: RecursionError: maximum recursion depth exceeded`},
+		{"bigint", "", `"code":"handler-throw","message":"Handler for tool \"pyhostile.bigint\" threw: ValueError: Exceeds the limit (4300 digits) for integer string conversion`},
+		// A spin ends by its fuel or its deadline, whichever comes first.
+		{"backtrack", "2000", `"code":"deadline-exceeded","message":"pyhostile.backtrack passed its deadline`},
+		{"loop", "2000", `"code":"deadline-exceeded","message":"pyhostile.loop passed its deadline`},
+		{"endless", "", `{"v":2,"kind":"error","code":"`},
+		// Growing memory past the limit is charged before it is refused:
+		// the fuel of a 1 GiB allocation runs out first.
+		{"alloc", "", `"code":"deadline-exceeded","message":"pyhostile.alloc passed its deadline`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var extra []string
+			if c.timeout != "" {
+				extra = []string{"kindgi-timeout-ms", c.timeout}
+			}
+			r := s.invoke(t, invokeBody("pyhostile."+c.name, "", `{}`, conformanceCtx), extra...)
+			if r.status != 200 || !strings.Contains(r.body, c.want) {
+				t.Fatalf("%d %s, want %s", r.status, r.body, c.want)
+			}
+			// And the pack still answers.
+			expect(t, s.invoke(t, invokeBody("pyhostile.ok", "", `{"n":1}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":{"n":1}}`)
+		})
+	}
+}

@@ -36,7 +36,7 @@ LEFT_OUT = [
     "codeop", "concurrent", "ctypes", "curses", "dbm", "distutils", "doctest", "ensurepip", "ftplib", "getopt",
     "getpass", "glob", "gzip", "bz2", "lzma", "http.server", "idlelib", "imaplib", "importlib.metadata",
     "importlib.resources", "lib2to3", "mailbox", "multiprocessing", "netrc", "nntplib", "pdb", "pickletools",
-    "pkgutil", "platform", "poplib", "profile", "pstats", "py_compile", "pydoc", "pydoc_data", "runpy",
+    "pkgutil", "poplib", "profile", "pstats", "py_compile", "pydoc", "pydoc_data", "runpy",
     "selectors", "shutil", "smtplib", "socketserver", "sqlite3", "ssl", "subprocess", "sysconfig", "tarfile",
     "telnetlib", "tempfile", "test", "tkinter", "tty", "turtle", "turtledemo", "unittest", "venv", "webbrowser",
     "wsgiref", "xmlrpc", "zipapp", "zipfile", "zipimport",
