@@ -13,7 +13,7 @@ GOFILES   := $(filter-out ./build/%,$(call rwildcard,.,*.go))
 
 .SECONDEXPANSION:
 
-.PHONY: mcp-conformance py-runtime py-runtime-check py-config-cache js-runtime js-runtime-check js-json-test js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all go-test-race go-test-cmd fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
+.PHONY: mcp-conformance py-runtime py-runtime-check py-config-cache py-sdk-test js-runtime js-runtime-check js-json-test js-sdk-test image image-check c-sdk-test all build wasm fixtures run test test-all go-test-race go-test-cmd fairload deadlineload spectest e2e vet bench loadtest memtest ajv-golden clean
 
 all: build wasm
 
@@ -162,6 +162,11 @@ py-runtime: build/py/runtime.wasm.gz
 py-runtime-check: build/py/runtime.wasm.gz
 	@cmp -s build/py/runtime.wasm.gz $(PY_RUNTIME) || { echo "$(PY_RUNTIME) is not what sdk/py/runtime builds: run make py-runtime and commit it" >&2; exit 1; }
 
+# packd_sdk's own tests, on the host's Python.
+py-sdk-test:
+	$(NEED_PY)
+	cd sdk/py && $(BUILD_PY) -m unittest discover -s test
+
 # configure's answers asked again (3 minutes), for a new toolchain: the
 # environment's own entries are left out, so configure takes them as given.
 py-config-cache: $(PY_SRC)/configure
@@ -258,6 +263,7 @@ test-all:
 	$(MAKE) --no-print-directory js-json-test
 	$(MAKE) --no-print-directory js-runtime-check
 	$(MAKE) --no-print-directory py-runtime-check
+	$(MAKE) --no-print-directory py-sdk-test
 	$(MAKE) --no-print-directory js-sdk-test
 	$(MAKE) --no-print-directory image-check
 	$(MAKE) --no-print-directory spectest

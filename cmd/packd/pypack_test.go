@@ -65,6 +65,19 @@ func TestBuildPy(t *testing.T) {
 		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
 	}
 
+	// A pack whose import raises does not load; packd says what was
+	// raised, and where in the pack.
+	write("broken/tool.py", "from packd_sdk import define_tool\n\ndefine_tool(id='x.y', handler=lambda i: i, input={'default': {1, 2}})\n")
+	if r := packd(t, "build-py", "-o", filepath.Join(dir, "broken.wasm"), filepath.Join(dir, "broken")); r.code != 0 {
+		t.Fatalf("build-py: %d %s", r.code, r.stderr)
+	}
+	write("broken.json", `{"v":1,"packId":"x","packVersion":"1.0.0","artifactVersion":"x-1","publishedAt":"2026-12-06T00:00:00.000Z",`+
+		`"tools":[{"id":"x.y","input":{"type":"object"},"output":{},"modulePath":"broken.wasm"}],"guardrails":[],"agents":[],"flows":[]}`)
+	r = invokeTool(t, filepath.Join(dir, "broken.json"), "x.y", `{}`)
+	if want := "importing tool failed: TypeError: tool 'x.y': its spec is not JSON: Object of type set is not JSON serializable (tool.py, line 3)"; r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("exit %d: %s\nstderr %s\nwant %s", r.code, r.stdout, r.stderr, want)
+	}
+
 	write("bad/latin1.py", "s = '\xe9'\n")
 	write("helpers/_only.py", "x = 1\n")
 	write("names/my-tool.py", "x = 1\n")

@@ -21,6 +21,8 @@ The same module runs inside packd (frozen into its Python runtime) and on
 the author's own ``python3``, where a pack's tests call the handlers.
 """
 
+import json as _json
+
 __all__ = ["define_tool", "define_check", "tool", "check", "tools", "checks"]
 
 _tools = {}
@@ -45,6 +47,15 @@ class Check:
         self.id, self.handler, self.spec = id, handler, spec
 
 
+def _spec(kind, id, spec):
+    """spec, checked to be JSON (what packd index writes of it)."""
+    try:
+        _json.dumps(spec, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError("%s %r: its spec is not JSON: %s" % (kind, id, exc)) from None
+    return spec
+
+
 def _id(kind, id):
     if not isinstance(id, str) or not id:
         raise TypeError("a %s's id must be a non-empty string, not %r" % (kind, id))
@@ -63,7 +74,7 @@ def define_tool(*, id, handler, version=None, description=None, input=None, outp
                        ("output", output), ("limits", limits), ("network", network)):
         if value is not None:
             spec[key] = value
-    _tools[id] = Tool(id, handler, spec)
+    _tools[id] = Tool(id, handler, _spec("tool", id, spec))
     return handler
 
 
@@ -80,7 +91,7 @@ def define_check(*, id, handler, guardrail=None, kind=None, action=None, severit
                        ("configSchema", config_schema), ("limits", limits), ("network", network)):
         if value is not None:
             spec[key] = value
-    _checks[id] = Check(id, handler, spec)
+    _checks[id] = Check(id, handler, _spec("check", id, spec))
     return handler
 
 

@@ -55,9 +55,22 @@ def _load():
     if not raw:
         return
     bundle = json.loads(raw)
-    sys.meta_path.insert(0, _BundleImporter(bundle.get("modules", {})))
+    modules = bundle.get("modules", {})
+    sys.meta_path.insert(0, _BundleImporter(modules))
+    files = {m["file"] for m in modules.values()}
     for name in bundle.get("main", []):
-        __import__(name)
+        try:
+            __import__(name)
+        except BaseException as exc:
+            # The whole traceback on stderr; the load error packd reports
+            # says what was raised, and where in the pack.
+            traceback.print_exception(exc)
+            where = ""
+            for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+                if frame.filename in files:
+                    where = " (%s, line %d)" % (frame.filename, frame.lineno)
+                    break
+            raise ImportError("importing %s failed: %s: %s%s" % (name, type(exc).__name__, exc, where)) from None
 
 
 def _dumps(value):

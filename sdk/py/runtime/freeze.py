@@ -89,7 +89,7 @@ def main(argv):
         code = compile(source, "<frozen " + name + ">", "exec", dont_inherit=True, optimize=0)
         frozen.append((name, marshal.dumps(code), is_package, rel))
     for name, path, source in own_modules:
-        code = compile(source, "<packd " + os.path.basename(path) + ">", "exec", dont_inherit=True, optimize=0)
+        code = compile(source, "<packd " + name + ">", "exec", dont_inherit=True, optimize=0)
         frozen.append((name, marshal.dumps(code), path.endswith("__init__.py"), path))
 
     with open(out, "w", encoding="ascii") as f:

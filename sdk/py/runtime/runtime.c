@@ -156,8 +156,15 @@ __attribute__((constructor)) static void start(void) {
 
   PyObject *rt = PyImport_ImportModule("_packd_runtime");
   if (rt == NULL) {
-    PyErr_Print();
-    fail("packd's Python runtime: importing the pack failed (above)");
+    /* _packd_runtime printed the traceback; its words are the load error. */
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    PyObject *words = exc != NULL ? PyObject_Str(exc) : NULL;
+    const char *text = words != NULL ? PyUnicode_AsUTF8(words) : NULL;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "packd's Python runtime: %s", text != NULL ? text : "loading the pack failed");
+    fail(msg);
   }
   call_fn = PyObject_GetAttrString(rt, "call");
   describe_fn = PyObject_GetAttrString(rt, "describe");
