@@ -4,7 +4,7 @@ BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
 EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm wasm-examples/mcp-conformance/mcp-conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
              wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm testdata/jshostile/hostile.wasm \
-             wasm-examples/py-echo/echo.wasm testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm
+             wasm-examples/py-echo/echo.wasm testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm testdata/pynet/net.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 # Every .go file below here but build/, found by make itself (no find(1)).
@@ -197,7 +197,7 @@ testdata/jshostile/hostile.wasm: $(BIN) node_modules/.package-lock.json sdk/js/i
 # A Python pack: packd build-py puts its sources into the Python runtime.
 wasm-examples/py-%.wasm: $(BIN) $(PY_RUNTIME) $$(wildcard wasm-examples/py-$$(*D)/*.py)
 	$(BIN) build-py -o $@ $(dir $@) >/dev/null
-testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm: testdata/%.wasm: $(BIN) $(PY_RUNTIME) testdata/%.py
+testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm testdata/pynet/net.wasm: testdata/%.wasm: $(BIN) $(PY_RUNTIME) testdata/%.py
 	$(BIN) build-py -o $@ $(dir $@) >/dev/null
 
 # The SDK's own tests, natively with node (no packd), and a type check

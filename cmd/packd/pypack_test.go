@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,5 +129,42 @@ func TestPyHostile(t *testing.T) {
 			// And the pack still answers.
 			expect(t, s.invoke(t, invokeBody("pyhostile.ok", "", `{"n":1}`, conformanceCtx)), 200, `{"v":2,"kind":"result","output":{"n":1}}`)
 		})
+	}
+}
+
+// TestPyFetch: a Python tool reaches an allowlisted loopback server through
+// packd's egress (packd_sdk.fetch), with a bearer token from the call's
+// secrets; a host off the allowlist is refused with its reason, which the
+// tool answers; a raise of the pack's own exception class is handler-throw
+// with its name; and packd index writes the tool's network from what the
+// module describes.
+func TestPyFetch(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen", r.Method+" "+r.Header.Get("Authorization")+" "+string(body))
+		io.WriteString(w, "pong")
+	}))
+	t.Cleanup(srv.Close)
+	idx := indexedCopy(t, "pynet", "net.wasm", "net")
+	raw, _ := os.ReadFile(idx)
+	if !strings.Contains(string(raw), `"network": {`) || !strings.Contains(string(raw), `"127.0.0.1"`) {
+		t.Fatalf("the index lacks net.fetch's network: %s", raw)
+	}
+	s := start(t, idx, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
+	ctx := `{"tenantId":"t","runId":"r","secrets":{"apiToken":"tok"}}`
+	for _, pooled := range []string{"first", "again"} {
+		t.Run(pooled, func(t *testing.T) {
+			expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"`+srv.URL+`/ping","method":"POST","body":"hi"}`, ctx)), 200,
+				`{"v":2,"kind":"result","output":{"status":200,"body":"pong","seen":"POST Bearer tok hi"}}`)
+			// The schema's default reached the handler (the host fills it in).
+			expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"`+srv.URL+`/ping"}`, ctx)), 200,
+				`{"v":2,"kind":"result","output":{"status":200,"body":"pong","seen":"GET Bearer tok"}}`)
+			expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"http://example.com/"}`, ctx)), 200,
+				`{"v":2,"kind":"result","output":{"reason":"host-not-allowed","message":"example.com is not on this tool's allowlist"}}`)
+		})
+	}
+	r := s.invoke(t, invokeBody("net.throws", "", `{}`, conformanceCtx))
+	if r.status != 200 || !strings.Contains(r.body, `"code":"handler-throw","message":"Handler for tool \"net.throws\" threw: LedgerError: the ledger is closed"`) {
+		t.Fatalf("%d %s", r.status, r.body)
 	}
 }

@@ -15,7 +15,8 @@ by packd before it runs) and, if it takes a second argument, the call's
 context (the caller's callContext, as sent); it returns the output, any
 value JSON can hold, or raises. An ``async def`` handler is run to its end.
 A check's handler takes the check's config and the trace, and returns a
-dict with a bool ``passed``.
+dict with a bool ``passed``. ``fetch`` sends an HTTP request through packd,
+under the tool's ``network`` in the index.
 
 The same module runs inside packd (frozen into its Python runtime) and on
 the author's own ``python3``, where a pack's tests call the handlers.
@@ -23,7 +24,7 @@ the author's own ``python3``, where a pack's tests call the handlers.
 
 import json as _json
 
-__all__ = ["define_tool", "define_check", "tool", "check", "tools", "checks"]
+__all__ = ["define_tool", "define_check", "tool", "check", "tools", "checks", "fetch", "Response", "EgressError"]
 
 _tools = {}
 _checks = {}
@@ -113,3 +114,68 @@ def tools():
 def checks():
     """The checks defined so far, by id."""
     return dict(_checks)
+
+
+class EgressError(Exception):
+    """packd refused or failed a request: ``reason`` is one of the guest
+    ABI's (host-not-allowed, network-not-allowed, failed, ...)."""
+
+    def __init__(self, reason, message):
+        super().__init__("%s: %s" % (reason, message))
+        self.reason, self.message = reason, message
+
+
+class Response:
+    """An HTTP response: ``status``, ``headers`` (each name, as the server
+    spelt it, to its values) and ``body`` (bytes)."""
+
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def header(self, name, default=None):
+        """The first value of header ``name`` (any case), or default."""
+        name = name.lower()
+        for key, values in self.headers.items():
+            if key.lower() == name and values:
+                return values[0]
+        return default
+
+    def text(self, encoding="utf-8"):
+        return self.body.decode(encoding, "replace")
+
+    def json(self):
+        return _json.loads(self.body)
+
+
+def fetch(url, *, method="GET", headers=None, body=None, json=None):
+    """Sends one HTTP request through packd and answers its Response.
+
+    ``headers`` maps a name to a value or a list of values; ``body`` is bytes
+    or str (UTF-8); ``json``, instead of a body, is sent as JSON. packd
+    follows redirects and decodes gzip; a request it refuses, or that fails,
+    raises EgressError. Inside packd only (the host's Python has no egress).
+    """
+    try:
+        import _packd
+    except ImportError:
+        raise RuntimeError("packd_sdk.fetch runs inside packd (its egress); in a test, give the handler what it would fetch") from None
+    hs = {}
+    for name, value in (headers or {}).items():
+        hs[str(name)] = [value] if isinstance(value, str) else [str(v) for v in value]
+    if json is not None:
+        if body is not None:
+            raise TypeError("fetch: give body or json, not both")
+        body = _json.dumps(json, ensure_ascii=False, separators=(",", ":"))
+        if not any(k.lower() == "content-type" for k in hs):
+            hs["Content-Type"] = ["application/json"]
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    head = _json.dumps({"method": method, "url": url, "headers": hs}).encode("utf-8")
+    raw_head, raw_body = _packd.http(head, body or b"")
+    answer = _json.loads(raw_head)
+    error = answer.get("error")
+    if error:
+        raise EgressError(error.get("reason", "failed"), error.get("message", ""))
+    return Response(answer.get("status", 0), answer.get("headers") or {}, raw_body)
