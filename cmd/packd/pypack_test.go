@@ -167,4 +167,18 @@ func TestPyFetch(t *testing.T) {
 	if r.status != 200 || !strings.Contains(r.body, `"code":"handler-throw","message":"Handler for tool \"net.throws\" threw: LedgerError: the ledger is closed"`) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
+
+	// A recorded Python call replays exactly, its fetch answered from the
+	// tape, with the server gone.
+	dir := t.TempDir()
+	inv := packdProc(t, "invoke", "--index", idx, "--network-allow", "127.0.0.0/8", "--tool", "net.fetch",
+		"--input", `{"url":"`+srv.URL+`/ping","method":"POST","body":"hi"}`, "--ctx", ctx, "--record", dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if inv.code != 0 || len(files) != 1 || !strings.Contains(inv.stdout, `"seen":"POST Bearer tok hi"`) {
+		t.Fatalf("packd invoke --record: %d %s %s", inv.code, inv.stdout, inv.stderr)
+	}
+	srv.Close()
+	if rep := replayProc(t, nil, "--index", idx, dir); rep.code != 0 || !strings.Contains(rep.stdout, "identical  "+files[0]) {
+		t.Fatalf("packd replay: %d %s %s", rep.code, rep.stdout, rep.stderr)
+	}
 }
