@@ -22,7 +22,7 @@ func buildPyCmd(args []string, stdout, stderr io.Writer) int {
 	out := fset.String("o", "", "the module to write (default: DIR.wasm, or the file's name with .wasm)")
 	fset.Usage = func() {
 		fmt.Fprintln(stderr, "usage: packd build-py [-o pack.wasm] DIR|FILE.py")
-		fmt.Fprintln(stderr, "Every .py file under DIR is a module of the pack, named from DIR as from a sys.path entry (tests and hidden directories left out); each whose name has no part starting with _ is imported when the module starts.")
+		fmt.Fprintln(stderr, "Every .py file under DIR is a module of the pack, named from DIR as from a sys.path entry (tests, hidden directories and a copy of packd_sdk left out); each whose name has no part starting with _ is imported when the module starts.")
 		fset.PrintDefaults()
 	}
 	if code, ok := parseFlags(fset, args); !ok {
@@ -85,7 +85,8 @@ func pyImported(module string) bool {
 
 // pySources reads the pack's modules: src itself when it is a file, else
 // every .py file under it but tests (test_*.py, *_test.py, tests/),
-// hidden directories, __pycache__ and an __init__.py of src itself, named
+// hidden directories, __pycache__, the packd_sdk/ and __init__.py of src
+// itself, named
 // by their paths from src, as from a sys.path entry (pkg/mod.py is
 // pkg.mod; pkg/__init__.py is the package pkg), in the order of their
 // names.
@@ -132,7 +133,8 @@ func pySources(src string) ([]pysdk.Source, error) {
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if path != src && (strings.HasPrefix(name, ".") || name == "__pycache__" || name == "tests") {
+			if path != src && (strings.HasPrefix(name, ".") || name == "__pycache__" || name == "tests") ||
+				filepath.Dir(path) == src && name == "packd_sdk" { // the SDK packd init copies: the runtime has its own
 				return filepath.SkipDir
 			}
 			return nil

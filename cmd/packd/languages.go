@@ -21,6 +21,7 @@ var languages = []language{
 	{"go", "Go", goPackFiles, initGo},
 	{"c", "C", cPackFiles, initC},
 	{"ts", "TypeScript", tsPackFiles, initTS},
+	{"py", "Python", pyPackFiles, initPy},
 }
 
 func languageNamed(flag string) (language, bool) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,5 +181,50 @@ func TestPyFetch(t *testing.T) {
 	srv.Close()
 	if rep := replayProc(t, nil, "--index", idx, dir); rep.code != 0 || !strings.Contains(rep.stdout, "identical  "+files[0]) {
 		t.Fatalf("packd replay: %d %s %s", rep.code, rep.stdout, rep.stderr)
+	}
+}
+
+// TestInitPyPack: packd init --lang py writes a Python pack that builds
+// with nothing but packd (the runtime is in it), indexes from what the
+// module describes, answers its tool and check, and whose make test runs
+// its tests on the host's python3 and replays its recorded call, from a
+// fresh clone (no module).
+func TestInitPyPack(t *testing.T) {
+	for _, tool := range []string{"python3", "make"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH: the test needs it (scripts/deps installs it)", tool)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "acme.hello-py")
+	if r := packd(t, "init", "--lang", "py", dir); r.code != 0 {
+		t.Fatalf("packd init: %d %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"tools/greet.py", "guardrails/not_empty.py", "tests/test_pack.py", "packd_sdk/__init__.py", "Makefile", "index.json", "hello-py.wasm"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("packd init did not write %s", f)
+		}
+	}
+	index := filepath.Join(dir, "index.json")
+	if r := packd(t, "check", "--index", index); r.code != 0 {
+		t.Fatalf("packd check: %s %s", r.stdout, r.stderr)
+	}
+	raw, _ := os.ReadFile(index)
+	if !strings.Contains(string(raw), `"description": "Who to greet."`) || !strings.Contains(string(raw), `"checkId": "acme.hello-py.checks.not-empty"`) && !strings.Contains(string(raw), `"id": "acme.hello-py.checks.not-empty"`) {
+		t.Errorf("the index lacks the tool's schema or the check: %s", raw)
+	}
+	r := packd(t, "invoke", "--index", index, "--tool", "acme.hello-py.greet", "--input", `{"name":"Ad\u00e1"}`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{"greeting":"Hello, Adá!"}}` {
+		t.Fatalf("packd invoke: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = packd(t, "invoke", "--index", index, "--check", "acme.hello-py.checks.not-empty", "--config", `{}`, "--trace", `{"output":" "}`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"check-result","result":{"passed":false,"reason":"too short"}}` {
+		t.Fatalf("packd invoke --check: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	freshClone(t, dir)
+	test := exec.Command("make", "test", "PACKD="+packdPath)
+	test.Dir = dir
+	test.Env = withoutMake(os.Environ())
+	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "Ran 2 tests") || !strings.Contains(string(out), "1 of 1 records replayed identically") {
+		t.Fatalf("make test in the new pack: %v\n%s", err, out)
 	}
 }

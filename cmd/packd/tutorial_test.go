@@ -21,7 +21,7 @@ func TestTutorial(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatal("go is not on PATH: the tutorial needs it")
 	}
-	for _, tool := range []string{"curl", "clang", "npm", "node"} {
+	for _, tool := range []string{"curl", "clang", "npm", "node", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not on PATH: the tutorial needs it (scripts/deps installs it)", tool)
 		}
@@ -88,6 +88,12 @@ func TestTutorial(t *testing.T) {
 		// The type check stopped make at the file and line.
 		"src/broken.ts(5,25): error TS2322: Type 'Promise<{ passed: number; }>' is not assignable to type 'CheckResult | Promise<CheckResult>'.",
 		"make stopped at the type error",
+		// Python: the scaffold's tests and replay, a tool added, a raise.
+		"Ran 2 tests",
+		`{"v":2,"kind":"result","output":{"greeting":"Hello, Guido!"}}`,
+		`{"v":2,"kind":"result","output":{"shouted":"OLA OLA OLA"}}`,
+		`"message":"Handler for tool \"hello-py.shout\" threw: ValueError: nothing to shout"`,
+		`File \"tools/greet.py\", line 29, in shout\n    raise ValueError(\"nothing to shout\")`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tutorial's output does not have %s:\n%s", want, out)
@@ -126,8 +132,8 @@ func TestTutorial(t *testing.T) {
 	}
 	// make test replayed the recorded example call: in Go after init and
 	// after make record, in C, in TypeScript after init and in its fresh
-	// clone.
-	if n := strings.Count(string(out), "1 of 1 records replayed identically"); n != 5 {
-		t.Errorf("%d replays of the recorded example call, want 5:\n%s", n, out)
+	// clone, and in Python.
+	if n := strings.Count(string(out), "1 of 1 records replayed identically"); n != 6 {
+		t.Errorf("%d replays of the recorded example call, want 6:\n%s", n, out)
 	}
 }
