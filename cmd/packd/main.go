@@ -6,7 +6,7 @@
 //	packd invoke --index I --tool ID [--version V] --input JSON|@file [--ctx JSON]
 //	packd invoke --index I --check ID --config JSON|@file --trace JSON|@file
 //	packd check --index I      load and compile everything, list every problem
-//	packd init DIR [--lang go|c|ts]   scaffold a pack that builds and answers
+//	packd init DIR [--lang go|c|ts|py] scaffold a pack that builds and answers
 //	packd index --index I [module.wasm ...]
 //	                           write the index from what the modules describe
 //	packd replay --index I RECORD|DIR ...   re-run recorded calls offline
@@ -136,7 +136,7 @@ func usage(w io.Writer) {
   packd invoke --index I [--module-root R] --tool ID [--version V] --input JSON|@file [--ctx JSON|@file]
   packd invoke --index I [--module-root R] --check ID --config JSON|@file --trace JSON|@file
   packd check --index I [--module-root R]
-  packd init DIR [--lang go|c|ts]                          scaffold a pack that builds and answers
+  packd init DIR [--lang go|c|ts|py]                       scaffold a pack that builds and answers
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
   packd build-ts [-o pack.wasm] DIR                        a kindgi-shaped TypeScript pack's module (tools/, guardrails/)
