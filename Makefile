@@ -110,9 +110,12 @@ PY_WASI    := build/py/wasi
 BUILD_PY   ?= /usr/bin/python3.11
 PY_CC      := $(CLANG) --target=wasm32-wasi -nostdlibinc -isystem /usr/include/wasm32-wasi
 PY_CFLAGS  := -O2 -mbulk-memory -ftls-model=local-exec
+# configure is run by a path relative to the build: CPython's file names
+# (assertions, internal errors) are in the runtime, and must not depend on
+# where the repository is.
 PY_CONFIGURE = cd $(PY_WASI) && PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent \
-	  CONFIG_SITE=$(abspath $(PY_SRC))/Tools/wasm/config.site-wasm32-wasi CC="$(PY_CC)" CPP="$(PY_CC) -E" \
-	  AR=llvm-ar RANLIB=llvm-ranlib CFLAGS="$(PY_CFLAGS)" $(abspath $(PY_SRC))/configure -q --cache-file=config.cache \
+	  CONFIG_SITE=../Python-3.11.2/Tools/wasm/config.site-wasm32-wasi CC="$(PY_CC)" CPP="$(PY_CC) -E" \
+	  AR=llvm-ar RANLIB=llvm-ranlib CFLAGS="$(PY_CFLAGS)" ../Python-3.11.2/configure -q --cache-file=config.cache \
 	  --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu --with-build-python=$(BUILD_PY) \
 	  --disable-test-modules --without-ensurepip --disable-ipv6 >configure.log 2>&1 || { cat configure.log >&2; exit 1; }
 # The standard library modules the runtime carries: these and what they
