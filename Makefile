@@ -356,6 +356,7 @@ bench: build wasm fixtures
 	$(GO) test -run '^$$' -bench 'Call|Baseline|Dispatch|Egress' -benchmem -count 5 ./internal/sandbox ./internal/host
 	$(GO) build -o bin/startbench ./cmd/startbench
 	-bin/startbench $(BIN) wasm-examples/echo/echo.wasm 1,10,50
+	-bin/startbench $(BIN) wasm-examples/py-echo/echo.wasm 1,5
 
 # Throughput and latency of /v1/invoke with the echo pack next to a plain
 # echo handler in the same server, at concurrency 1 and 32, and RSS after
