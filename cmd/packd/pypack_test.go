@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -133,7 +135,9 @@ func TestPyHostile(t *testing.T) {
 	}
 }
 
-// TestPyFetch: a Python tool reaches an allowlisted loopback server through
+// TestPyFetch: a Python tool whose input is a dataclass (its schema in the
+// index, made by packd_sdk; a bad input refused with Ajv's issues) reaches
+// an allowlisted loopback server through
 // packd's egress (packd_sdk.fetch), with a bearer token from the call's
 // secrets; a host off the allowlist is refused with its reason, which the
 // tool answers; a raise of the pack's own exception class is handler-throw
@@ -148,11 +152,35 @@ func TestPyFetch(t *testing.T) {
 	t.Cleanup(srv.Close)
 	idx := indexedCopy(t, "pynet", "net.wasm", "net")
 	raw, _ := os.ReadFile(idx)
-	if !strings.Contains(string(raw), `"network": {`) || !strings.Contains(string(raw), `"127.0.0.1"`) {
-		t.Fatalf("the index lacks net.fetch's network: %s", raw)
+	var index struct {
+		Tools []struct {
+			ID             string
+			Input, Network json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(raw, &index); err != nil || len(index.Tools) != 2 || index.Tools[0].ID != "net.fetch" {
+		t.Fatalf("index: %v %s", err, raw)
+	}
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		_ = json.Compact(&b, raw)
+		return b.String()
+	}
+	// The dataclass's schema, as packd_sdk.schema_of makes it.
+	if got := compact(index.Tools[0].Input); got != `{"additionalProperties":false,"properties":{"body":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null},"method":{"default":"GET","enum":["GET","POST"]},"url":{"minLength":1,"type":"string"}},"required":["url"],"type":"object"}` ||
+		compact(index.Tools[0].Network) != `{"hosts":["127.0.0.1"],"kind":"allowlist"}` {
+		t.Fatalf("net.fetch in the index: %s", raw)
 	}
 	s := start(t, idx, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
 	ctx := `{"tenantId":"t","runId":"r","secrets":{"apiToken":"tok"}}`
+	bad := s.invoke(t, invokeBody("net.fetch", "", `{"url":7,"extra":true}`, conformanceCtx))
+	for _, want := range []string{`"code":"input-validation-failed"`,
+		`{"instancePath":"","schemaPath":"#/additionalProperties","keyword":"additionalProperties","params":{"additionalProperty":"extra"},"message":"must NOT have additional properties"}`,
+		`{"instancePath":"/url","schemaPath":"#/properties/url/type","keyword":"type","params":{"type":"string"},"message":"must be string"}`} {
+		if bad.status != 200 || !strings.Contains(bad.body, want) {
+			t.Fatalf("a bad input: %d %s, want %s", bad.status, bad.body, want)
+		}
+	}
 	for _, pooled := range []string{"first", "again"} {
 		t.Run(pooled, func(t *testing.T) {
 			expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"`+srv.URL+`/ping","method":"POST","body":"hi"}`, ctx)), 200,

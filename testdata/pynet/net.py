@@ -1,19 +1,30 @@
 """pynet: a test pack in Python that reaches the network through packd's
-egress. net.fetch sends the request its input describes, with the call's
+egress. net.fetch (its input a dataclass) sends the request its input
+describes, with the call's
 secret apiToken as a bearer token, and answers {status, body, seen} (seen:
 the response's X-Seen header) or, when packd refused or failed it,
 {reason, message}; net.throws raises."""
 
+from dataclasses import dataclass
+from typing import Annotated, Literal, Optional
+
 from packd_sdk import EgressError, define_tool, fetch
 
 
-def get(input, ctx):
+@dataclass
+class Fetch:
+    url: Annotated[str, {"minLength": 1}]
+    method: Literal["GET", "POST"] = "GET"
+    body: Optional[str] = None
+
+
+def get(input: Fetch, ctx):
     headers = {}
     token = (ctx.get("secrets") or {}).get("apiToken")
     if token:
         headers["Authorization"] = "Bearer " + token
     try:
-        res = fetch(input["url"], method=input.get("method", "GET"), headers=headers, body=input.get("body"))
+        res = fetch(input.url, method=input.method, headers=headers, body=input.body)
     except EgressError as e:
         return {"reason": e.reason, "message": e.message}
     out = {"status": res.status, "body": res.text()}
@@ -26,12 +37,7 @@ define_tool(
     id="net.fetch",
     version="1.0.0",
     description="Fetches a URL.",
-    input={
-        "type": "object",
-        "properties": {"url": {"type": "string", "minLength": 1}, "method": {"enum": ["GET", "POST"], "default": "GET"}, "body": {"type": "string"}},
-        "required": ["url"],
-        "additionalProperties": False,
-    },
+    input=Fetch,
     output={"type": "object"},
     network={"kind": "allowlist", "hosts": ["127.0.0.1"]},
     handler=get,

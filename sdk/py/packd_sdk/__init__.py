@@ -22,21 +22,34 @@ The same module runs inside packd (frozen into its Python runtime) and on
 the author's own ``python3``, where a pack's tests call the handlers.
 """
 
+import dataclasses as _dataclasses
 import json as _json
+import typing as _typing
 
-__all__ = ["define_tool", "define_check", "tool", "check", "tools", "checks", "fetch", "Response", "EgressError"]
+__all__ = ["define_tool", "define_check", "tool", "check", "tools", "checks", "fetch", "Response", "EgressError", "schema_of"]
 
 _tools = {}
 _checks = {}
 
 
 class Tool:
-    """A tool: its id, its handler and what ``packd index`` writes of it."""
+    """A tool: its id, its handler, what ``packd index`` writes of it, and
+    the Python types its input and output were given as (None: a schema)."""
 
-    __slots__ = ("id", "handler", "spec")
+    __slots__ = ("id", "handler", "spec", "input_type", "output_type")
 
-    def __init__(self, id, handler, spec):
+    def __init__(self, id, handler, spec, input_type=None, output_type=None):
         self.id, self.handler, self.spec = id, handler, spec
+        self.input_type, self.output_type = input_type, output_type
+
+    def decode(self, value):
+        """The handler's input: value as the input type says (a dataclass
+        is made of its fields), or as it is."""
+        return _from_json(self.input_type, value) if self.input_type is not None else value
+
+    def encode(self, value):
+        """What the handler answered, as JSON's values (a dataclass as a dict)."""
+        return _to_json(value)
 
 
 class Check:
@@ -64,18 +77,26 @@ def _id(kind, id):
 
 
 def define_tool(*, id, handler, version=None, description=None, input=None, output=None, limits=None, network=None):
-    """Defines the tool ``id``; returns the handler."""
+    """Defines the tool ``id``; returns the handler. ``input`` and ``output``
+    are JSON Schema (dicts) or Python types (schema_of): a TypedDict, a
+    dataclass, ... A dataclass input reaches the handler as an instance."""
     _id("tool", id)
     if not callable(handler):
         raise TypeError("tool %r: its handler must be callable" % id)
     if id in _tools:
         raise ValueError("tool %r is defined twice" % id)
+    input_type = input if _is_type(input) else None
+    output_type = output if _is_type(output) else None
+    if input_type is not None:
+        input = schema_of(input_type)
+    if output_type is not None:
+        output = schema_of(output_type)
     spec = {"id": id}
     for key, value in (("version", version), ("description", description), ("input", input),
                        ("output", output), ("limits", limits), ("network", network)):
         if value is not None:
             spec[key] = value
-    _tools[id] = Tool(id, handler, _spec("tool", id, spec))
+    _tools[id] = Tool(id, handler, _spec("tool", id, spec), input_type, output_type)
     return handler
 
 
@@ -179,3 +200,102 @@ def fetch(url, *, method="GET", headers=None, body=None, json=None):
     if error:
         raise EgressError(error.get("reason", "failed"), error.get("message", ""))
     return Response(answer.get("status", 0), answer.get("headers") or {}, raw_body)
+
+
+# Schemas from Python types.
+
+_SCALARS = {str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"},
+            bool: {"type": "boolean"}, type(None): {"type": "null"}}
+
+
+def _is_type(value):
+    return isinstance(value, type) or _typing.get_origin(value) is not None
+
+
+def schema_of(tp):
+    """The JSON Schema of a Python type: str, int, float, bool, None, Any,
+    list[X], dict[str, X], Optional[X], Union[...], Literal[...], a
+    TypedDict (its required keys required; no others allowed), a dataclass
+    (fields without a default required; its defaults the schema's), and
+    Annotated[X, {...}] (X's schema with those keywords: minLength, ...).
+    What pydantic adds (validators, coercion) is not here: packd validates
+    the schema, and the handler gets what passed."""
+    if tp is _typing.Any:
+        return {}
+    if isinstance(tp, type) and tp in _SCALARS:
+        return dict(_SCALARS[tp])
+    origin, args = _typing.get_origin(tp), _typing.get_args(tp)
+    if origin is _typing.Annotated:
+        out = schema_of(args[0])
+        for extra in args[1:]:
+            if isinstance(extra, dict):
+                out.update(extra)
+        return out
+    if origin is _typing.Literal:
+        return {"enum": list(args)}
+    if origin is _typing.Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        return {"anyOf": [schema_of(a) for a in args]}
+    if origin in (list, tuple, set, frozenset) or tp in (list, tuple):
+        return {"type": "array", "items": schema_of(args[0])} if args else {"type": "array"}
+    if origin is dict or tp is dict:
+        if args and args[0] is not str:
+            raise TypeError("schema_of: a dict's keys must be str (JSON's), not %r" % (args[0],))
+        return {"type": "object", "additionalProperties": schema_of(args[1])} if args else {"type": "object"}
+    if _typing.is_typeddict(tp):
+        hints = _typing.get_type_hints(tp, include_extras=True)
+        return {"type": "object", "properties": {k: schema_of(_unrequire(v)) for k, v in hints.items()},
+                "required": sorted(tp.__required_keys__), "additionalProperties": False}
+    if _dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        hints = _typing.get_type_hints(tp, include_extras=True)
+        props, required = {}, []
+        for f in _dataclasses.fields(tp):
+            p = schema_of(hints[f.name])
+            if f.default is not _dataclasses.MISSING:
+                p["default"] = _to_json(f.default)
+            elif f.default_factory is _dataclasses.MISSING:
+                required.append(f.name)
+            props[f.name] = p
+        out = {"type": "object", "properties": props, "additionalProperties": False}
+        if required:
+            out["required"] = required
+        return out
+    raise TypeError("schema_of: no JSON Schema for %r (give a JSON Schema dict)" % (tp,))
+
+
+def _unrequire(tp):
+    """X of Required[X] or NotRequired[X] (a TypedDict's keys say which)."""
+    if _typing.get_origin(tp) in (_typing.Required, _typing.NotRequired):
+        return _typing.get_args(tp)[0]
+    return tp
+
+
+def _from_json(tp, value):
+    """value (JSON's, already valid against schema_of(tp)) as tp: dataclasses
+    made of their fields, inside lists, dicts and unions too."""
+    origin, args = _typing.get_origin(tp), _typing.get_args(tp)
+    if origin is _typing.Annotated:
+        return _from_json(args[0], value)
+    if _dataclasses.is_dataclass(tp) and isinstance(tp, type) and isinstance(value, dict):
+        hints = _typing.get_type_hints(tp, include_extras=True)
+        return tp(**{k: _from_json(hints[k], v) for k, v in value.items() if k in hints})
+    if origin in (list, tuple, set, frozenset) and args and isinstance(value, list):
+        items = [_from_json(args[0], v) for v in value]
+        return items if origin is list else origin(items)
+    if origin is dict and len(args) == 2 and isinstance(value, dict):
+        return {k: _from_json(args[1], v) for k, v in value.items()}
+    if origin is _typing.Union:
+        for a in args:  # the first member a dataclass can be made of
+            if _dataclasses.is_dataclass(a) and isinstance(value, dict):
+                return _from_json(a, value)
+    return value
+
+
+def _to_json(value):
+    """value with dataclasses as dicts, tuples and sets as lists."""
+    if _dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in _dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_to_json(v) for v in value]
+    return value

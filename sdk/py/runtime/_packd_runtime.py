@@ -132,7 +132,11 @@ def call(raw):
         else:
             raise ValueError("packd sent a request of kind %r" % (kind,))
         fn = t.handler
-        out = _run(fn(*args) if _takes_two(fn) else fn(args[0]))
+        if kind == "invoke":
+            args = (t.decode(args[0]), args[1])
+            out = t.encode(_run(fn(*args) if _takes_two(fn) else fn(args[0])))
+        else:
+            out = _run(fn(*args) if _takes_two(fn) else fn(args[0]))
         return 0, _dumps(out)
     except BaseException as exc:  # the call's, whatever it is
         return 1, _throw(exc)

@@ -1,9 +1,11 @@
 """packd_sdk's own tests, on the host's Python (make py-sdk-test): what a
 pack's definitions register, and what they refuse."""
 
+import dataclasses
 import importlib
 import sys
 import unittest
+from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 
 import packd_sdk
 
@@ -41,6 +43,64 @@ class DefineTest(unittest.TestCase):
                 packd_sdk.define_tool(**kwargs)
             self.assertIn(words, str(caught.exception))
         self.assertEqual(sorted(packd_sdk.tools()), ["p.t"])
+
+
+@dataclasses.dataclass
+class Item:
+    name: str
+    qty: int = 1
+
+
+@dataclasses.dataclass
+class Order:
+    id: Annotated[str, {"minLength": 1}]
+    items: list[Item]
+    note: Optional[str] = None
+    mode: Literal["a", "b"] = "a"
+
+
+class Point(TypedDict):
+    x: float
+    tags: NotRequired[dict[str, Any]]
+
+
+class SchemaTest(unittest.TestCase):
+    def setUp(self):
+        importlib.reload(packd_sdk)
+
+    def test_a_dataclass_is_an_object_of_its_fields(self):
+        self.assertEqual(packd_sdk.schema_of(Order), {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "minLength": 1},
+                "items": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "qty": {"type": "integer", "default": 1}},
+                    "additionalProperties": False, "required": ["name"]}},
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+                "mode": {"enum": ["a", "b"], "default": "a"},
+            },
+            "additionalProperties": False,
+            "required": ["id", "items"],
+        })
+
+    def test_a_typeddict_requires_its_required_keys(self):
+        self.assertEqual(packd_sdk.schema_of(Point), {
+            "type": "object", "properties": {"x": {"type": "number"}, "tags": {"type": "object", "additionalProperties": {}}},
+            "required": ["x"], "additionalProperties": False})
+
+    def test_what_has_no_schema_says_so(self):
+        for tp in (bytes, dict[int, str], complex):
+            with self.assertRaises(TypeError) as caught:
+                packd_sdk.schema_of(tp)
+            self.assertIn("schema_of:", str(caught.exception))
+
+    def test_a_typed_tool_gets_and_gives_dataclasses(self):
+        packd_sdk.define_tool(id="p.order", input=Order, output=Order, handler=lambda order: order)
+        t = packd_sdk.tools()["p.order"]
+        self.assertEqual(t.spec["input"], packd_sdk.schema_of(Order))
+        order = t.decode({"id": "7", "items": [{"name": "tea", "qty": 2}], "note": None, "mode": "b"})
+        self.assertEqual(order, Order("7", [Item("tea", 2)], None, "b"))
+        self.assertEqual(t.encode(t.handler(order)), {"id": "7", "items": [{"name": "tea", "qty": 2}], "note": None, "mode": "b"})
 
 
 if __name__ == "__main__":
