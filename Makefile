@@ -4,7 +4,7 @@ BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
 EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm wasm-examples/mcp-conformance/mcp-conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
              wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm testdata/jshostile/hostile.wasm \
-             wasm-examples/py-echo/echo.wasm testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm testdata/pynet/net.wasm
+             wasm-examples/py-echo/echo.wasm wasm-examples/py-conformance/conformance.wasm testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm testdata/pynet/net.wasm
 WAT       := $(wildcard testdata/*/*.wat)
 WAT2WASM  := $(shell command -v wat2wasm 2>/dev/null)
 # Every .go file below here but build/, found by make itself (no find(1)).
@@ -120,7 +120,9 @@ PY_CONFIGURE = cd $(PY_WASI) && PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent 
 	  --disable-test-modules --without-ensurepip --disable-ipv6 >configure.log 2>&1 || { cat configure.log >&2; exit 1; }
 # The standard library modules the runtime carries: these and what they
 # import (freeze.py leaves out what a pack cannot use in packd).
-PY_STDLIB  := encodings encodings.utf_8 encodings.ascii encodings.latin_1 encodings.aliases json re typing dataclasses enum \
+PY_STDLIB  := encodings encodings.aliases encodings.utf_8 encodings.utf_8_sig encodings.ascii encodings.latin_1 encodings.cp1252 \
+	      encodings.utf_16 encodings.utf_16_le encodings.utf_16_be encodings.utf_32 encodings.utf_32_le encodings.utf_32_be \
+	      encodings.idna encodings.unicode_escape encodings.raw_unicode_escape json re typing dataclasses enum \
 	      functools collections datetime random secrets uuid base64 hashlib hmac traceback textwrap string copy contextlib \
 	      decimal fractions statistics urllib.parse html csv difflib pprint logging
 PY_RUNTIME := sdk/py/runtime/runtime.wasm.gz

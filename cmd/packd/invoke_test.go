@@ -22,8 +22,9 @@ var (
 	// tsConformance in TypeScript (sdk/js).
 	cConformance  = filepath.Join("..", "..", "wasm-examples", "c-conformance", "index.json")
 	tsConformance = filepath.Join("..", "..", "wasm-examples", "ts-conformance", "index.json")
+	pyConformance = filepath.Join("..", "..", "wasm-examples", "py-conformance", "index.json")
 	// conformancePacks: the suite runs against each.
-	conformancePacks = map[string]string{"go": conformance, "c": cConformance, "ts": tsConformance}
+	conformancePacks = map[string]string{"go": conformance, "c": cConformance, "ts": tsConformance, "py": pyConformance}
 	hostileIndex     = filepath.Join("..", "..", "testdata", "hostile", "index.json")
 	// hostileLoadIndex names modules that must not load
 	hostileLoadIndex = filepath.Join("..", "..", "testdata", "hostile", "load.json")
@@ -143,10 +144,18 @@ var toolCases = []conformanceCase{
 
 // jsFrames are the frames of a JavaScript throw's stack ("\n    at f
 // (pack.js:3)"), which the Go and C fixtures do not have: the suite
-// compares the rest (TestJSThrowHasItsStack checks them).
-var jsFrames = regexp.MustCompile(`(\\n    at [^"\\]*)+`)
+// compares the rest (TestJSThrowHasItsStack checks them). pyTraceback is a
+// Python traceback in a JSON string, whose last line ("Error: boom") is what
+// the other fixtures' stacks hold (TestPyThrowNamesThePacksLines checks the
+// frames).
+var (
+	jsFrames    = regexp.MustCompile(`(\\n    at [^"\\]*)+`)
+	pyTraceback = regexp.MustCompile(`Traceback \(most recent call last\):\\n(?:(?:[^"\\]|\\[^n])*\\n)*?([A-Z]\w*: (?:[^"\\]|\\[^n])*)\\n"`)
+)
 
-func withoutJSFrames(s string) string { return jsFrames.ReplaceAllString(s, "") }
+func withoutJSFrames(s string) string {
+	return pyTraceback.ReplaceAllString(jsFrames.ReplaceAllString(s, ""), `$1"`)
+}
 
 // TestConformancePack runs every tool and check of the conformance fixture
 // pack (PROTOCOL-NOTES §8) through packd invoke and compares the exact

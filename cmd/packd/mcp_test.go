@@ -211,7 +211,7 @@ func waitCancelled(t *testing.T, s *served, n int) {
 }
 
 func TestMCPClientsCallTheFixturesTools(t *testing.T) {
-	for _, example := range []string{"conformance", "c-conformance", "ts-conformance"} {
+	for _, example := range []string{"conformance", "c-conformance", "ts-conformance", "py-conformance"} {
 		t.Run(example, func(t *testing.T) {
 			index, root := mcpFixture(t, example)
 

@@ -24,6 +24,17 @@ func TestServiceConformancePackTS(t *testing.T) {
 	}
 }
 
+// TestServiceConformancePackPy: the conformance suite over HTTP against
+// the fixture pack written in Python (sdk/py), fresh and pooled.
+func TestServiceConformancePackPy(t *testing.T) {
+	for _, pool := range []string{"0", "auto"} {
+		t.Run("pool-size "+pool, func(t *testing.T) {
+			s := start(t, pyConformance, map[string]string{"CONFORMANCE_VISIBLE": "1", "UNDECLARED_SECRET": "x"}, "--pool-size", pool)
+			conformanceOverHTTP(t, s)
+		})
+	}
+}
+
 // TestJSThrowHasItsStack: a JavaScript throw reaches the caller with the
 // stack QuickJS recorded (its frames, which the suite leaves out when it
 // compares the TypeScript fixture with the Go one), headed as Node heads

@@ -56,7 +56,7 @@ func serveIndex(t *testing.T, hc host.Config, sc service.Config) *service.Servic
 	return svc
 }
 
-// TestCanariesFindNothingOverMCP: the Go and the TypeScript canary packs,
+// TestCanariesFindNothingOverMCP: the Go, TypeScript and Python canary packs,
 // which keep every input and tenant they are given in every kind of state
 // a pack can hold, find nothing of any other call when called over MCP:
 // from one client, from several clients at once, for several tenants.
@@ -64,6 +64,7 @@ func TestCanariesFindNothingOverMCP(t *testing.T) {
 	for _, c := range []struct{ name, root, module, clean string }{
 		{"go", "../../testdata/gocanary", "gocanary.wasm", `{"last":null,"tenants":[],"heap":0,"queued":0,"env":""}`},
 		{"ts", "../../testdata/jscanary", "canary.wasm", `{"last":null,"tenants":[],"heap":0,"jobs":0,"env":"","global":null}`},
+		{"py", "../../testdata/pycanary", "canary.wasm", `{"last":null,"tenants":[],"heap":0,"env":"","modules":false,"builtins":null,"klass":null,"cycles":0,"gen":0}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			svc := servePack(t, c.root, `[{"id":"canary.keep","input":{"type":"object"},"output":{"type":"object"},"modulePath":"`+c.module+`"}]`, service.Config{})

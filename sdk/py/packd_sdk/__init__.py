@@ -26,10 +26,25 @@ import dataclasses as _dataclasses
 import json as _json
 import typing as _typing
 
-__all__ = ["define_tool", "define_check", "tool", "check", "tools", "checks", "fetch", "Response", "EgressError", "schema_of"]
+__all__ = ["define_tool", "define_check", "declare_env", "tool", "check", "tools", "checks", "fetch", "Response", "EgressError",
+           "schema_of"]
 
 _tools = {}
 _checks = {}
+_env = {"required": [], "optional": []}
+
+
+def declare_env(*, required=(), optional=()):
+    """Declares the process environment names the pack reads from
+    os.environ: packd index writes them into the index, and packd gives the
+    module those (and only those) that are set. A required one that is
+    unset keeps the service from being ready."""
+    for kind, names in (("required", required), ("optional", optional)):
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise TypeError("declare_env: %r is not a variable's name" % (name,))
+            if name not in _env[kind]:
+                _env[kind].append(name)
 
 
 class Tool:

@@ -145,12 +145,15 @@ def call(raw):
 def describe():
     try:
         tools, checks = packd_sdk._tools, packd_sdk._checks
-        return 0, _dumps({
+        description = {
             "tools": list(tools),
             "checks": list(checks),
             "toolSpecs": [t.spec for t in tools.values()],
             "checkSpecs": [c.spec for c in checks.values()],
-        })
+        }
+        if packd_sdk._env["required"] or packd_sdk._env["optional"]:
+            description["env"] = packd_sdk._env
+        return 0, _dumps(description)
     except BaseException as exc:
         return 1, _throw(exc)
 
