@@ -256,3 +256,41 @@ func TestInitPyPack(t *testing.T) {
 		t.Fatalf("make test in the new pack: %v\n%s", err, out)
 	}
 }
+
+// TestDevRebuildsAPythonPack: packd dev serves a pack packd init --lang py
+// made (its Makefile: build-py, then packd index), and rebuilds and reloads
+// it when a .py file changes; an edit that does not import (a SyntaxError)
+// fails the build naming its file and line, and the last good pack serves
+// on.
+func TestDevRebuildsAPythonPack(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "devpy")
+	if r := packdProc(t, "init", "--lang", "py", dir); r.code != 0 {
+		t.Fatalf("packd init: %d %s", r.code, r.stderr)
+	}
+	s := startDev(t, dir)
+	greet := func() string {
+		t.Helper()
+		r := s.invoke(t, invokeBody("devpy.greet", "", `{"name":"Ada"}`, `{"tenantId":"t","runId":"r"}`))
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return r.body
+	}
+	if got := greet(); got != `{"v":2,"kind":"result","output":{"greeting":"Hello, Ada!"}}` {
+		t.Fatalf("before the edit: %s", got)
+	}
+	greetPy := filepath.Join(dir, "tools", "greet.py")
+	s.edit(t, greetPy, `"Hello, %s!"`, `"Howdy, %s!"`, kindIs("reloaded"))
+	if got := greet(); got != `{"v":2,"kind":"result","output":{"greeting":"Howdy, Ada!"}}` {
+		t.Fatalf("after the edit: %s", got)
+	}
+	// The build (make: build-py, then packd index, which loads the module)
+	// fails at the import.
+	all := s.edit(t, greetPy, `"Howdy, %s!"`, `"Howdy, %s!" +`, has("packd dev: the build failed"))
+	if !strings.Contains(all, "importing tools.greet failed: SyntaxError: invalid syntax (tools/greet.py, line 9)") {
+		t.Fatalf("the failed build names no SyntaxError at tools/greet.py, line 9:\n%s", all)
+	}
+	if got := greet(); !strings.Contains(got, "Howdy, Ada!") {
+		t.Fatalf("after an edit that does not import: %s", got)
+	}
+}

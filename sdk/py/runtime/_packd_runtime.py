@@ -65,12 +65,15 @@ def _load():
             # The whole traceback on stderr; the load error packd reports
             # says what was raised, and where in the pack.
             traceback.print_exception(exc)
-            where = ""
-            for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-                if frame.filename in files:
-                    where = " (%s, line %d)" % (frame.filename, frame.lineno)
-                    break
-            raise ImportError("importing %s failed: %s: %s%s" % (name, type(exc).__name__, exc, where)) from None
+            words, where = str(exc), ""
+            if isinstance(exc, SyntaxError) and exc.filename in files:
+                words, where = exc.msg, " (%s, line %s)" % (exc.filename, exc.lineno)
+            else:
+                for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+                    if frame.filename in files:
+                        where = " (%s, line %d)" % (frame.filename, frame.lineno)
+                        break
+            raise ImportError("importing %s failed: %s: %s%s" % (name, type(exc).__name__, words, where)) from None
 
 
 def _dumps(value):
