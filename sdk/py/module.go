@@ -25,14 +25,21 @@ import (
 //go:embed runtime/runtime.wasm.gz
 var runtimeGz []byte
 
+// maxRuntime is the most the runtime unpacks to (a module packd loads is at
+// most 64 MiB by default).
+const maxRuntime = 64 << 20
+
 var runtimeOnce = sync.OnceValues(func() ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(runtimeGz))
 	if err != nil {
 		return nil, fmt.Errorf("packd's Python runtime: %w", err)
 	}
-	b, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	b, err := io.ReadAll(io.LimitReader(zr, maxRuntime+1))
 	if err != nil {
 		return nil, fmt.Errorf("packd's Python runtime: %w", err)
+	}
+	if len(b) > maxRuntime {
+		return nil, fmt.Errorf("packd's Python runtime unpacks to over %d bytes", maxRuntime)
 	}
 	return b, nil
 })
