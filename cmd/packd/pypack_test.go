@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -292,5 +293,45 @@ func TestDevRebuildsAPythonPack(t *testing.T) {
 	}
 	if got := greet(); !strings.Contains(got, "Howdy, Ada!") {
 		t.Fatalf("after an edit that does not import: %s", got)
+	}
+}
+
+// TestPyBoundCredential: a credential the index binds to a host reaches
+// that host from a Python tool's fetch in the header packd writes, while
+// the pack never holds it: not in its ctx, and the host's echo of it
+// reaches the pack redacted.
+func TestPyBoundCredential(t *testing.T) {
+	const secret = "py-s3cret-VALUE-77c1"
+	var mu sync.Mutex
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Header.Get("Authorization")
+		mu.Unlock()
+		io.WriteString(w, "auth="+r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(srv.Close)
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pynet", "net.wasm"))
+	if err != nil {
+		t.Fatalf("%v (make builds testdata/pynet/net.wasm)", err)
+	}
+	dir := t.TempDir()
+	index := `{"v":1,"packId":"net","packVersion":"1.0.0","artifactVersion":"net-1","publishedAt":"2026-12-06T00:00:00.000Z","agents":[],"flows":[],"guardrails":[],"tools":[` +
+		`{"id":"net.fetch","input":{"type":"object"},"output":{"type":"object"},"modulePath":"net.wasm","network":{"kind":"allowlist","hosts":["127.0.0.1"],` +
+		`"credentials":{"127.0.0.1":{"secret":"apiToken","scheme":"Bearer"}}}}]}`
+	for name, data := range map[string][]byte{"index.json": []byte(index), "net.wasm": wasm} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := start(t, filepath.Join(dir, "index.json"), map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
+	r := s.invoke(t, invokeBody("net.fetch", "", `{"url":"`+srv.URL+`/x"}`, `{"tenantId":"t","runId":"r","secrets":{"apiToken":"`+secret+`"}}`))
+	mu.Lock()
+	defer mu.Unlock()
+	if got != "Bearer "+secret {
+		t.Fatalf("the bound host got Authorization %q", got)
+	}
+	if r.status != 200 || strings.Contains(r.body, secret) || !strings.Contains(r.body, `"body":"auth=[credential redacted by packd]"`) {
+		t.Fatalf("%d %s", r.status, r.body)
 	}
 }

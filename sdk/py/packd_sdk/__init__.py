@@ -94,12 +94,18 @@ def _id(kind, id):
 def define_tool(*, id, handler, version=None, description=None, input=None, output=None, limits=None, network=None):
     """Defines the tool ``id``; returns the handler. ``input`` and ``output``
     are JSON Schema (dicts) or Python types (schema_of): a TypedDict, a
-    dataclass, ... A dataclass input reaches the handler as an instance."""
+    dataclass, ... A dataclass input reaches the handler as an instance.
+    Left out, they are the handler's annotations, when it has them (its
+    first parameter's and its return's)."""
     _id("tool", id)
     if not callable(handler):
         raise TypeError("tool %r: its handler must be callable" % id)
     if id in _tools:
         raise ValueError("tool %r is defined twice" % id)
+    if input is None or output is None:
+        hinted_in, hinted_out = _hints(id, handler)
+        input = hinted_in if input is None else input
+        output = hinted_out if output is None else output
     input_type = input if _is_type(input) else None
     output_type = output if _is_type(output) else None
     if input_type is not None:
@@ -178,6 +184,20 @@ class Response:
                 return values[0]
         return default
 
+    @property
+    def status_code(self):
+        """status, as httpx and requests name it."""
+        return self.status
+
+    @property
+    def content(self):
+        """body, as httpx and requests name it."""
+        return self.body
+
+    def read(self):
+        """body, as urllib.request's responses give it."""
+        return self.body
+
     def text(self, encoding="utf-8"):
         return self.body.decode(encoding, "replace")
 
@@ -221,6 +241,20 @@ def fetch(url, *, method="GET", headers=None, body=None, json=None):
 
 _SCALARS = {str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"},
             bool: {"type": "boolean"}, type(None): {"type": "null"}}
+
+
+def _hints(id, handler):
+    """The types a handler's annotations give its input (first parameter)
+    and output (return), or None for each it lacks."""
+    code = getattr(handler, "__code__", None)
+    skip = 1 if hasattr(handler, "__self__") else 0  # a bound method's self
+    if code is None or code.co_argcount <= skip:
+        return None, None
+    try:
+        hints = _typing.get_type_hints(handler, include_extras=True)
+    except Exception as exc:
+        raise TypeError("tool %r: its handler's annotations: %s" % (id, exc)) from None
+    return hints.get(code.co_varnames[skip]), hints.get("return")
 
 
 def _is_type(value):

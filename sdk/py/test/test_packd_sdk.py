@@ -103,5 +103,26 @@ class SchemaTest(unittest.TestCase):
         self.assertEqual(t.encode(t.handler(order)), {"id": "7", "items": [{"name": "tea", "qty": 2}], "note": None, "mode": "b"})
 
 
+    def test_a_handlers_annotations_are_its_schemas(self):
+        def place(order: Order, ctx) -> Item:
+            return order.items[0]
+
+        packd_sdk.define_tool(id="p.place", handler=place)
+        t = packd_sdk.tools()["p.place"]
+        self.assertEqual(t.spec["input"], packd_sdk.schema_of(Order))
+        self.assertEqual(t.spec["output"], packd_sdk.schema_of(Item))
+        self.assertEqual(t.encode(place(t.decode({"id": "1", "items": [{"name": "tea", "qty": 3}]}), {})), {"name": "tea", "qty": 3})
+        # No annotations, no schemas; one that has none says so.
+        packd_sdk.define_tool(id="p.plain", handler=lambda input: input)
+        self.assertNotIn("input", packd_sdk.tools()["p.plain"].spec)
+
+        def odd(x: bytes):
+            return x
+
+        with self.assertRaises(TypeError) as caught:
+            packd_sdk.define_tool(id="p.odd", handler=odd)
+        self.assertIn("schema_of: no JSON Schema", str(caught.exception))
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main())
