@@ -67,25 +67,35 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	return language.scaffold(dir, pack, files, stdout, stderr)
 }
 
-// initGo writes a Go pack with a copy of the Go SDK, builds it when Go
-// is installed, and writes its index.
-func initGo(dir, pack string, files map[string]string, stdout, stderr io.Writer) int {
-	if err := fs.WalkDir(guest.Source, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {
+// writeWithSDK writes a new pack's files, with a copy of the SDK's files
+// (but those skip names) under at, and says so; false when it could not,
+// said on stderr.
+func writeWithSDK(dir, pack, lang string, files map[string]string, sdk fs.FS, at string, skip func(string) bool, stderr io.Writer) bool {
+	if err := fs.WalkDir(sdk, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || skip != nil && skip(p) {
 			return err
 		}
-		b, err := guest.Source.ReadFile(p)
-		files[path.Join("sdk", p)] = string(b)
+		b, err := fs.ReadFile(sdk, p)
+		files[path.Join(at, p)] = string(b)
 		return err
 	}); err != nil {
 		fmt.Fprintf(stderr, "packd init: copying the SDK: %v\n", err)
-		return exitError
+		return false
 	}
 	if err := writeFiles(dir, files); err != nil {
 		fmt.Fprintf(stderr, "packd init: %v\n", err)
+		return false
+	}
+	fmt.Fprintf(stderr, "packd init: wrote a %s pack %q in %s\n", lang, pack, dir)
+	return true
+}
+
+// initGo writes a Go pack with a copy of the Go SDK, builds it when Go
+// is installed, and writes its index.
+func initGo(dir, pack string, files map[string]string, stdout, stderr io.Writer) int {
+	if !writeWithSDK(dir, pack, "Go", files, guest.Source, "sdk", func(p string) bool { return strings.HasSuffix(p, "_test.go") }, stderr) {
 		return exitError
 	}
-	fmt.Fprintf(stderr, "packd init: wrote a Go pack %q in %s\n", pack, dir)
 
 	goTool, err := exec.LookPath("go")
 	if err != nil {

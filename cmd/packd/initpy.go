@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 
 	pysdk "github.com/kindgi/packd/sdk/py"
@@ -14,22 +13,9 @@ import (
 // its own), builds its module (packd's Python runtime is in packd: no
 // other tool is needed) and writes its index.
 func initPy(dir, pack string, files map[string]string, stdout, stderr io.Writer) int {
-	if err := fs.WalkDir(pysdk.SDK, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := pysdk.SDK.ReadFile(p)
-		files[p] = string(b)
-		return err
-	}); err != nil {
-		fmt.Fprintf(stderr, "packd init: copying the SDK: %v\n", err)
+	if !writeWithSDK(dir, pack, "Python", files, pysdk.SDK, ".", nil, stderr) {
 		return exitError
 	}
-	if err := writeFiles(dir, files); err != nil {
-		fmt.Fprintf(stderr, "packd init: %v\n", err)
-		return exitError
-	}
-	fmt.Fprintf(stderr, "packd init: wrote a Python pack %q in %s\n", pack, dir)
 	if err := buildPy(dir, filepath.Join(dir, wasmName(pack)+".wasm")); err != nil {
 		fmt.Fprintf(stderr, "packd init: %v\n", err)
 		return exitError

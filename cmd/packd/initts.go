@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"os/exec"
-	"path"
 	"path/filepath"
 
 	jssdk "github.com/kindgi/packd/sdk/js"
@@ -24,22 +22,9 @@ const (
 // installs its npm packages when npm is installed, builds its module
 // (esbuild, then build-js) and writes its index.
 func initTS(dir, pack string, files map[string]string, stdout, stderr io.Writer) int {
-	if err := fs.WalkDir(jssdk.SDK, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := jssdk.SDK.ReadFile(p)
-		files[path.Join("packd-sdk", p)] = string(b)
-		return err
-	}); err != nil {
-		fmt.Fprintf(stderr, "packd init: copying the SDK: %v\n", err)
+	if !writeWithSDK(dir, pack, "TypeScript", files, jssdk.SDK, "packd-sdk", nil, stderr) {
 		return exitError
 	}
-	if err := writeFiles(dir, files); err != nil {
-		fmt.Fprintf(stderr, "packd init: %v\n", err)
-		return exitError
-	}
-	fmt.Fprintf(stderr, "packd init: wrote a TypeScript pack %q in %s\n", pack, dir)
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		fmt.Fprintln(stderr, "packd init: npm is not installed (Debian: apt-get install nodejs npm): then run npm install and make")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -145,32 +143,12 @@ func TestPyHostile(t *testing.T) {
 // with its name; and packd index writes the tool's network from what the
 // module describes.
 func TestPyFetch(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("X-Seen", r.Method+" "+r.Header.Get("Authorization")+" "+string(body))
-		io.WriteString(w, "pong")
-	}))
-	t.Cleanup(srv.Close)
+	srv := seenUpstream(t)
 	idx := indexedCopy(t, "pynet", "net.wasm", "net")
-	raw, _ := os.ReadFile(idx)
-	var index struct {
-		Tools []struct {
-			ID             string
-			Input, Network json.RawMessage
-		}
-	}
-	if err := json.Unmarshal(raw, &index); err != nil || len(index.Tools) != 2 || index.Tools[0].ID != "net.fetch" {
-		t.Fatalf("index: %v %s", err, raw)
-	}
-	compact := func(raw json.RawMessage) string {
-		var b bytes.Buffer
-		_ = json.Compact(&b, raw)
-		return b.String()
-	}
 	// The dataclass's schema, as packd_sdk.schema_of makes it.
-	if got := compact(index.Tools[0].Input); got != `{"additionalProperties":false,"properties":{"body":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null},"method":{"default":"GET","enum":["GET","POST"]},"url":{"minLength":1,"type":"string"}},"required":["url"],"type":"object"}` ||
-		compact(index.Tools[0].Network) != `{"hosts":["127.0.0.1"],"kind":"allowlist"}` {
-		t.Fatalf("net.fetch in the index: %s", raw)
+	if input, network := netFetchSpec(t, idx); input != `{"additionalProperties":false,"properties":{"body":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null},"method":{"default":"GET","enum":["GET","POST"]},"url":{"minLength":1,"type":"string"}},"required":["url"],"type":"object"}` ||
+		network != `{"hosts":["127.0.0.1"],"kind":"allowlist"}` {
+		t.Fatalf("net.fetch in the index: input %s, network %s", input, network)
 	}
 	s := start(t, idx, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
 	ctx := `{"tenantId":"t","runId":"r","secrets":{"apiToken":"tok"}}`

@@ -58,33 +58,11 @@ func TestJSThrowHasItsStack(t *testing.T) {
 // Ajv's issues, a throw of a subclass of Error is handler-throw with its
 // name, and an await fetch() of an allowlisted loopback server answers.
 func TestTSPack(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("X-Seen", r.Method+" "+r.Header.Get("Authorization")+" "+string(body))
-		io.WriteString(w, "pong")
-	}))
-	t.Cleanup(srv.Close)
+	srv := seenUpstream(t)
 	idx := indexedCopy(t, "jsnet", "net.wasm", "net")
-	raw, _ := os.ReadFile(idx)
-	var index struct {
-		Tools []struct {
-			ID      string
-			Input   json.RawMessage
-			Network json.RawMessage
-		}
-	}
-	if err := json.Unmarshal(raw, &index); err != nil || len(index.Tools) != 2 {
-		t.Fatalf("index: %v %s", err, raw)
-	}
-	compact := func(raw json.RawMessage) string {
-		var b bytes.Buffer
-		_ = json.Compact(&b, raw)
-		return b.String()
-	}
-	if index.Tools[0].ID != "net.fetch" ||
-		compact(index.Tools[0].Input) != `{"additionalProperties":false,"properties":{"body":{"type":"string"},"method":{"default":"GET","enum":["GET","POST"],"type":"string"},"nonce":{"type":"boolean"},"url":{"minLength":1,"type":"string"}},"required":["url"],"type":"object"}` ||
-		compact(index.Tools[0].Network) != `{"hosts":["127.0.0.1"],"kind":"allowlist"}` {
-		t.Fatalf("net.fetch in the index: %s", raw)
+	if input, network := netFetchSpec(t, idx); input != `{"additionalProperties":false,"properties":{"body":{"type":"string"},"method":{"default":"GET","enum":["GET","POST"],"type":"string"},"nonce":{"type":"boolean"},"url":{"minLength":1,"type":"string"}},"required":["url"],"type":"object"}` ||
+		network != `{"hosts":["127.0.0.1"],"kind":"allowlist"}` {
+		t.Fatalf("net.fetch in the index: input %s, network %s", input, network)
 	}
 
 	s := start(t, idx, map[string]string{"PACKD_NETWORK_ALLOW": "127.0.0.0/8"})
@@ -102,6 +80,40 @@ func TestTSPack(t *testing.T) {
 		`{"v":2,"kind":"result","output":{"status":200,"body":"pong","seen":"GET Bearer tok"}}`)
 	expect(t, s.invoke(t, invokeBody("net.fetch", "", `{"url":"http://example.com/"}`, ctx)), 200,
 		`{"v":2,"kind":"result","output":{"reason":"host-not-allowed","message":"example.com is not on this tool's allowlist"}}`)
+}
+
+// seenUpstream is a loopback server that answers "pong", its X-Seen
+// header the method, Authorization and body of the request it got.
+func seenUpstream(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen", r.Method+" "+r.Header.Get("Authorization")+" "+string(body))
+		io.WriteString(w, "pong")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// netFetchSpec is the input schema and network of net.fetch, the first of
+// the two tools of a net test pack's index (jsnet, pynet), compacted.
+func netFetchSpec(t *testing.T, idx string) (input, network string) {
+	t.Helper()
+	raw, _ := os.ReadFile(idx)
+	var index struct {
+		Tools []struct {
+			ID             string
+			Input, Network json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(raw, &index); err != nil || len(index.Tools) != 2 || index.Tools[0].ID != "net.fetch" {
+		t.Fatalf("index: %v %s", err, raw)
+	}
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		_ = json.Compact(&b, raw)
+		return b.String()
+	}
+	return compact(index.Tools[0].Input), compact(index.Tools[0].Network)
 }
 
 // TestJSHostile: JavaScript that spins, recurses, allocates, queues jobs

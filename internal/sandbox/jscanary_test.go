@@ -149,7 +149,16 @@ func TestZodSchemasAreWarmInTheSnapshot(t *testing.T) {
 // one tenant could predict another's); and a recorded call replays to the
 // same numbers (the seed is on its tape).
 func TestJSMathRandomIsEveryCallsOwn(t *testing.T) {
-	m := compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), jsCanary)
+	checkOwnDraws(t, compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), jsCanary))
+}
+
+// checkOwnDraws calls a canary's canary.random (atInit: a number drawn
+// when the pack loaded, which the snapshot holds; draws: two drawn by the
+// call) on a pooled module: every call, of one tenant or another, draws
+// numbers of its own, none the snapshot's; and a recorded call replays to
+// the same numbers (the seed is on its tape).
+func checkOwnDraws(t *testing.T, m *sandbox.Module) {
+	t.Helper()
 	call := func(tenant string, tape, replay *sandbox.Tape) string {
 		t.Helper()
 		rep, err := m.Call(context.Background(), sandbox.Request{Record: tape, Replay: replay,

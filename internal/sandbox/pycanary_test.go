@@ -123,40 +123,7 @@ func TestPyCallsBurnTheSameFuel(t *testing.T) {
 // the sequence of the seed drawn when the pack loaded (which the snapshot
 // holds); and a recorded call replays to the same numbers.
 func TestPyRandomIsEveryCallsOwn(t *testing.T) {
-	m := compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), pyCanary)
-	call := func(tenant string, tape, replay *sandbox.Tape) string {
-		t.Helper()
-		rep, err := pyCall(m, "canary.random", tenant, `{}`, tape, replay)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(rep.Body)
-	}
-	seen := map[float64]string{}
-	for i, tenant := range []string{"a", "a", "b", "b"} {
-		var d struct {
-			AtInit float64    `json:"atInit"`
-			Draws  [2]float64 `json:"draws"`
-		}
-		if err := json.Unmarshal([]byte(call(tenant, nil, nil)), &d); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range d.Draws {
-			if r < 0 || r >= 1 || r == d.AtInit {
-				t.Fatalf("call %d drew %v (the snapshot's draw %v)", i, r, d.AtInit)
-			}
-			if prev, ok := seen[r]; ok {
-				t.Fatalf("call %d (tenant %s) drew %v, as %s did", i, tenant, r, prev)
-			}
-			seen[r] = fmt.Sprintf("call %d (tenant %s)", i, tenant)
-		}
-	}
-	tape := &sandbox.Tape{}
-	recorded := call("a", tape, nil)
-	tape.Rewind()
-	if replayed := call("a", nil, tape); replayed != recorded || len(tape.Answers) == 0 {
-		t.Fatalf("replayed %s, recorded %s (%d answers)", replayed, recorded, len(tape.Answers))
-	}
+	checkOwnDraws(t, compile(t, newSandbox(t, sandbox.Config{PoolSize: 1}), pyCanary))
 }
 
 // TestPyThrowNamesThePacksLines: an exception a handler raises answers

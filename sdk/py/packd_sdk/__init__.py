@@ -27,7 +27,7 @@ import json as _json
 import typing as _typing
 
 __all__ = ["define_tool", "define_check", "declare_env", "tool", "check", "tools", "checks", "fetch", "Response", "EgressError",
-           "schema_of"]
+           "schema_of", "json_default"]
 
 _tools = {}
 _checks = {}
@@ -48,14 +48,15 @@ def declare_env(*, required=(), optional=()):
 
 
 class Tool:
-    """A tool: its id, its handler, what ``packd index`` writes of it, and
-    the Python types its input and output were given as (None: a schema)."""
+    """A tool: its id, its handler, what ``packd index`` writes of it, the
+    Python type its input was given as (None: a schema), and whether the
+    handler takes the call's context too."""
 
-    __slots__ = ("id", "handler", "spec", "input_type", "output_type")
+    __slots__ = ("id", "handler", "spec", "input_type", "two")
 
-    def __init__(self, id, handler, spec, input_type=None, output_type=None):
-        self.id, self.handler, self.spec = id, handler, spec
-        self.input_type, self.output_type = input_type, output_type
+    def __init__(self, id, handler, spec, input_type=None):
+        self.id, self.handler, self.spec, self.input_type = id, handler, spec, input_type
+        self.two = _takes_two(handler)
 
     def decode(self, value):
         """The handler's input: value as the input type says (a dataclass
@@ -63,17 +64,30 @@ class Tool:
         return _from_json(self.input_type, value) if self.input_type is not None else value
 
     def encode(self, value):
-        """What the handler answered, as JSON's values (a dataclass as a dict)."""
-        return _to_json(value)
+        """What packd answers for value, as JSON's values (a dataclass as a
+        dict): what a pack's tests compare."""
+        return _plain(value)
 
 
 class Check:
-    """A guardrail check: its id, its handler and its spec."""
+    """A guardrail check: its id, its handler, its spec, and whether the
+    handler takes the trace too."""
 
-    __slots__ = ("id", "handler", "spec")
+    __slots__ = ("id", "handler", "spec", "two")
 
     def __init__(self, id, handler, spec):
         self.id, self.handler, self.spec = id, handler, spec
+        self.two = _takes_two(handler)
+
+
+def _takes_two(fn):
+    """Whether fn takes two arguments (the input and the context, or a
+    check's config and trace), else one: decided once, at its definition."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True
+    n = code.co_argcount - (1 if hasattr(fn, "__self__") else 0)
+    return n >= 2 or bool(code.co_flags & 0x04)  # CO_VARARGS
 
 
 def _spec(kind, id, spec):
@@ -107,17 +121,16 @@ def define_tool(*, id, handler, version=None, description=None, input=None, outp
         input = hinted_in if input is None else input
         output = hinted_out if output is None else output
     input_type = input if _is_type(input) else None
-    output_type = output if _is_type(output) else None
     if input_type is not None:
         input = schema_of(input_type)
-    if output_type is not None:
-        output = schema_of(output_type)
+    if _is_type(output):
+        output = schema_of(output)
     spec = {"id": id}
     for key, value in (("version", version), ("description", description), ("input", input),
                        ("output", output), ("limits", limits), ("network", network)):
         if value is not None:
             spec[key] = value
-    _tools[id] = Tool(id, handler, _spec("tool", id, spec), input_type, output_type)
+    _tools[id] = Tool(id, handler, _spec("tool", id, spec), input_type)
     return handler
 
 
@@ -300,7 +313,7 @@ def schema_of(tp):
         for f in _dataclasses.fields(tp):
             p = schema_of(hints[f.name])
             if f.default is not _dataclasses.MISSING:
-                p["default"] = _to_json(f.default)
+                p["default"] = _plain(f.default)
             elif f.default_factory is _dataclasses.MISSING:
                 required.append(f.name)
             props[f.name] = p
@@ -339,12 +352,17 @@ def _from_json(tp, value):
     return value
 
 
-def _to_json(value):
-    """value with dataclasses as dicts, tuples and sets as lists."""
+def json_default(value):
+    """What json.dumps cannot write itself, as JSON's values: a dataclass
+    as its fields, a set as a list (json.dumps's default=; packd writes a
+    handler's answer with it)."""
     if _dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_json(getattr(value, f.name)) for f in _dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {k: _to_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_to_json(v) for v in value]
-    return value
+        return {f.name: getattr(value, f.name) for f in _dataclasses.fields(value)}
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
+def _plain(value):
+    """value as JSON's values, as packd writes it."""
+    return _json.loads(_json.dumps(value, default=json_default))

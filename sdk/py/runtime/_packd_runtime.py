@@ -77,7 +77,8 @@ def _load():
 
 
 def _dumps(value):
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                      default=packd_sdk.json_default).encode("utf-8")
 
 
 def _throw(exc):
@@ -96,14 +97,6 @@ def _run(result):
             result.throw(RuntimeError("a handler awaited something packd cannot wait for (only coroutines: asyncio's loop is not in packd's Python)"))
     except StopIteration as stop:
         return stop.value
-
-
-def _takes_two(fn):
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return True
-    n = code.co_argcount - (1 if hasattr(fn, "__self__") else 0)
-    return n >= 2 or bool(code.co_flags & 0x04)  # CO_VARARGS
 
 
 def _reseed():
@@ -134,12 +127,8 @@ def call(raw):
             args = (req.get("config"), req.get("trace"))
         else:
             raise ValueError("packd sent a request of kind %r" % (kind,))
-        fn = t.handler
-        if kind == "invoke":
-            args = (t.decode(args[0]), args[1])
-            out = t.encode(_run(fn(*args) if _takes_two(fn) else fn(args[0])))
-        else:
-            out = _run(fn(*args) if _takes_two(fn) else fn(args[0]))
+        first = t.decode(args[0]) if kind == "invoke" else args[0]
+        out = _run(t.handler(first, args[1]) if t.two else t.handler(first))
         return 0, _dumps(out)
     except BaseException as exc:  # the call's, whatever it is
         return 1, _throw(exc)
