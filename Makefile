@@ -20,7 +20,7 @@ all: build wasm
 build: $(BIN)
 
 # What packd embeds besides Go code (go:embed): a change to one rebuilds it.
-EMBEDDED  := internal/host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/py/runtime/runtime.wasm.gz sdk/js/package.json $(wildcard sdk/js/*.js sdk/js/*.d.ts) abi/guest/go.mod
+EMBEDDED  := internal/host/index.schema.json sdk/c/kindgi.h sdk/js/runtime/runtime.wasm sdk/py/runtime/runtime.wasm.gz sdk/py/runtime/library.json.gz sdk/js/package.json $(wildcard sdk/js/*.js sdk/js/*.d.ts) abi/guest/go.mod
 
 $(BIN): $(GOFILES) $(EMBEDDED) go.mod go.sum
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $@ ./cmd/packd 2>/dev/null || CGO_ENABLED=0 $(GO) build -buildvcs=false -o $@ ./cmd/packd
@@ -126,6 +126,8 @@ PY_STDLIB  := encodings encodings.aliases encodings.utf_8 encodings.utf_8_sig en
 	      functools collections datetime random secrets uuid base64 hashlib hmac traceback textwrap string copy contextlib \
 	      decimal fractions statistics urllib.parse html csv difflib pprint logging
 PY_RUNTIME := sdk/py/runtime/runtime.wasm.gz
+# The rest of the standard library, as build-py takes from it (freeze.py).
+PY_LIBRARY := sdk/py/runtime/library.json.gz
 NEED_PY     = @command -v $(BUILD_PY) >/dev/null && command -v llvm-ar >/dev/null || { echo "$(BUILD_PY) or llvm-ar not found: packd's Python runtime needs Debian's python3.11 and llvm (scripts/deps installs them)" >&2; exit 1; }
 
 $(PY_TGZ):
@@ -148,8 +150,8 @@ $(PY_WASI)/libpython3.11.a: $(PY_WASI)/Makefile sdk/py/runtime/pinned.h
 	$(MAKE) --no-print-directory -s -C $(PY_WASI) OPT="-DNDEBUG -fwrapv -w -include $(abspath sdk/py/runtime/pinned.h)" \
 	  libpython3.11.a Modules/_decimal/libmpdec/libmpdec.a Modules/expat/libexpat.a >/dev/null
 
-build/py/frozen.c: sdk/py/runtime/freeze.py sdk/py/runtime/_packd_runtime.py sdk/py/packd_sdk/__init__.py $(PY_WASI)/libpython3.11.a
-	$(BUILD_PY) sdk/py/runtime/freeze.py $@ $(PY_SRC)/Lib $(PY_WASI)/Modules/config.c $(PY_STDLIB) -- \
+build/py/frozen.c build/py/library.json &: sdk/py/runtime/freeze.py sdk/py/runtime/_packd_runtime.py sdk/py/packd_sdk/__init__.py $(PY_WASI)/libpython3.11.a
+	$(BUILD_PY) sdk/py/runtime/freeze.py build/py/frozen.c build/py/library.json $(PY_SRC)/Lib $(PY_WASI)/Modules/config.c $(PY_STDLIB) -- \
 	  _packd_runtime=sdk/py/runtime/_packd_runtime.py packd_sdk=sdk/py/packd_sdk/__init__.py
 
 build/py/runtime.wasm: sdk/py/runtime/runtime.c build/py/frozen.c $(PY_WASI)/libpython3.11.a
@@ -161,11 +163,16 @@ build/py/runtime.wasm: sdk/py/runtime/runtime.c build/py/frozen.c $(PY_WASI)/lib
 build/py/runtime.wasm.gz: build/py/runtime.wasm
 	gzip -9 -n -c $< >$@
 
-py-runtime: build/py/runtime.wasm.gz
-	cp build/py/runtime.wasm.gz $(PY_RUNTIME)
+build/py/library.json.gz: build/py/library.json
+	gzip -9 -n -c $< >$@
 
-py-runtime-check: build/py/runtime.wasm.gz
+py-runtime: build/py/runtime.wasm.gz build/py/library.json.gz
+	cp build/py/runtime.wasm.gz $(PY_RUNTIME)
+	cp build/py/library.json.gz $(PY_LIBRARY)
+
+py-runtime-check: build/py/runtime.wasm.gz build/py/library.json.gz
 	@cmp -s build/py/runtime.wasm.gz $(PY_RUNTIME) || { echo "$(PY_RUNTIME) is not what sdk/py/runtime builds: run make py-runtime and commit it" >&2; exit 1; }
+	@cmp -s build/py/library.json.gz $(PY_LIBRARY) || { echo "$(PY_LIBRARY) is not what sdk/py/runtime builds: run make py-runtime and commit it" >&2; exit 1; }
 
 # packd_sdk's own tests, on the host's Python.
 py-sdk-test:
@@ -259,7 +266,7 @@ test:
 # build two at a time (QuickJS's 13 s compile and CPython's 80 s beside the
 # Go packs').
 test-all:
-	$(MAKE) --no-print-directory -j2 build wasm fixtures build/js/runtime.wasm build/py/runtime.wasm.gz
+	$(MAKE) --no-print-directory -j2 build wasm fixtures build/js/runtime.wasm build/py/runtime.wasm.gz build/py/library.json.gz
 	$(MAKE) --no-print-directory vet
 	$(MAKE) --no-print-directory go-test-race
 	$(MAKE) --no-print-directory go-test-cmd

@@ -37,7 +37,7 @@ func buildPyCmd(args []string, stdout, stderr io.Writer) int {
 	if dst == "" {
 		dst = strings.TrimSuffix(src, ".py") + ".wasm"
 	}
-	if err := buildPy(src, dst); err != nil {
+	if err := buildPy(src, dst, stderr); err != nil {
 		fmt.Fprintln(stderr, "packd build-py:", err)
 		return exitError
 	}
@@ -46,11 +46,23 @@ func buildPyCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // buildPy makes the module dst of the Python sources at src (a directory
-// or one file).
-func buildPy(src, dst string) error {
+// or one file), with the standard library modules they import that the
+// runtime does not carry; it tells warn of the imports packd's Python
+// cannot satisfy.
+func buildPy(src, dst string, warn io.Writer) error {
 	sources, err := pySources(src)
 	if err != nil {
 		return err
+	}
+	needs, err := pysdk.NeedsOf(sources)
+	if err != nil {
+		return err
+	}
+	if len(needs.LeftOut) > 0 {
+		fmt.Fprintf(warn, "packd build-py: warning: %s imports %s, which packd's Python leaves out (no processes, threads, sockets, files or terminals in a pack): importing it raises ImportError\n", src, strings.Join(needs.LeftOut, ", "))
+	}
+	if len(needs.Unknown) > 0 {
+		fmt.Fprintf(warn, "packd build-py: warning: %s imports %s, neither in the pack nor in Python's standard library: put its sources in the pack (pure Python only), or importing it raises ImportError\n", src, strings.Join(needs.Unknown, ", "))
 	}
 	var main []string
 	for _, s := range sources {

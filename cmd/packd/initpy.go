@@ -16,7 +16,7 @@ func initPy(dir, pack string, files map[string]string, stdout, stderr io.Writer)
 	if !writeWithSDK(dir, pack, "Python", files, pysdk.SDK, ".", nil, stderr) {
 		return exitError
 	}
-	if err := buildPy(dir, filepath.Join(dir, wasmName(pack)+".wasm")); err != nil {
+	if err := buildPy(dir, filepath.Join(dir, wasmName(pack)+".wasm"), stderr); err != nil {
 		fmt.Fprintf(stderr, "packd init: %v\n", err)
 		return exitError
 	}

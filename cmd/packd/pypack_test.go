@@ -313,3 +313,139 @@ func TestPyBoundCredential(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 }
+
+// TestPyStandardLibrary: a pack's module carries the standard library
+// modules its sources import that the runtime does not (tomllib,
+// ipaddress, xml.etree, email here), and they work in it; build-py says
+// which imports packd's Python cannot satisfy, and the pack still builds
+// (a guarded import goes on without them).
+func TestPyStandardLibrary(t *testing.T) {
+	dir := t.TempDir()
+	src := `from packd_sdk import define_tool
+import ipaddress, tomllib
+import xml.etree.ElementTree as ET
+from email import message_from_string
+try:
+    import requests
+except ImportError:
+    requests = None
+try:
+    import tempfile
+except ImportError:
+    tempfile = None
+
+
+def run(input):
+    msg = message_from_string(input["mail"])
+    return {
+        "toml": tomllib.loads(input["toml"]),
+        "private": ipaddress.ip_address(input["ip"]).is_private,
+        "xml": [e.get("n") for e in ET.fromstring(input["xml"]).iter("i")],
+        "subject": msg["Subject"],
+        "requests": requests is not None,
+        "tempfile": tempfile is not None,
+    }
+
+
+define_tool(id="lib.run", handler=run)
+`
+	if err := os.MkdirAll(filepath.Join(dir, "pack"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pack", "tools.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "pack.wasm")
+	r := packd(t, "build-py", "-o", out, filepath.Join(dir, "pack"))
+	if r.code != 0 {
+		t.Fatalf("build-py: %d %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"imports tempfile, which packd's Python leaves out", "imports requests, neither in the pack nor in Python's standard library"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("build-py's warnings: %q, want %q", r.stderr, want)
+		}
+	}
+	index := filepath.Join(dir, "index.json")
+	if err := os.WriteFile(index, []byte(`{"v":1,"packId":"lib","packVersion":"1.0.0","artifactVersion":"lib-1","publishedAt":"2026-12-06T00:00:00.000Z",`+
+		`"tools":[{"id":"lib.run","input":{"type":"object"},"output":{},"modulePath":"pack.wasm"}],"guardrails":[],"agents":[],"flows":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	input := `{"toml":"a = 1\n[t]\nb = \"c\"\n","ip":"10.1.2.3","xml":"<r><i n=\"x\"/><i n=\"y\"/></r>","mail":"Subject: hi\n\nbody\n"}`
+	r = invokeTool(t, index, "lib.run", input)
+	want := `{"v":2,"kind":"result","output":{"toml":{"a":1,"t":{"b":"c"}},"private":true,"xml":["x","y"],"subject":"hi","requests":false,"tempfile":false}}`
+	if r.code != 0 || strings.TrimSpace(r.stdout) != want {
+		t.Fatalf("exit %d: %s\nstderr %s\nwant %s", r.code, r.stdout, r.stderr, want)
+	}
+}
+
+// TestPyAsyncio: a pack that imports asyncio awaits its sleeps, tasks,
+// gathers and timeouts in an async def handler (the loop is packd's: it
+// sleeps until the next timer, under the call's deadline); a handler that
+// awaits what nothing will complete is a handler-throw that says so, not a
+// call that hangs; a process or a thread is an error the handler gets.
+func TestPyAsyncio(t *testing.T) {
+	dir := t.TempDir()
+	src := `import asyncio, subprocess
+from packd_sdk import define_tool
+
+
+async def later(n):
+    await asyncio.sleep(0.01 * n)
+    return n * n
+
+
+async def run(input):
+    mode = input["mode"]
+    if mode == "gather":
+        task = asyncio.create_task(later(3))
+        got = await asyncio.gather(later(1), later(2))
+        return {"gathered": got, "task": await task}
+    if mode == "timeout":
+        try:
+            await asyncio.wait_for(asyncio.sleep(10), timeout=0.02)
+        except asyncio.TimeoutError:
+            return {"timedOut": True}
+    if mode == "forever":
+        await asyncio.get_running_loop().create_future()
+    if mode == "thread":
+        await asyncio.to_thread(print, "from a thread")
+    if mode == "process":
+        subprocess.run(["true"])
+    return {"mode": mode}
+
+
+def sync_run(input):
+    return {"ran": asyncio.run(later(input["n"]))}
+
+
+define_tool(id="aio.run", handler=run)
+define_tool(id="aio.sync", handler=sync_run)
+`
+	if err := os.MkdirAll(filepath.Join(dir, "pack"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pack", "tools.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := packd(t, "build-py", "-o", filepath.Join(dir, "pack.wasm"), filepath.Join(dir, "pack")); r.code != 0 || r.stderr != "" {
+		t.Fatalf("build-py: %d %s", r.code, r.stderr)
+	}
+	index := filepath.Join(dir, "index.json")
+	if err := os.WriteFile(index, []byte(`{"v":1,"packId":"aio","packVersion":"1.0.0","artifactVersion":"aio-1","publishedAt":"2026-12-06T00:00:00.000Z",`+
+		`"tools":[{"id":"aio.run","input":{"type":"object"},"output":{},"modulePath":"pack.wasm"},{"id":"aio.sync","input":{"type":"object"},"output":{},"modulePath":"pack.wasm"}],"guardrails":[],"agents":[],"flows":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tool, input, want string }{
+		{"aio.run", `{"mode":"gather"}`, `"output":{"gathered":[1,4],"task":9}`},
+		{"aio.run", `{"mode":"timeout"}`, `"output":{"timedOut":true}`},
+		{"aio.sync", `{"n":5}`, `"output":{"ran":25}`},
+		{"aio.run", `{"mode":"forever"}`, `"code":"handler-throw","message":"Handler for tool \"aio.run\" threw: RuntimeError: the handler awaits something nothing will complete`},
+		{"aio.run", `{"mode":"thread"}`, `"code":"handler-throw","message":"Handler for tool \"aio.run\" threw: RuntimeError: can't start new thread`},
+		{"aio.run", `{"mode":"process"}`, `"code":"handler-throw","message":"Handler for tool \"aio.run\" threw: OSError: [Errno 58] wasi does not support processes.`},
+	} {
+		r := invokeTool(t, index, c.tool, c.input)
+		if !strings.Contains(r.stdout, c.want) {
+			t.Errorf("%s %s: exit %d: %s\nstderr %s\nwant %s", c.tool, c.input, r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+}

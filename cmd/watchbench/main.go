@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,7 @@ func main() {
 	index := flag.String("index", "wasm-examples/echo/index.json", "the pack index")
 	duration := flag.Duration("duration", time.Second, "how long each setup is loaded in each round")
 	rounds := flag.Int("rounds", 15, "rounds; each loads every setup in turn, in an order that rotates")
+	only := flag.String("only", "", "the setups to load, comma-separated (off is always loaded: the ratios are to it); all when empty")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -83,6 +85,9 @@ func main() {
 	}
 	var runs []*served
 	for _, s := range setups {
+		if *only != "" && s.name != "off" && !slices.Contains(strings.Split(*only, ","), s.name) {
+			continue
+		}
 		r, err := serve(ctx, *index, s, collector.URL)
 		if err != nil {
 			fatal(fmt.Errorf("%s: %w", s.name, err))

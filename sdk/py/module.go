@@ -66,10 +66,11 @@ type Source struct {
 	Package bool
 }
 
-// Module makes a pack's module from the runtime and the pack's sources:
-// they become a passive data segment of the runtime (wasmbin.WithBundle),
-// and at _initialize the runtime imports each module main names, in
-// order, from them.
+// Module makes a pack's module from the runtime and the pack's sources,
+// with the modules of the standard library they need that the runtime
+// does not carry (NeedsOf: Library): they become a passive data segment of
+// the runtime (wasmbin.WithBundle), and at _initialize the runtime imports
+// each module main names, in order, from them.
 func Module(runtime []byte, main []string, sources []Source) ([]byte, error) {
 	if len(sources) == 0 {
 		return nil, errors.New("no Python sources")
@@ -78,6 +79,8 @@ func Module(runtime []byte, main []string, sources []Source) ([]byte, error) {
 		File    string `json:"file"`
 		Source  string `json:"source"`
 		Package bool   `json:"package,omitempty"`
+		// Library: a module of the standard library, not the pack's.
+		Library bool `json:"library,omitempty"`
 	}
 	modules := make(map[string]entry, len(sources))
 	size := 0
@@ -94,12 +97,21 @@ func Module(runtime []byte, main []string, sources []Source) ([]byte, error) {
 		if size += len(s.Text); size > MaxBundle {
 			return nil, fmt.Errorf("the sources are over the %d bytes a module takes", MaxBundle)
 		}
-		modules[s.Module] = entry{s.File, string(s.Text), s.Package}
+		modules[s.Module] = entry{File: s.File, Source: string(s.Text), Package: s.Package}
 	}
 	for _, m := range main {
 		if _, ok := modules[m]; !ok {
 			return nil, fmt.Errorf("module %s is not among the sources", m)
 		}
+	}
+	needs, err := NeedsOf(sources)
+	if err != nil {
+		return nil, err
+	}
+	lib, _ := libraryOnce()
+	for _, name := range needs.Library {
+		m := lib.Modules[name]
+		modules[name] = entry{File: LibraryFile(m.File), Source: m.Source, Package: m.Package, Library: true}
 	}
 	bundle, err := json.Marshal(struct {
 		Main    []string         `json:"main"`
@@ -110,6 +122,10 @@ func Module(runtime []byte, main []string, sources []Source) ([]byte, error) {
 	}
 	return wasmbin.WithBundle(runtime, BundleExport, bundle)
 }
+
+// LibraryFile is how tracebacks name the file of a standard library
+// module a pack's module carries (file is its path under CPython's Lib/).
+func LibraryFile(file string) string { return "<python3.11>/" + file }
 
 // validModule: dotted Python identifiers (ASCII ones: what a file name
 // on every system spells the same).

@@ -8,8 +8,11 @@ nothing for an id the pack does not serve.
 
 The pack's sources come from the module's bundle (_packd.bundle()): JSON
 {"main": [module names], "modules": {name: {"file": "tools.py",
-"source": "...", "package": false}}}. They are imported from there, with
-their file names, so that a traceback names the pack's own lines.
+"source": "...", "package": false, "library": false}}}. They are imported
+from there, with their file names, so that a traceback names the pack's
+own lines. The bundle holds the modules of the standard library the
+pack's sources import that the runtime does not carry as well (library:
+true), taken by `packd build-py` from those freeze.py set aside.
 """
 
 import json
@@ -42,6 +45,8 @@ class _BundleImporter:
         m = self.modules[module.__name__]
         module.__file__ = m["file"]
         exec(compile(m["source"], m["file"], "exec", dont_inherit=True), module.__dict__)
+        if module.__name__ == "asyncio" and m.get("library"):
+            _asyncio_loaded(module)
 
     def get_source(self, name):
         return self.modules[name]["source"]
@@ -57,7 +62,7 @@ def _load():
     bundle = json.loads(raw)
     modules = bundle.get("modules", {})
     sys.meta_path.insert(0, _BundleImporter(modules))
-    files = {m["file"] for m in modules.values()}
+    files = {m["file"] for m in modules.values() if not m.get("library")}
     for name in bundle.get("main", []):
         try:
             __import__(name)
@@ -87,14 +92,59 @@ def _throw(exc):
     return _dumps({"name": type(exc).__name__, "message": str(exc), "stack": stack})
 
 
+def _asyncio_loaded(asyncio):
+    """asyncio's loops become packd's (asyncio.run, new_event_loop): the
+    selector loop asyncio has wants a socket pair to wake itself, which
+    WASI has not, and a pack has no file or socket to wait on. packd's loop
+    runs tasks, callbacks and timers; where asyncio's would wait on the
+    selector it sleeps until the next timer is due (WASI's clock, under
+    the call's deadline), and it raises where asyncio's would wait for
+    ever: nothing ready, no timer, so nothing the pack awaits can
+    complete."""
+    import time
+
+    class Waits:
+        def select(self, timeout):
+            if timeout is None:
+                raise RuntimeError("the handler awaits something nothing will complete: no task is ready and no timer is due (packd's asyncio loop has no files, sockets or threads to wait on)")
+            if timeout > 0:
+                time.sleep(timeout)
+            return []
+
+        def close(self):
+            pass
+
+    class PackdEventLoop(asyncio.BaseEventLoop):
+        def __init__(self):
+            super().__init__()
+            self._selector = Waits()
+
+        def _process_events(self, event_list):
+            pass
+
+        def _write_to_self(self):
+            pass
+
+    class Policy(asyncio.events.BaseDefaultEventLoopPolicy):
+        _loop_factory = PackdEventLoop
+
+    asyncio.PackdEventLoop = PackdEventLoop
+    asyncio.set_event_loop_policy(Policy())
+
+
 def _run(result):
-    """result, or what the coroutine result returns, run to its end."""
+    """result, or what the coroutine result returns, run to its end: by
+    asyncio.run when the pack has imported asyncio (its loop is packd's),
+    else by awaiting nothing but other coroutines."""
     if not hasattr(result, "send") or not hasattr(result, "__await__"):
         return result
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None and asyncio.iscoroutine(result):
+        return asyncio.run(result)
     try:
         while True:
             result.send(None)
-            result.throw(RuntimeError("a handler awaited something packd cannot wait for (only coroutines: asyncio's loop is not in packd's Python)"))
+            result.throw(RuntimeError("a handler awaited something packd cannot wait for: a pack that awaits asyncio's sleeps, tasks or futures imports asyncio where it loads"))
     except StopIteration as stop:
         return stop.value
 

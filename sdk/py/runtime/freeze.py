@@ -4,25 +4,37 @@ Run by the build Python (Debian's python3.11, CPython 3.11.2: the very
 version of the source the runtime is built from, so its bytecode is the
 runtime's):
 
-    python3.11 freeze.py OUT.c LIBDIR CONFIG_C SEED... -- NAME=FILE...
+    python3.11 freeze.py OUT.c LIBRARY.json LIBDIR CONFIG_C SEED... -- NAME=FILE...
 
 It finds every module of the standard library in LIBDIR that the SEED
 modules (and the NAME=FILE modules, packd's own) import, directly or not,
 leaving out those the runtime has in C (the names CONFIG_C, the build's
 Modules/config.c, lists), compiles each and writes OUT.c: the marshalled
 code of each as an array, and `packd_frozen`, the table CPython's
-PyImport_FrozenModules points to. A module that needs one the build lacks
+PyImport_FrozenModules points to.
+
+The rest of the standard library (but LEFT_OUT and tests) goes in
+LIBRARY.json, the library `packd build-py` takes from: each module's
+source, its file under LIBDIR and the modules of the library it imports
+(anywhere in it, as modulefinder reads them), so that a pack's module
+carries those its sources import, and what they import, and no others;
+with the names the runtime has already (frozen or in C) and those it
+leaves out, so that build-py can say which of a pack's imports packd's
+Python does not have. A module that needs one the build lacks
 (a C module WASI has no room for: _ssl, _socket, zlib, ...) is frozen all
 the same; importing it raises ImportError at run time, as on any Python
 built without that module, and the modules that import such a one
 optionally go on without it.
 """
 
+import io
+import json
 import marshal
 import modulefinder
 import os
 import re
 import sys
+import tokenize
 
 
 # What a pack cannot use in packd (no processes, threads of its own,
@@ -32,12 +44,12 @@ import sys
 # everything from pdb) does not come with them. Importing one raises
 # ImportError.
 LEFT_OUT = [
-    "__main__", "_aix_support", "_bootsubprocess", "_osx_support", "antigravity", "argparse", "asyncio", "bdb", "cmd", "code",
-    "codeop", "concurrent", "ctypes", "curses", "dbm", "distutils", "doctest", "ensurepip", "ftplib", "getopt",
+    "__main__", "_aix_support", "_bootsubprocess", "_osx_support", "antigravity", "argparse", "bdb", "cmd", "code",
+    "codeop", "ctypes", "curses", "dbm", "distutils", "doctest", "ensurepip", "ftplib", "getopt",
     "getpass", "glob", "gzip", "bz2", "lzma", "http.server", "idlelib", "imaplib", "importlib.metadata",
     "importlib.resources", "lib2to3", "mailbox", "multiprocessing", "netrc", "nntplib", "pdb", "pickletools",
     "pkgutil", "poplib", "profile", "pstats", "py_compile", "pydoc", "pydoc_data", "runpy",
-    "selectors", "shutil", "smtplib", "socketserver", "sqlite3", "ssl", "subprocess", "sysconfig", "tarfile",
+    "shutil", "smtplib", "socketserver", "sqlite3", "ssl", "sysconfig", "tarfile",
     "telnetlib", "tempfile", "test", "tkinter", "tty", "turtle", "turtledemo", "unittest", "venv", "webbrowser",
     "wsgiref", "xmlrpc", "zipapp", "zipfile", "zipimport",
 ]
@@ -53,8 +65,8 @@ def builtin_names(config_c):
 def main(argv):
     if sys.version_info[:2] != (3, 11):
         sys.exit("freeze.py: the build Python must be CPython 3.11 (its bytecode is the runtime's), not " + sys.version)
-    out, libdir, config_c = argv[1:4]
-    rest = argv[4:]
+    out, library_out, libdir, config_c = argv[1:5]
+    rest = argv[5:]
     split = rest.index("--") if "--" in rest else len(rest)
     seeds, own = rest[:split], rest[split + 1:]
     builtins = builtin_names(config_c)
@@ -109,6 +121,78 @@ def main(argv):
     missing, maybe = finder.any_missing_maybe()
     if missing:
         print("freeze.py: not in the build (ImportError if imported): " + " ".join(sorted(missing)), file=sys.stderr)
+
+    have = sorted({name for name, _, _, _ in frozen})
+    library = library_modules(libdir, set(have) | builtins)
+    with open(library_out, "w", encoding="ascii") as f:
+        json.dump({"python": "%d.%d.%d" % sys.version_info[:3], "builtin": sorted(builtins), "frozen": have,
+                   "leftOut": LEFT_OUT, "modules": library}, f, sort_keys=True, separators=(",", ":"))
+    print("freeze.py: %d modules in the library, %d bytes of source" % (len(library), sum(len(m["source"]) for m in library.values())), file=sys.stderr)
+
+
+def left_out(name):
+    return any(name == n or name.startswith(n + ".") for n in LEFT_OUT)
+
+
+def library_modules(libdir, have):
+    """Every module under libdir but those in have, LEFT_OUT and tests
+    (CPython's test packages among them):
+    name -> file (relative to libdir), package, source and the modules of
+    the library it imports."""
+    found = {}
+    for root, dirs, files in os.walk(libdir):
+        rel = os.path.relpath(root, libdir)
+        parts = [] if rel == "." else rel.split(os.sep)
+        if parts and "__init__.py" not in files:
+            dirs[:] = []  # not a package: nothing under it can be imported
+            continue
+        dirs[:] = sorted(d for d in dirs if d.isidentifier() and d not in ("test", "tests", "idle_test"))
+        for f in sorted(files):
+            stem = f[:-3]
+            if not f.endswith(".py") or not stem.isidentifier():
+                continue
+            name = ".".join(parts + ([] if stem == "__init__" else [stem]))
+            if not name or name in have or left_out(name) or parts[:1] == ["__phello__"] or name == "__hello__":
+                continue
+            path = os.path.join(root, f)
+            with open(path, "rb") as fh:
+                raw = fh.read()
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+            found[name] = {"file": os.path.relpath(path, libdir).replace(os.sep, "/"), "package": stem == "__init__",
+                           "source": raw.decode(encoding)}
+    scanner = modulefinder.ModuleFinder()
+    for name, m in found.items():
+        code = compile(m["source"], m["file"], "exec", dont_inherit=True)
+        package = name if m["package"] else name.rpartition(".")[0]
+        m["imports"] = sorted(n for n in imported(scanner, code, package) if n in found and n != name)
+    return found
+
+
+def imported(scanner, code, package):
+    """The modules code imports, anywhere in it (functions, classes), and
+    their packages: for `from a import b`, a and a.b (b may be a module)."""
+    names = set()
+    for what, args in scanner.scan_opcodes(code):
+        if what == "store":
+            continue
+        if what == "absolute_import":
+            (fromlist, target), base = args, ""
+        else:
+            level, fromlist, target = args
+            parts = package.split(".") if package else []
+            if level - 1 > len(parts):
+                continue
+            base = ".".join(parts[:len(parts) - (level - 1)])
+        full = ".".join(p for p in (base, target) if p)
+        if not full:
+            continue
+        pieces = full.split(".")
+        names.update(".".join(pieces[:i + 1]) for i in range(len(pieces)))
+        names.update(full + "." + f for f in fromlist or () if f != "*")
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            names |= imported(scanner, const, package)
+    return names
 
 
 if __name__ == "__main__":
