@@ -118,6 +118,10 @@ func TestPyHostile(t *testing.T) {
 		// Growing memory past the limit is charged before it is refused:
 		// the fuel of a 1 GiB allocation runs out first.
 		{"alloc", "", `"code":"deadline-exceeded","message":"pyhostile.alloc passed its deadline`},
+		// asyncio's loop sleeps under the call's deadline, and a swarm of
+		// tasks ends by its fuel, memory or deadline.
+		{"asleep", "1000", `"code":"deadline-exceeded","message":"pyhostile.asleep passed its deadline`},
+		{"swarm", "2000", `"code":"deadline-exceeded","message":"pyhostile.swarm passed its deadline`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var extra []string
