@@ -59,7 +59,7 @@ func buildPy(src, dst string, warn io.Writer) error {
 		return err
 	}
 	if len(needs.LeftOut) > 0 {
-		fmt.Fprintf(warn, "packd build-py: warning: %s imports %s, which packd's Python leaves out (no processes, threads, sockets, files or terminals in a pack): importing it raises ImportError\n", src, strings.Join(needs.LeftOut, ", "))
+		fmt.Fprintf(warn, "packd build-py: warning: %s imports %s, which packd's Python leaves out (it needs files on disk, processes, a terminal or native code, or only runs as a program or tests code): importing it raises ImportError\n", src, strings.Join(needs.LeftOut, ", "))
 	}
 	if len(needs.Unknown) > 0 {
 		fmt.Fprintf(warn, "packd build-py: warning: %s imports %s, neither in the pack nor in Python's standard library: put its sources in the pack (pure Python only), or importing it raises ImportError\n", src, strings.Join(needs.Unknown, ", "))

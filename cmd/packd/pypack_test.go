@@ -1,12 +1,17 @@
 package main
 
 import (
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -334,9 +339,9 @@ try:
 except ImportError:
     requests = None
 try:
-    import tempfile
+    import sqlite3
 except ImportError:
-    tempfile = None
+    sqlite3 = None
 
 
 def run(input):
@@ -347,7 +352,7 @@ def run(input):
         "xml": [e.get("n") for e in ET.fromstring(input["xml"]).iter("i")],
         "subject": msg["Subject"],
         "requests": requests is not None,
-        "tempfile": tempfile is not None,
+        "sqlite3": sqlite3 is not None,
     }
 
 
@@ -364,7 +369,7 @@ define_tool(id="lib.run", handler=run)
 	if r.code != 0 {
 		t.Fatalf("build-py: %d %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"imports tempfile, which packd's Python leaves out", "imports requests, neither in the pack nor in Python's standard library"} {
+	for _, want := range []string{"imports sqlite3, which packd's Python leaves out", "imports requests, neither in the pack nor in Python's standard library"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("build-py's warnings: %q, want %q", r.stderr, want)
 		}
@@ -376,7 +381,7 @@ define_tool(id="lib.run", handler=run)
 	}
 	input := `{"toml":"a = 1\n[t]\nb = \"c\"\n","ip":"10.1.2.3","xml":"<r><i n=\"x\"/><i n=\"y\"/></r>","mail":"Subject: hi\n\nbody\n"}`
 	r = invokeTool(t, index, "lib.run", input)
-	want := `{"v":2,"kind":"result","output":{"toml":{"a":1,"t":{"b":"c"}},"private":true,"xml":["x","y"],"subject":"hi","requests":false,"tempfile":false}}`
+	want := `{"v":2,"kind":"result","output":{"toml":{"a":1,"t":{"b":"c"}},"private":true,"xml":["x","y"],"subject":"hi","requests":false,"sqlite3":false}}`
 	if r.code != 0 || strings.TrimSpace(r.stdout) != want {
 		t.Fatalf("exit %d: %s\nstderr %s\nwant %s", r.code, r.stdout, r.stderr, want)
 	}
@@ -451,5 +456,56 @@ define_tool(id="aio.sync", handler=sync_run)
 		if !strings.Contains(r.stdout, c.want) {
 			t.Errorf("%s %s: exit %d: %s\nstderr %s\nwant %s", c.tool, c.input, r.code, r.stdout, r.stderr, c.want)
 		}
+	}
+}
+
+// TestPyLibraryImports: every module of the library build-py takes from
+// imports in packd (none needs a module packd's Python leaves out, or
+// one it does not have), in one pack that imports them all.
+func TestPyLibraryImports(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "..", "sdk", "py", "runtime", "library.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lib struct {
+		Modules map[string]json.RawMessage `json:"modules"`
+	}
+	if err := json.NewDecoder(zr).Decode(&lib); err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Sorted(maps.Keys(lib.Modules))
+	if len(names) < 200 {
+		t.Fatalf("the library holds %d modules", len(names))
+	}
+	var src strings.Builder
+	src.WriteString("from packd_sdk import define_tool\nFAILED = {}\n")
+	for _, n := range names {
+		fmt.Fprintf(&src, "try:\n    import %s\nexcept BaseException as e:\n    FAILED[%q] = '%%s: %%s' %% (type(e).__name__, e)\n", n, n)
+	}
+	src.WriteString("define_tool(id='lib.failed', handler=lambda input: FAILED)\n")
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "pack"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pack", "tools.py"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wasm := filepath.Join(dir, "pack.wasm")
+	if r := packd(t, "build-py", "-o", wasm, filepath.Join(dir, "pack")); r.code != 0 || r.stderr != "" {
+		t.Fatalf("build-py: %d %s", r.code, r.stderr)
+	}
+	// Importing them all takes more than a pack's default load fuel.
+	index := filepath.Join(dir, "index.json")
+	if r := packd(t, "index", "--load-fuel", "100000000000", "--index", index, "--pack-id", "lib", wasm); r.code != 0 {
+		t.Fatalf("packd index: %d %s", r.code, r.stderr)
+	}
+	r := packd(t, "invoke", "--load-fuel", "100000000000", "--index", index, "--tool", "lib.failed")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `{"v":2,"kind":"result","output":{}}` {
+		t.Fatalf("modules of the library that do not import in packd: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -58,7 +58,7 @@ value = {'k': 'import notadict'}
 // out or does not have is said.
 func TestNeedsOf(t *testing.T) {
 	needs, err := NeedsOf([]Source{
-		{Module: "tools", File: "tools.py", Text: []byte("import json, os.path\nimport xml.etree.ElementTree as ET\nfrom email.mime import text\nfrom http import server\nimport requests\nimport tempfile\nimport queue\nfrom tools_helpers import x\n")},
+		{Module: "tools", File: "tools.py", Text: []byte("import json, os.path\nimport xml.etree.ElementTree as ET\nfrom email.mime import text\nfrom http import server\nimport requests\nimport sqlite3\nimport queue\nfrom tools_helpers import x\n")},
 		{Module: "queue", File: "queue.py", Text: []byte("# the pack's own queue\n")},
 	})
 	if err != nil {
@@ -69,12 +69,12 @@ func TestNeedsOf(t *testing.T) {
 			t.Errorf("the module does not carry %s: %q", m, needs.Library)
 		}
 	}
-	for _, m := range []string{"json", "queue", "http.server", "tempfile", "tomllib", "zoneinfo", "ipaddress", "os.path", "requests"} {
+	for _, m := range []string{"json", "queue", "http.server", "sqlite3", "tomllib", "zoneinfo", "ipaddress", "os.path", "requests"} {
 		if slices.Contains(needs.Library, m) {
 			t.Errorf("the module carries %s, which the runtime has, the pack holds, packd leaves out or the pack does not import: %q", m, needs.Library)
 		}
 	}
-	if want := []string{"http.server", "tempfile"}; !reflect.DeepEqual(needs.LeftOut, want) {
+	if want := []string{"http.server", "sqlite3"}; !reflect.DeepEqual(needs.LeftOut, want) {
 		t.Errorf("left out: %q, want %q", needs.LeftOut, want)
 	}
 	if want := []string{"requests", "tools_helpers"}; !reflect.DeepEqual(needs.Unknown, want) {

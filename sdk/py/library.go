@@ -63,7 +63,8 @@ type Needs struct {
 	// module carries for them (the runtime has the others already).
 	Library []string
 	// LeftOut is the modules they import that packd's Python leaves out
-	// (no processes, threads, sockets, files or terminals in packd):
+	// (freeze.py's LEFT_OUT: what needs files on disk, processes, a
+	// terminal or native code, runs only as a program, or tests code):
 	// importing one raises ImportError.
 	LeftOut []string
 	// Unknown is the modules they import that are neither the pack's nor

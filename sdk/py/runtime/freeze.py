@@ -37,21 +37,38 @@ import sys
 import tokenize
 
 
-# What a pack cannot use in packd (no processes, threads of its own,
-# sockets, files, terminals or debugger), or uses only to test and
-# document itself: left out, and not followed, so that what the modules a
-# pack imports reach through them (doctest from decimal, pdb from doctest,
-# everything from pdb) does not come with them. Importing one raises
-# ImportError.
+# What a pack cannot use in packd (processes of its own, a terminal, a
+# debugger, files on disk: time zone data, package data, a profiler's
+# output), what only runs as a program, and what a pack uses only to test
+# and document itself: left out, and not followed, so that what the
+# modules a pack imports reach through them (doctest from decimal, pdb
+# from doctest, everything from pdb) does not come with them. Importing
+# one raises ImportError, and build-py warns of it. What only needs them
+# (a module that imports one where it loads) is left out with them, so
+# that every module the library holds imports (TestPyLibraryImports). The
+# modules that only fail when used (tempfile, shutil, subprocess, socket:
+# OSError, as there are no files, processes or sockets) import, so that
+# those that import them where they load (urllib.request, asyncio,
+# logging.config) do.
 LEFT_OUT = [
-    "__main__", "_aix_support", "_bootsubprocess", "_osx_support", "antigravity", "argparse", "bdb", "cmd", "code",
-    "codeop", "ctypes", "curses", "dbm", "distutils", "doctest", "ensurepip", "ftplib", "getopt",
-    "getpass", "glob", "gzip", "bz2", "lzma", "http.server", "idlelib", "imaplib", "importlib.metadata",
-    "importlib.resources", "lib2to3", "mailbox", "multiprocessing", "netrc", "nntplib", "pdb", "pickletools",
-    "pkgutil", "poplib", "profile", "pstats", "py_compile", "pydoc", "pydoc_data", "runpy",
-    "shutil", "smtplib", "socketserver", "sqlite3", "ssl", "sysconfig", "tarfile",
-    "telnetlib", "tempfile", "test", "tkinter", "tty", "turtle", "turtledemo", "unittest", "venv", "webbrowser",
-    "wsgiref", "xmlrpc", "zipapp", "zipfile", "zipimport",
+    # programs, terminals, debuggers and profilers
+    "__main__", "argparse", "bdb", "cmd", "code", "codeop", "curses", "getopt", "getpass", "idlelib", "pdb", "profile",
+    "cProfile", "pstats", "pty", "runpy", "trace", "tty", "turtle", "turtledemo", "tkinter", "webbrowser", "zipapp",
+    "json.tool", "asyncio.__main__", "smtpd", "cgitb",
+    # testing and documenting code
+    "doctest", "test", "unittest", "pydoc", "pydoc_data", "pickletools", "lib2to3",
+    # building, installing and describing Python itself
+    "_aix_support", "_bootsubprocess", "_osx_support", "compileall", "distutils", "ensurepip", "py_compile",
+    "sysconfig", "venv", "importlib.metadata", "pkgutil", "zipimport", "msilib",
+    # files on disk, processes, and the protocols and servers of a machine
+    "dbm", "glob", "mailbox", "netrc", "sqlite3", "tarfile", "zoneinfo", "multiprocessing",
+    "concurrent.futures.process", "asyncio.windows_events", "asyncio.windows_utils", "ssl", "ftplib", "imaplib",
+    "nntplib", "poplib", "smtplib", "telnetlib", "http.server", "wsgiref", "xmlrpc",
+    # native code, and what CPython's build has not (zlib, bz2 and lzma are
+    # not built; oem is Windows')
+    "ctypes", "gzip", "bz2", "lzma", "encodings.bz2_codec", "encodings.zlib_codec", "encodings.oem",
+    # a joke
+    "antigravity",
 ]
 
 
