@@ -16,9 +16,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -279,6 +281,19 @@ func (s *served) do(t *testing.T, method, path, body string, headers map[string]
 		t.Errorf("%s %s: content-length %q for %d bytes", method, path, cl, len(b))
 	}
 	return r
+}
+
+// hup sends SIGHUP (a reload) and answers the first record of one of
+// kinds written after it.
+func (s *served) hup(t *testing.T, kinds ...string) map[string]any {
+	t.Helper()
+	before := len(s.stderr.snapshot())
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	return record(t, s.stderr.waitFor(t, 60*time.Second, func(l string) bool {
+		return slices.ContainsFunc(kinds, func(k string) bool { return kindIs(k)(l) }) && !slices.Contains(s.stderr.snapshot()[:before], l)
+	}))
 }
 
 func (s *served) auth(extra ...string) map[string]string {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -60,16 +59,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header.Get("Kindgi-Artifact-Version"), string(b), err
 	}
-	hup := func(kinds ...string) map[string]any {
-		t.Helper()
-		before := len(s.stderr.snapshot())
-		if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-			t.Fatal(err)
-		}
-		return record(t, s.stderr.waitFor(t, 60*time.Second, func(l string) bool {
-			return slices.ContainsFunc(kinds, func(k string) bool { return kindIs(k)(l) }) && !slices.Contains(s.stderr.snapshot()[:before], l)
-		}))
-	}
+	hup := func(kinds ...string) map[string]any { t.Helper(); return s.hup(t, kinds...) }
 	info := func() string {
 		t.Helper()
 		r := s.do(t, "GET", "/v1/info", "", s.auth())

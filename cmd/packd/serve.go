@@ -200,6 +200,13 @@ func (cfg *serviceConfig) prepare(problems []string, rec *service.Log, guestOut 
 		rec.Lifecycle("config-invalid", "error", "The pack service configuration is invalid", service.Field{Key: "problems", Value: problems})
 		return service.StartConfig{}, false
 	}
+	if cfg.policy != "" {
+		// A policy that cannot be read is a bad config, named now (Start
+		// reads it again, and each reload anew).
+		if _, err := host.LoadPolicy(cfg.policy); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	if len(problems) > 0 {
 		return invalid(problems)
 	}

@@ -389,7 +389,13 @@ func (p *Pack) run(ctx context.Context, o *Outcome, r runSpec) ([]byte, *abi.Err
 		return nil, e
 	}
 	call := lim.request(body)
-	call.Env, call.Account = p.env, g.Memory
+	call.Env, call.Account, call.FuelMeter = p.env, g.Memory, g.Fuel
+	if g.MaxFuel > 0 {
+		if call.Fuel <= 0 {
+			call.Fuel = p.sb.GuestLimits().DefaultFuel
+		}
+		call.Fuel = min(call.Fuel, g.MaxFuel)
+	}
 	if p.output != nil {
 		who := GuestLine{Call: *t, TraceID: r.traceID}
 		call.Output = func(stream string, line []byte) {

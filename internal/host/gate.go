@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"errors"
+	"sync/atomic"
+	"time"
 )
 
 // Gate decides whether a call may run, after its message parsed and its
@@ -24,6 +26,9 @@ const (
 	// RefusalTenantShare: the call's tenant holds its share of the service
 	// while other tenants call (an Admission refused it); try again later.
 	RefusalTenantShare = "tenant-share"
+	// RefusalTenantBudget: the call's tenant has spent its budget over
+	// time (the policy's budget: Budget); try again after RetryAfter.
+	RefusalTenantBudget = "tenant-budget"
 )
 
 // Deny is a gate's refusal. Code is one of the refusal codes (empty means
@@ -32,15 +37,19 @@ const (
 type Deny struct {
 	Code   string
 	Reason string
+	// RetryAfter, when set, is how long the caller should wait before it
+	// tries again (a budget's bucket says when it will allow a call).
+	RetryAfter time.Duration
 }
 
 func (d *Deny) Error() string { return d.Reason }
 
 // Refusal says why a parsed call was refused before any pack code ran.
 type Refusal struct {
-	Code   string // a refusal code
-	Reason string // safe to show the caller
-	Err    error  // what the gate returned (for logs, never for the caller)
+	Code       string        // a refusal code
+	Reason     string        // safe to show the caller
+	RetryAfter time.Duration // when to try again (0: the face's own)
+	Err        error         // what the gate returned (for logs, never for the caller)
 }
 
 func (r *Refusal) Error() string { return r.Code + ": " + r.Reason }
@@ -78,7 +87,7 @@ func refusalFor(err error) *Refusal {
 		if code == "" {
 			code = RefusalGateDenied
 		}
-		return &Refusal{Code: code, Reason: d.Reason, Err: err}
+		return &Refusal{Code: code, Reason: d.Reason, RetryAfter: d.RetryAfter, Err: err}
 	}
 	return &Refusal{Code: RefusalGateFailed, Reason: "the gate could not decide", Err: err}
 }
@@ -91,10 +100,15 @@ type Admission func(call Call) (Grant, error)
 // Grant is a call's share of the service: Release (nil: nothing) gives it
 // back when the call ends; Memory (nil: none) is the account the memory of
 // the call's instance is charged to while it runs, whose share bounds it
-// (a call that does not fit is refused with RefusalTenantShare).
+// (a call that does not fit is refused with RefusalTenantShare); MaxFuel
+// (0: none) caps the call's fuel below its target's own limits.fuel (it
+// only tightens it: a budget's maxFuelPerCall); Fuel (nil: none) is told
+// of the fuel the call spends as it spends it (sandbox.Request.Fuel).
 type Grant struct {
 	Release func()
 	Memory  *MemoryAccount
+	MaxFuel int64
+	Fuel    *atomic.Int64
 }
 
 // tenantPin is a Request's TenantPin: a tool call whose ctx.tenantId

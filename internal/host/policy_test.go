@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kindgi/packd/internal/host"
@@ -61,5 +62,45 @@ func TestPolicy(t *testing.T) {
 	}
 	if host.Gates(nil, nil) != nil {
 		t.Error("no gates should be no gate")
+	}
+}
+
+// TestPolicyBudgets: a budget that cannot be read is refused with its
+// field named; a tenant's own budget replaces the default, and {} frees
+// it of any.
+func TestPolicyBudgets(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ body, want string }{
+		{`{"defaultBudget":{"fuelPerSecond":"fast"}}`, "its defaultBudget.fuelPerSecond must be a number, not string"},
+		{`{"tenants":{"t":{"budget":{"maxFuelPerCall":1.5}}}}`, "its tenants.budget.maxFuelPerCall must be a whole number, not number 1.5"},
+		{`{"tenants":{"t":{"budget":{"callsPerSecond":-1}}}}`, `the policy's tenants["t"].budget.callsPerSecond must be a number from 0 to 1e+18, not -1`},
+		{`{"defaultBudget":{"fuelBurst":100}}`, "the policy's defaultBudget.fuelBurst needs a fuelPerSecond"},
+		{`{"defaultBudget":{"fuelPerSec":100}}`, `unknown field "fuelPerSec"`},
+		{`{"defaultBudget":{"egressBytesPerHour":1e400}}`, "egressBytesPerHour"},
+	} {
+		p := filepath.Join(dir, "p.json")
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := host.LoadPolicy(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.body, err, c.want)
+		}
+	}
+	p := filepath.Join(dir, "ok.json")
+	if err := os.WriteFile(p, []byte(`{"defaultBudget":{"fuelPerSecond":1e9},"tenants":{
+		"own":{"budget":{"callsPerSecond":5}},"free":{"budget":{}},"listed":{"allow":["x"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := host.LoadPolicy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tenant, want := range map[string]host.Budget{"own": {CallsPerSecond: 5}, "free": {}, "listed": {FuelPerSecond: 1e9}, "stranger": {FuelPerSecond: 1e9}} {
+		if got := pol.BudgetFor(tenant); got == nil || *got != want {
+			t.Errorf("%s's budget: %+v, want %+v", tenant, got, want)
+		}
+	}
+	if (*host.Policy)(nil).BudgetFor("t") != nil {
+		t.Error("no policy has a budget")
 	}
 }

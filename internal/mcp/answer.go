@@ -25,7 +25,8 @@ import (
 // ran that may be sent again (a server error, in JSON-RPC's range for them).
 const codeRetryLater = -32000
 
-// retryAfterSeconds is how long a refused caller is told to wait.
+// retryAfterSeconds is how long a refused caller is told to wait when
+// the refusal names no wait of its own.
 const retryAfterSeconds = 1
 
 // resultPrefix begins every result message host writes.
@@ -137,11 +138,14 @@ func refusalResult(ex *exchange, id string, r *service.Refusal) (*sdk.CallToolRe
 	case r.Code == service.CodeGateDenied:
 		return toolError(fmt.Sprintf("The policy does not allow this call of %s: %s", id, r.Message)), nil
 	case retryLater[r.Code]:
+		wait := r.RetryAfterSeconds()
 		if ex != nil {
-			ex.retryLater(r.Code)
+			ex.retryLater(r.Code, wait)
 		}
 		msg := "The service is at its capacity: the call did not run; send it again in a second"
 		switch r.Code {
+		case service.CodeTenantBudget:
+			msg = fmt.Sprintf("This tenant has spent its budget for now: the call did not run; send it again in %d s", wait)
 		case service.CodeDraining:
 			msg = "The service is shutting down: the call did not run; send it to another instance or again later"
 		case service.CodeMissingEnv:
@@ -150,7 +154,7 @@ func refusalResult(ex *exchange, id string, r *service.Refusal) (*sdk.CallToolRe
 			msg = "The policy could not decide: the call did not run; send it again later"
 		}
 		return nil, &jsonrpc.Error{Code: codeRetryLater, Message: msg,
-			Data: json.RawMessage(fmt.Sprintf(`{"code":%q,"retryAfterSeconds":%d}`, r.Code, retryAfterSeconds))}
+			Data: json.RawMessage(fmt.Sprintf(`{"code":%q,"retryAfterSeconds":%d}`, r.Code, wait))}
 	case r.Code == service.CodeTenantMismatch:
 		msg := "This pack service is pinned to another tenant"
 		if r.NoTenant {
@@ -159,6 +163,18 @@ func refusalResult(ex *exchange, id string, r *service.Refusal) (*sdk.CallToolRe
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg, Data: json.RawMessage(`{"code":"pack-tenant-mismatch"}`)}
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The call was refused (" + r.Code + ")"}
+}
+
+// retryAfterOf is the wait a JSON-RPC error of a refused call names
+// (refusalResult's data), else retryAfterSeconds.
+func retryAfterOf(e *jsonrpc.Error) int {
+	var d struct {
+		RetryAfterSeconds int `json:"retryAfterSeconds"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil || d.RetryAfterSeconds < 1 {
+		return retryAfterSeconds
+	}
+	return d.RetryAfterSeconds
 }
 
 func isObject(raw json.RawMessage) bool {

@@ -63,7 +63,7 @@ func (mcpFace) Status(code string) int {
 // sent again: over HTTP, a 503 with Retry-After.
 var retryLater = map[string]bool{
 	service.CodeDraining: true, service.CodeMissingEnv: true, service.CodeOverloaded: true,
-	service.CodeTenantShare: true, service.CodeGateFailed: true,
+	service.CodeTenantShare: true, service.CodeTenantBudget: true, service.CodeGateFailed: true,
 }
 
 // The MCP face's own refusal codes.

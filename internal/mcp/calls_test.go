@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -465,5 +466,30 @@ func TestServerDiscover(t *testing.T) {
 	if res.StatusCode != 200 || res.Header.Get("Mcp-Session-Id") != "" || !strings.Contains(body, `"2026-07-28"`) ||
 		!strings.Contains(body, `"tools":{`) || !strings.Contains(body, `"name":"packd","version":"v9"`) {
 		t.Fatalf("server/discover: %d %s", res.StatusCode, body)
+	}
+}
+
+// TestATenantOverItsBudgetIs503WithItsWait: a call of a tenant that has
+// spent its budget is refused before it runs with a 503, its Retry-After
+// the wait its budget says (also in the error's data), over the stateless
+// protocol's fast path and over a session's; another tenant is served.
+func TestATenantOverItsBudgetIs503WithItsWait(t *testing.T) {
+	policy := &host.Policy{Tenants: map[string]host.TenantPolicy{"slow": {Budget: &host.Budget{CallsPerSecond: 0.001}}}}
+	svc := servePack(t, "../../wasm-examples/conformance", conformanceTools, service.Config{Policy: policy})
+	_, url := serve(t, svc, Config{})
+	meta := func(tenant string) string { return `{"kindgi.com/ctx":{"tenantId":"` + tenant + `","runId":"r"}}` }
+	if res, body := post(t, url, callBody(1, "conformance.echo", `{"message":"x"}`, meta("slow")), nil); res.StatusCode != http.StatusOK || !strings.Contains(body, `"structuredContent":{"message":"x"}`) {
+		t.Fatalf("the first call: %d %s", res.StatusCode, body)
+	}
+	for _, h := range []http.Header{nil, {"Mcp-Protocol-Version": {"2025-11-25"}}} {
+		res, body := post(t, url, callBody(2, "conformance.echo", `{"message":"x"}`, meta("slow")), h)
+		if wait, _ := strconv.Atoi(res.Header.Get("Retry-After")); res.StatusCode != http.StatusServiceUnavailable || wait < 990 || wait > 1000 ||
+			!strings.Contains(body, `"code":-32000`) || !strings.Contains(body, `"retryAfterSeconds":`+res.Header.Get("Retry-After")) ||
+			!strings.Contains(body, `"tenant-budget"`) || !strings.Contains(body, "spent its budget") {
+			t.Fatalf("over its budget (%v): %d %q %s", h, res.StatusCode, res.Header.Get("Retry-After"), body)
+		}
+	}
+	if res, body := post(t, url, callBody(3, "conformance.echo", `{"message":"y"}`, meta("other")), nil); res.StatusCode != http.StatusOK || !strings.Contains(body, `"structuredContent":{"message":"y"}`) {
+		t.Fatalf("another tenant: %d %s", res.StatusCode, body)
 	}
 }

@@ -181,7 +181,7 @@ func (f *Face) serveFast(w http.ResponseWriter, r *http.Request, req *fastReques
 			status = http.StatusBadRequest
 		case codeRetryLater:
 			status = http.StatusServiceUnavailable
-			hdr.Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+			hdr.Set("Retry-After", strconv.Itoa(retryAfterOf(jerr)))
 		}
 	} else {
 		b.WriteString(`,"result":`)

@@ -319,6 +319,7 @@ type exchange struct {
 	status  int
 	buf     bytes.Buffer
 	retry   string // the refusal code of a call to send again; "": none
+	wait    int    // its Retry-After, in seconds
 }
 
 // exchanges are the POSTs being answered, by the id headerExchange gives
@@ -345,9 +346,9 @@ func (xs *exchanges) of(h http.Header) *exchange {
 	return nil
 }
 
-func (ex *exchange) retryLater(code string) {
+func (ex *exchange) retryLater(code string, seconds int) {
 	ex.mu.Lock()
-	ex.retry = code
+	ex.retry, ex.wait = code, seconds
 	ex.mu.Unlock()
 }
 
@@ -378,7 +379,7 @@ func (ex *exchange) finish() {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.retry != "" && ex.status == http.StatusOK && singleAnswer(ex.buf.Bytes()) {
-		ex.w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		ex.w.Header().Set("Retry-After", strconv.Itoa(ex.wait))
 		ex.w.Header().Set("Content-Type", "application/json")
 		ex.w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = ex.w.Write(ex.buf.Bytes()) // the JSON-RPC error, as the SDK wrote it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -70,6 +71,12 @@ type Request struct {
 	// Account is the memory account the call's instance memory is charged
 	// to while it runs (nil: the budget alone).
 	Account *MemoryAccount
+	// FuelMeter, when set, is told of the fuel the call spends as it
+	// spends it: each slice the guest takes (Config.FuelSlice) is added
+	// before it runs, and what the call took but did not burn is taken
+	// back when it ends, so that it ends up Reply.FuelUsed higher. A
+	// tenant's running calls add up in one (a budget over time).
+	FuelMeter *atomic.Int64
 }
 
 // CallLimits are a call's own settings that change what its guest
@@ -128,6 +135,9 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 		*rep = Reply{FuelUsed: min(max(used, 0), budget), Instance: rep.Instance, SnapshotID: rep.SnapshotID, SnapshotTape: rep.SnapshotTape}
 		err = &ABIError{Func: instrument.GlobalExport, Reason: fmt.Sprintf("fuel used %d is outside the budget of %d", used, budget)}
 	}
+	if st.meter != nil {
+		st.meter.Add(rep.FuelUsed - (budget - st.fuelLeft)) // what it took and did not burn
+	}
 	rep.MemoryRefused = st.memoryRefused
 	return err
 }
@@ -162,6 +172,7 @@ func (s *Sandbox) initState(st *callState, req Request, budget int64) {
 		budget:    budget,
 		record:    req.Record,
 		replay:    req.Replay,
+		meter:     req.FuelMeter,
 	}
 }
 

@@ -52,6 +52,9 @@ func charge(ctx context.Context, mod api.Module, units int64) {
 		n := min(st.fuelSlice, st.fuelLeft)
 		st.fuelLeft -= n
 		cur += n
+		if st.meter != nil {
+			st.meter.Add(n)
+		}
 	}
 	g.Set(uint64(cur))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -29,6 +30,7 @@ type callState struct {
 	// Fuel: fuelLeft is the part of the budget not yet handed to the guest,
 	// in slices of fuelSlice, by the refill import.
 	fuelLeft, fuelSlice int64
+	meter               *atomic.Int64 // Request.FuelMeter
 	// fuel is the fuel counter of fuelOf, once looked up.
 	fuel   api.MutableGlobal
 	fuelOf api.Module

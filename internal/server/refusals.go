@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -44,6 +45,9 @@ var refusals = map[string]refusal{
 	// The call's tenant holds its share of the cap while others call; its
 	// answer is the overloaded one.
 	service.CodeTenantShare: {status: http.StatusServiceUnavailable, message: "overloaded", retryAfter: true},
+	// The call's tenant has spent its budget over time: the overloaded
+	// answer, with the wait its budget says.
+	service.CodeTenantBudget: {status: http.StatusServiceUnavailable, message: "overloaded", retryAfter: true},
 }
 
 // noTenant is the message of a tenant mismatch that named no tenant.
@@ -90,7 +94,7 @@ func (s *Server) refuse(c echo.Context, r service.Refusal) error {
 		extra = append(extra, "missingEnv", r.MissingEnv)
 	}
 	if rf.retryAfter {
-		c.Response().Header().Set("Retry-After", "1")
+		c.Response().Header().Set("Retry-After", strconv.Itoa(r.RetryAfterSeconds()))
 	}
 	if r.Code == codeBadToken {
 		// A 401 names how to authenticate (RFC 9110): the token goes in

@@ -22,6 +22,7 @@ const (
 	CodeMissingEnv     = "missing-env"
 	CodeOverloaded     = host.RefusalOverloaded
 	CodeTenantShare    = host.RefusalTenantShare
+	CodeTenantBudget   = host.RefusalTenantBudget
 	CodeTenantMismatch = host.RefusalTenantMismatch
 	CodeGateDenied     = host.RefusalGateDenied
 	CodeGateFailed     = host.RefusalGateFailed
@@ -38,6 +39,15 @@ type Refusal struct {
 	MissingEnv []string
 	// NoTenant says a CodeTenantMismatch claimed no tenant at all.
 	NoTenant bool
+	// RetryAfter is when to try again (CodeTenantBudget: when its
+	// tenant's budget allows a call); 0: the face's own.
+	RetryAfter time.Duration
+}
+
+// RetryAfterSeconds is the whole seconds a refused caller is told to
+// wait (Retry-After): RetryAfter rounded up, and at least one.
+func (r *Refusal) RetryAfterSeconds() int {
+	return max(1, int((r.RetryAfter+time.Second-1)/time.Second))
 }
 
 // Face is the front a call came through.
@@ -193,6 +203,9 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	}
 	out := s.dispatch(ctx, g.pack, host.Request{Body: body, Timeout: req.Timeout, TraceID: traceID})
 	end.record, end.skip = out.Record, out.RecordSkipped
+	if out.Parsed {
+		s.budgets.spend(out.Call, out.Usage)
+	}
 	elapsed := time.Since(admitted)
 	e := &end.event
 	*e = Event{
@@ -217,7 +230,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	if r := out.Refusal; r != nil {
 		rf := s.hostRefusal(r)
 		e.Outcome, e.Status = rf.Code, req.Face.Status(rf.Code)
-		if rf.Code == CodeTenantShare {
+		if rf.Code == CodeTenantShare || rf.Code == CodeTenantBudget {
 			pause(ctx, s.cfg.TenantSharePause)
 		}
 		return s.refuse(ctx, end, rf)
@@ -248,8 +261,8 @@ func (s *Service) dispatch(ctx context.Context, p *host.Pack, req host.Request) 
 // a gate's failure is said in the log.
 func (s *Service) hostRefusal(r *host.Refusal) *Refusal {
 	switch r.Code {
-	case CodeOverloaded, CodeTenantShare:
-		return &Refusal{Code: r.Code}
+	case CodeOverloaded, CodeTenantShare, CodeTenantBudget:
+		return &Refusal{Code: r.Code, RetryAfter: r.RetryAfter}
 	case CodeTenantMismatch, CodeGateDenied:
 		return &Refusal{Code: r.Code, Message: r.Reason}
 	}

@@ -73,7 +73,21 @@ func (s *Service) Reload(ctx context.Context) error {
 	s.cfg.Log.Lifecycle("reloading", "info", "Loading the pack anew; "+was.ArtifactVersion+" serves meanwhile",
 		Field{Key: "indexPath", Value: st.load.IndexPath})
 	began := time.Now()
-	pack, err := st.loadPack(ctx, old)
+	var (
+		policy *host.Policy
+		pack   *host.Pack
+		err    error
+	)
+	if st.policyPath != "" {
+		// The policy is read anew: its gate is the new pack's, its
+		// budgets the service's once the pack serves.
+		if policy, err = host.LoadPolicy(st.policyPath); err == nil {
+			st.load.Gate = policy
+		}
+	}
+	if err == nil {
+		pack, err = st.loadPack(ctx, old)
+	}
 	seconds := time.Since(began).Seconds()
 	var missing []string
 	if err == nil {
@@ -85,6 +99,9 @@ func (s *Service) Reload(ctx context.Context) error {
 	}
 	if err == nil {
 		err = s.serve(pack, missing)
+	}
+	if err == nil && st.policyPath != "" {
+		s.budgets.setPolicy(policy)
 	}
 	if err != nil {
 		if pack != nil {

@@ -61,6 +61,12 @@ type Config struct {
 	// TenantShareWindow (default 2 s), makes a tenant count.
 	TenantShareOff    bool
 	TenantShareWindow time.Duration
+	// Policy, when set, holds what each tenant's tool calls may spend over
+	// time (host.Policy.BudgetFor): a call whose tenant has spent its
+	// budget is refused with CodeTenantBudget before any pack code runs
+	// (see budgets). Its gate is the pack's (host.Config.Gate); a reload
+	// reads both anew.
+	Policy *host.Policy
 	// TenantSharePause is how long a call refused for its tenant's share
 	// waits before its refusal (default 250 ms; negative: none), its slot
 	// already free: a tenant that retries at once cannot make its
@@ -85,7 +91,8 @@ type RecordSink interface {
 type Service struct {
 	cfg      Config
 	sem      chan struct{}  // one slot per call in flight
-	admit    host.Admission // each tenant's share of sem; nil: none
+	admit    host.Admission // each tenant's budget and share of sem
+	budgets  *budgets
 	draining atomic.Bool
 	// cut is done when a drain's timeout passes: every call still running
 	// descends from it (Context) and answers "cancelled".
@@ -128,11 +135,13 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Metrics != nil {
 		cfg.Metrics.setPack(cfg.Pack) // the metrics describe the pack served
 	}
-	s := &Service{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrency)}
+	s := &Service{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrency), budgets: newBudgets(cfg.Policy)}
 	s.cut, s.cutCalls = context.WithCancel(context.Background())
+	var share host.Admission
 	if !cfg.TenantShareOff {
-		s.admit = newFairShare(cfg.MaxConcurrency, cfg.Pack.MemoryBudget(), cfg.TenantShareWindow).admit
+		share = newFairShare(cfg.MaxConcurrency, cfg.Pack.MemoryBudget(), cfg.TenantShareWindow).admit
 	}
+	s.admit = s.budgets.admitWith(share)
 	s.gen.Store(newGeneration(cfg.Pack, cfg.MissingEnv))
 	return s, nil
 }
@@ -261,6 +270,9 @@ type started struct {
 	load      host.Config
 	environ   []string
 	strictEnv bool
+	// policyPath is the policy file (StartConfig.Policy), read anew by
+	// every reload; "": none.
+	policyPath string
 	// reloading is held by a reload; packMu guards pack (the pack served)
 	// and retiring (packs replaced, each closed once its last call ends).
 	reloading sync.Mutex

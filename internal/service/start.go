@@ -27,7 +27,8 @@ type StartConfig struct {
 	// TenantID, the drain timeout and the tenant share. Start sets its
 	// Pack, Log, Hooks, Metrics, MissingEnv, Records and Tracing.
 	Calls Config
-	// Policy is a policy file (host.LoadPolicy) gating every call; "": none.
+	// Policy is a policy file (host.LoadPolicy) gating every call and
+	// holding the tenants' budgets, read anew by every reload; "": none.
 	Policy string
 	// MetricsTenantLabel labels packd_calls_total with the tenant id.
 	MetricsTenantLabel bool
@@ -112,12 +113,12 @@ func (st *started) start(ctx context.Context, cfg StartConfig, log *Log) (*Servi
 	default:
 		return nil, fmt.Errorf(`guest output must be "records" or "plain", got %q`, cfg.GuestOutput)
 	}
+	var policy *host.Policy
 	if cfg.Policy != "" {
-		p, err := host.LoadPolicy(cfg.Policy)
-		if err != nil {
+		if policy, err = host.LoadPolicy(cfg.Policy); err != nil {
 			return nil, err
 		}
-		hc.Gate = p
+		hc.Gate = policy
 	}
 	if cfg.EnvFilterOff {
 		hc.PassEnv = passedEnv(cfg.Environ)
@@ -150,7 +151,7 @@ func (st *started) start(ctx context.Context, cfg StartConfig, log *Log) (*Servi
 			return nil, err
 		}
 	}
-	st.load, st.environ, st.strictEnv = hc, cfg.Environ, cfg.Calls.StrictEnv
+	st.load, st.environ, st.strictEnv, st.policyPath = hc, cfg.Environ, cfg.Calls.StrictEnv, cfg.Policy
 	pack, err := st.loadPack(ctx, nil)
 	if pack != nil {
 		st.pack = pack
@@ -163,7 +164,7 @@ func (st *started) start(ctx context.Context, cfg StartConfig, log *Log) (*Servi
 			Field{Key: "filter", Value: map[bool]string{false: "on", true: "off"}[cfg.EnvFilterOff]}, Field{Key: "names", Value: dropped})
 	}
 	cc := cfg.Calls
-	cc.Pack, cc.Log, cc.Hooks, cc.Metrics, cc.Tracing = pack, log, hooks, m, st.tracing
+	cc.Pack, cc.Log, cc.Hooks, cc.Metrics, cc.Tracing, cc.Policy = pack, log, hooks, m, st.tracing, policy
 	if st.replays != nil { // a nil *ReplayRecords is not a nil RecordSink
 		cc.Records = st.replays
 	}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTenantBudgets: a tenant that outruns its fuel budget with one long
+// call (which finishes within its own limits, capped by the budget's
+// maxFuelPerCall) is refused before any pack code runs, over /v1/invoke
+// and MCP alike: 503 overloaded, its Retry-After the time its debt takes
+// to pay at its rate, tenant-budget in the audit line; a tenant over its
+// calls a second is refused the same way, and a tenant without a budget
+// is served. A reload keeps the debt, a new policy applies from the next
+// call, and a policy that cannot be read fails the reload, naming the
+// field, while the old one goes on.
+func TestTenantBudgets(t *testing.T) {
+	idx := indexedCopy(t, "pyhostile", "hostile.wasm", "pyhostile")
+	dir := t.TempDir()
+	policy, audit := filepath.Join(dir, "policy.json"), filepath.Join(dir, "audit.jsonl")
+	writePolicy := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(policy, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const budgets = `{"tenants":{
+		"t-spin":{"budget":{"fuelPerSecond":1000000,"maxFuelPerCall":50000000}},
+		"t-calls":{"budget":{"callsPerSecond":0.001}}}}`
+	writePolicy(budgets)
+	s := start(t, idx, nil, "--policy", policy, "--audit-log", audit)
+	call := func(tenant, tool string) reply {
+		t.Helper()
+		return s.invoke(t, invokeBody("pyhostile."+tool, "", `{"n":1}`, `{"tenantId":"`+tenant+`","runId":"r"}`))
+	}
+	refused := func(r reply, least, most int) {
+		t.Helper()
+		wait, _ := strconv.Atoi(r.header.Get("Retry-After"))
+		if r.status != 503 || r.body != `{"error":"overloaded"}` || wait < least || wait > most {
+			t.Fatalf("%d %s, Retry-After %q: want 503 overloaded and %d–%d s", r.status, r.body, r.header.Get("Retry-After"), least, most)
+		}
+	}
+
+	// One long call: it runs to the budget's cap on a call, under the
+	// tool's own fuel (the default 1e10), and leaves a debt of 49 s.
+	expect(t, call("t-spin", "loop"), 200, `{"v":2,"kind":"error","code":"deadline-exceeded","message":"pyhostile.loop passed its deadline: it ran out of fuel after using 50000000 units","toolId":"pyhostile.loop"}`)
+	refused(call("t-spin", "ok"), 40, 49)
+	// Over MCP, the same tenant's debt.
+	req, _ := http.NewRequest("POST", s.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pyhostile.ok","arguments":{"n":1},"_meta":{"kindgi.com/ctx":{"tenantId":"t-spin","runId":"r"}}}}`))
+	req.Header = http.Header{"Authorization": {"Bearer " + s.token}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if wait, _ := strconv.Atoi(res.Header.Get("Retry-After")); res.StatusCode != http.StatusServiceUnavailable || wait < 40 || wait > 49 || !strings.Contains(string(body), `"tenant-budget"`) {
+		t.Fatalf("over MCP: %d %q %s", res.StatusCode, res.Header.Get("Retry-After"), body)
+	}
+	// Calls a second: one, then the wait for the next.
+	expect(t, call("t-calls", "ok"), 200, `{"v":2,"kind":"result","output":{"n":1}}`)
+	refused(call("t-calls", "ok"), 990, 1000)
+	expect(t, call("t-free", "ok"), 200, `{"v":2,"kind":"result","output":{"n":1}}`)
+
+	// The refusals, in the audit log: the calls that never ran.
+	waitAudit := func(n int) []string {
+		t.Helper()
+		var lines []string
+		for range 200 {
+			b, _ := os.ReadFile(audit)
+			lines = lines[:0]
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, `"outcome":"tenant-budget"`) {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) >= n {
+				return lines
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%d tenant-budget lines in the audit log, want %d", len(lines), n)
+		return nil
+	}
+	for _, l := range waitAudit(3) {
+		if !strings.Contains(l, `"status":503`) || strings.Contains(l, `"fuel":`) && !strings.Contains(l, `"fuel":0`) {
+			t.Errorf("a refused call's audit line: %s", l)
+		}
+	}
+
+	// A reload keeps the debt; a new policy applies from the next call.
+	s.hup(t, "reloaded")
+	refused(call("t-spin", "ok"), 35, 49)
+	writePolicy(`{"tenants":{"t-spin":{"budget":{"fuelPerSecond":1e15}},"t-calls":{"budget":{"callsPerSecond":0.001}}}}`)
+	s.hup(t, "reloaded")
+	expect(t, call("t-spin", "ok"), 200, `{"v":2,"kind":"result","output":{"n":1}}`)
+	// A policy that cannot be read: the reload fails, naming the field,
+	// and the policy read before goes on.
+	writePolicy(`{"tenants":{"t-calls":{"budget":{"callsPerSecond":"many"}}}}`)
+	if rec := s.hup(t, "reloaded", "reload-failed"); rec["kind"] != "reload-failed" || !strings.Contains(strings.Join(anyStrings(rec["problems"]), " "), "tenants.budget.callsPerSecond must be a number") {
+		t.Fatalf("a bad policy's reload: %v", rec)
+	}
+	refused(call("t-calls", "ok"), 900, 1000)
+
+	// At boot, a budget that cannot be read is a config-invalid line
+	// naming the field.
+	b := launch(t, idx, nil, "--policy", policy)
+	line := b.stderr.waitFor(t, 30*time.Second, kindIs("config-invalid"))
+	if !strings.Contains(line, "tenants.budget.callsPerSecond must be a number, not string") {
+		t.Fatalf("config-invalid: %s", line)
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}
