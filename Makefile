@@ -354,6 +354,7 @@ bench: build wasm fixtures
 	-$(GO) run ./cmd/callbench
 	$(GO) run ./cmd/mcpbench
 	$(GO) run ./cmd/watchbench
+	$(GO) run ./cmd/budgetload $(BIN) testdata/pyhostile/hostile.wasm
 	$(GO) test -run '^$$' -bench FuelRatio -benchtime 200x -count 3 ./internal/sandbox
 	$(GO) test -run '^$$' -bench 'FuelPace|DeadlineOvershoot' -benchtime 5x ./internal/sandbox
 	$(GO) test -run '^$$' -bench FuelRate -benchtime 40x -count 3 ./internal/sandbox

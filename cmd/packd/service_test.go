@@ -442,7 +442,7 @@ func TestServiceProcessContractFailures(t *testing.T) {
 			return kindIs("config-invalid")(l) && strings.Contains(l, "KINDGI_PACK_SERVICE_TOKEN is required")
 		})
 	})
-	t.Run("a bad policy fails the boot", func(t *testing.T) {
+	t.Run("a bad policy is a bad config", func(t *testing.T) {
 		policy := filepath.Join(t.TempDir(), "policy.json")
 		_ = os.WriteFile(policy, []byte(`{"default":"sometimes"}`), 0o644)
 		s := launch(t, conformance, nil, "--policy", policy)
@@ -450,7 +450,7 @@ func TestServiceProcessContractFailures(t *testing.T) {
 			t.Fatalf("exit %d", code)
 		}
 		s.stderr.waitFor(t, time.Second, func(l string) bool {
-			return kindIs("boot-failed")(l) && strings.Contains(l, "default must be")
+			return kindIs("config-invalid")(l) && strings.Contains(l, "default must be")
 		})
 	})
 	t.Run("boot-failed never listens", func(t *testing.T) {

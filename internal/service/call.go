@@ -300,7 +300,7 @@ func (s *Service) overloaded() *Refusal {
 }
 
 // pause waits d, or until ctx is done: a call refused for its tenant's
-// share is answered after Config.TenantSharePause, its slot already free,
+// share or budget is answered after Config.TenantSharePause, its slot already free,
 // so that a tenant retrying its refusals at once cannot turn them into load
 // that slows the other tenants' calls.
 func pause(ctx context.Context, d time.Duration) {

@@ -68,7 +68,7 @@ type Config struct {
 	// reads both anew.
 	Policy *host.Policy
 	// TenantSharePause is how long a call refused for its tenant's share
-	// waits before its refusal (default 250 ms; negative: none), its slot
+	// (or its budget) waits before its refusal (default 250 ms; negative: none), its slot
 	// already free: a tenant that retries at once cannot make its
 	// refusals the load that slows the others.
 	TenantSharePause time.Duration
