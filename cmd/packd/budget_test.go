@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -11,7 +12,7 @@ import (
 	"time"
 )
 
-// TestTenantBudgets: a tenant that outruns its fuel budget with one long
+// TestTenantBudgets (and the usage log): a tenant that outruns its fuel budget with one long
 // call (which finishes within its own limits, capped by the budget's
 // maxFuelPerCall) is refused before any pack code runs, over /v1/invoke
 // and MCP alike: 503 overloaded, its Retry-After the time its debt takes
@@ -23,7 +24,7 @@ import (
 func TestTenantBudgets(t *testing.T) {
 	idx := indexedCopy(t, "pyhostile", "hostile.wasm", "pyhostile")
 	dir := t.TempDir()
-	policy, audit := filepath.Join(dir, "policy.json"), filepath.Join(dir, "audit.jsonl")
+	policy, audit, usage := filepath.Join(dir, "policy.json"), filepath.Join(dir, "audit.jsonl"), filepath.Join(dir, "usage.jsonl")
 	writePolicy := func(body string) {
 		t.Helper()
 		if err := os.WriteFile(policy, []byte(body), 0o644); err != nil {
@@ -34,7 +35,7 @@ func TestTenantBudgets(t *testing.T) {
 		"t-spin":{"budget":{"fuelPerSecond":1000000,"maxFuelPerCall":50000000}},
 		"t-calls":{"budget":{"callsPerSecond":0.001}}}}`
 	writePolicy(budgets)
-	s := start(t, idx, nil, "--policy", policy, "--audit-log", audit)
+	s := start(t, idx, nil, "--policy", policy, "--audit-log", audit, "--usage-log", usage, "--usage-interval", "1s")
 	call := func(tenant, tool string) reply {
 		t.Helper()
 		return s.invoke(t, invokeBody("pyhostile."+tool, "", `{"n":1}`, `{"tenantId":"`+tenant+`","runId":"r"}`))
@@ -91,6 +92,28 @@ func TestTenantBudgets(t *testing.T) {
 	for _, l := range waitAudit(3) {
 		if !strings.Contains(l, `"status":503`) || strings.Contains(l, `"fuel":`) && !strings.Contains(l, `"fuel":0`) {
 			t.Errorf("a refused call's audit line: %s", l)
+		}
+	}
+
+	// The usage log's lines of t-spin (one an interval it called in): its
+	// long call's fuel, and its refusals by outcome.
+	var fuel, refusals float64
+	for i := 0; fuel != 5e7 || refusals != 2; i++ {
+		if i > 100 {
+			t.Fatalf("t-spin's usage lines add up to %g fuel and %g refusals, want 5e7 and 2", fuel, refusals)
+		}
+		time.Sleep(50 * time.Millisecond)
+		b, _ := os.ReadFile(usage)
+		fuel, refusals = 0, 0
+		for _, l := range strings.Split(string(b), "\n") {
+			var u struct {
+				TenantID string
+				Fuel     float64
+				Outcomes map[string]float64
+			}
+			if json.Unmarshal([]byte(l), &u) == nil && u.TenantID == "t-spin" {
+				fuel, refusals = fuel+u.Fuel, refusals+u.Outcomes["tenant-budget"]
+			}
 		}
 	}
 

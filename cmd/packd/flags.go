@@ -121,6 +121,20 @@ func envInt(getenv func(string) string, name string, def int64) int64 {
 	return n
 }
 
+// envDuration reads a duration environment variable; unset gives def, and
+// a bad value gives -1, which the range checks refuse.
+func envDuration(getenv func(string) string, name string, def time.Duration) time.Duration {
+	v := getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return -1
+	}
+	return d
+}
+
 // pool is the pool size the flag asks for.
 func (l *loadFlags) pool() (int, bool) {
 	if l.poolSize == "auto" {

@@ -38,6 +38,8 @@ type serviceConfig struct {
 	tenantLabel    bool
 	policy         string
 	auditLog       string
+	usageLog       string
+	usageInterval  time.Duration
 	tls            server.TLSConfig
 	port           int
 	token          string
@@ -62,6 +64,9 @@ func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
+	fs.StringVar(&c.usageLog, "usage-log", getenv("PACKD_USAGE_LOG"), "append one JSON line per tenant per --usage-interval to this file: what its calls used (default $PACKD_USAGE_LOG; off when empty)")
+	c.usageInterval = envDuration(getenv, "PACKD_USAGE_INTERVAL", service.DefaultUsageInterval)
+	fs.DurationVar(&c.usageInterval, "usage-interval", c.usageInterval, "how long each line of --usage-log covers (default $PACKD_USAGE_INTERVAL, else 1m)")
 	fs.StringVar(&c.tls.CertFile, "tls-cert", getenv("PACKD_TLS_CERT"), "serve calls over TLS with this certificate, PEM (with --tls-key; default $PACKD_TLS_CERT; off when empty)")
 	fs.StringVar(&c.tls.KeyFile, "tls-key", getenv("PACKD_TLS_KEY"), "the TLS certificate's private key, PEM (default $PACKD_TLS_KEY)")
 	fs.StringVar(&c.tls.ClientCAFile, "tls-client-ca", getenv("PACKD_TLS_CLIENT_CA"), "mutual TLS: every client presents a certificate of these CAs, PEM (default $PACKD_TLS_CLIENT_CA)")
@@ -119,6 +124,9 @@ func readServiceConfig(args []string, getenv func(string) string, stdio bool) (s
 	})
 	problems = append(problems, c.load.check()...)
 	problems = append(problems, c.record.check()...)
+	if c.usageInterval < time.Second || c.usageInterval > 24*time.Hour {
+		problems = append(problems, "--usage-interval (or PACKD_USAGE_INTERVAL) must be a duration from 1s to 24h")
+	}
 	if c.tenantShare != "on" && c.tenantShare != "off" {
 		problems = append(problems, fmt.Sprintf(`--tenant-share (or PACKD_TENANT_SHARE) must be "on" or "off", got %q`, c.tenantShare))
 	}
@@ -232,6 +240,7 @@ func (cfg *serviceConfig) prepare(problems []string, rec *service.Log, guestOut 
 		Calls: service.Config{MaxConcurrency: cfg.maxConcurrency,
 			StrictEnv: cfg.strictEnv, TenantID: cfg.tenantID, TenantShareOff: cfg.tenantShare == "off"},
 		Policy: cfg.policy, MetricsTenantLabel: cfg.tenantLabel, AuditLog: cfg.auditLog, Traces: cfg.traces,
+		UsageLog: cfg.usageLog, UsageInterval: cfg.usageInterval,
 		RecordDir: cfg.record.dir, RecordMaxBytes: cfg.record.totalMiB << 20,
 		GuestOutput: cfg.guestOutput, Environ: os.Environ(), EnvFilterOff: cfg.envFilterOff,
 		Version: versionString(), Log: rec,

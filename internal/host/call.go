@@ -1,6 +1,7 @@
 package host
 
 import (
+	"math"
 	"slices"
 
 	"github.com/kindgi/packd/internal/ojson"
@@ -82,7 +83,18 @@ type Usage struct {
 	// instance's reset to its snapshot took after the call.
 	Instance     string
 	ResetSeconds float64
+	// CPUSeconds is how long its pack code ran, less the time it slept or
+	// waited for an outbound request (sandbox.Reply.CPUSeconds).
+	CPUSeconds float64
 	// Egress is what its pack code did on the network (zero when its
 	// module cannot send requests).
 	Egress EgressSummary
 }
+
+// CPUMicros is CPUSeconds in whole microseconds: what usage is summed in
+// (integers, so that sums are exact).
+func (u Usage) CPUMicros() int64 { return int64(math.Round(u.CPUSeconds * 1e6)) }
+
+// MemoryKiBMs is its peak memory held over its CPU time, in KiB·ms
+// (whole): memory × time, as usage sums it.
+func (u Usage) MemoryKiBMs() int64 { return u.MemoryBytes >> 10 * u.CPUMicros() / 1000 }

@@ -423,7 +423,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, r runSpec) ([]byte, *abi.Err
 	if recording {
 		p.keepRecord(o, t, mod, call, rep, err, callCtx)
 	}
-	o.Usage = Usage{Fuel: rep.FuelUsed, MemoryBytes: rep.MemoryBytes, Instance: rep.Instance, ResetSeconds: rep.ResetSeconds}
+	o.Usage = Usage{Fuel: rep.FuelUsed, MemoryBytes: rep.MemoryBytes, Instance: rep.Instance, ResetSeconds: rep.ResetSeconds, CPUSeconds: rep.CPUSeconds}
 	if out != nil {
 		o.Usage.Egress = out.Summary()
 	}

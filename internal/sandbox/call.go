@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -33,6 +34,11 @@ type Reply struct {
 	// Never change the tape.
 	SnapshotID   string
 	SnapshotTape *Tape
+	// CPUSeconds is how long the call's pack code ran: from when its
+	// instance was made or taken to its end, less the time it slept or
+	// waited for an outbound request (its CPU time, as far as packd can
+	// tell without a system call: a busy machine's other threads count).
+	CPUSeconds float64
 	// MemoryRefused: the memory budget or the call's memory account (its
 	// tenant's share), not its limit, refused one of its memory.grow. What
 	// the guest computed then depended on the other calls: a recording of
@@ -138,6 +144,7 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 	if st.meter != nil {
 		st.meter.Add(rep.FuelUsed - (budget - st.fuelLeft)) // what it took and did not burn
 	}
+	rep.CPUSeconds = max(time.Since(st.began)-st.waited, 0).Seconds()
 	rep.MemoryRefused = st.memoryRefused
 	return err
 }
@@ -173,6 +180,7 @@ func (s *Sandbox) initState(st *callState, req Request, budget int64) {
 		record:    req.Record,
 		replay:    req.Replay,
 		meter:     req.FuelMeter,
+		began:     time.Now(),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/url"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -77,7 +78,9 @@ func httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	case st.egress == nil:
 		ans = refusedHTTP(abi.EgressNotAllowed, "this call may not use the network")
 	default:
+		sent := time.Now()
 		ans, resp = doDetached(ctx, st.egress, &req, body)
+		st.waited += time.Since(sent)
 	}
 	if ctx.Err() != nil {
 		stopForContext()

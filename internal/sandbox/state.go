@@ -31,6 +31,11 @@ type callState struct {
 	// in slices of fuelSlice, by the refill import.
 	fuelLeft, fuelSlice int64
 	meter               *atomic.Int64 // Request.FuelMeter
+	// began is when the call's pack code was set to run (its instance
+	// made or taken); waited the time it slept or waited for an outbound
+	// request since (Reply.CPUSeconds).
+	began  time.Time
+	waited time.Duration
 	// fuel is the fuel counter of fuelOf, once looked up.
 	fuel   api.MutableGlobal
 	fuelOf api.Module

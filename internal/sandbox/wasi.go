@@ -364,12 +364,15 @@ func poll(ctx context.Context, subs []byte, nsub uint32, events []byte) uint32 {
 				sleep = max(time.Until(st.deadline), 0)
 			}
 			t := time.NewTimer(sleep)
+			slept := time.Now()
 			select {
 			case <-t.C:
+				st.waited += time.Since(slept)
 				if cut {
 					stopForDeadline()
 				}
 			case <-ctx.Done():
+				st.waited += time.Since(slept)
 				t.Stop()
 				stopForContext()
 			}

@@ -2,9 +2,9 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -45,9 +45,9 @@ const auditQueue = 4096
 
 // OpenAuditLog opens (creating, appending) the audit file.
 func OpenAuditLog(path string, m *Metrics, r *Log) (*AuditLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := openAppend(path, "the audit log")
 	if err != nil {
-		return nil, fmt.Errorf("opening the audit log: %w", err)
+		return nil, err
 	}
 	a := newAuditLog(f, m, r)
 	a.path = path
@@ -62,9 +62,9 @@ func (a *AuditLog) Reopen() error {
 	if a.path == "" {
 		return nil
 	}
-	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := openAppend(a.path, "the audit log again")
 	if err != nil {
-		return fmt.Errorf("reopening the audit log: %w", err)
+		return err
 	}
 	a.wmu.Lock()
 	old := a.w
@@ -161,6 +161,11 @@ func (a *AuditLog) line(e Event) []byte {
 	o.Set("status", float64(e.Status))
 	o.Set("durationMs", float64(e.Duration.Milliseconds()))
 	o.Set("fuel", int(e.Fuel)) // an integer, exactly
+	// What the usage log sums (UsageLog), each as it does.
+	o.Set("cpuMs", json.RawMessage(micros(e.Usage.CPUMicros())))
+	o.Set("memoryKiBMs", int(e.Usage.MemoryKiBMs()))
+	o.Set("egressRequests", e.Egress.Requests)
+	o.Set("egressBytes", int(e.Egress.BytesSent+e.Egress.BytesReceived))
 	o.Set("artifactVersion", e.ArtifactVersion)
 	if e.TraceID != "" {
 		o.Set("traceId", e.TraceID)

@@ -18,6 +18,7 @@ import (
 type Metrics struct {
 	pack        atomic.Pointer[host.Pack] // the pack served now (setPack)
 	tenantLabel bool
+	tenantUsage *prometheus.CounterVec // nil without the tenant label
 
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -179,8 +180,18 @@ func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) 
 	m.packInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "packd_pack_info", Help: "The pack being served: always 1.",
 	}, []string{"pack_id", "pack_version", "artifact_version"})
+	if cfg.TenantLabel {
+		// Usage by tenant (a bill's figures), as many series as tenants:
+		// only behind the tenant label, as packd_calls_total's.
+		m.tenantUsage = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "packd_tenant_usage_total", Help: "What each tenant's calls used, by tenant and resource: fuel (units), cpu_seconds (its pack code's time, less its waits), memory_byte_seconds (peak memory × that time), egress_requests and egress_bytes (sent and received). Only with the tenant label on.",
+		}, []string{"tenant", "resource"})
+	}
 	cs := []prometheus.Collector{m.calls, m.duration, m.fuel, m.memory, m.inFlight, m.refusals,
 		m.hookPanics, m.guestLines, m.poolEvents, m.poolReset, m.poolPages, m.egress, m.egressRefused, m.egressBytes, poolInstances{m}, m.AuditErrors, m.AuditDropped, m.replayRecords, m.reloads, m.reloadTime, m.compile, build, m.packInfo}
+	if m.tenantUsage != nil {
+		cs = append(cs, m.tenantUsage)
+	}
 	if cfg.GoCollectors {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -239,6 +250,15 @@ func (m *Metrics) OnCall(e Event) {
 	}
 	if e.MemoryBytes > 0 {
 		m.memory.WithLabelValues(target).Observe(float64(e.MemoryBytes))
+	}
+	if m.tenantUsage != nil && (e.Fuel > 0 || e.Egress.Requests > 0) {
+		for _, r := range [...]struct {
+			name string
+			v    float64
+		}{{"fuel", float64(e.Fuel)}, {"cpu_seconds", e.CPUSeconds}, {"memory_byte_seconds", float64(e.MemoryBytes) * e.CPUSeconds},
+			{"egress_requests", float64(e.Egress.Requests)}, {"egress_bytes", float64(e.Egress.BytesSent + e.Egress.BytesReceived)}} {
+			m.tenantUsage.WithLabelValues(e.TenantID, r.name).Add(r.v)
+		}
 	}
 }
 

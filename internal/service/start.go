@@ -34,6 +34,11 @@ type StartConfig struct {
 	MetricsTenantLabel bool
 	// AuditLog is a file that gets one JSON line per call; "": none.
 	AuditLog string
+	// UsageLog is a file that gets one JSON line per tenant every
+	// UsageInterval (0: DefaultUsageInterval): what its calls used
+	// (UsageLog); "": none.
+	UsageLog      string
+	UsageInterval time.Duration
 	// RecordDir is where the records of recorded calls go, one file each
 	// (ReplayRecords), at most RecordMaxBytes of them (0: no bound); "":
 	// no call is recorded. Load.Record says which calls are (nil: all but
@@ -140,6 +145,12 @@ func (st *started) start(ctx context.Context, cfg StartConfig, log *Log) (*Servi
 		}
 		hooks = append(hooks, st.audit)
 	}
+	if cfg.UsageLog != "" {
+		if st.usage, err = OpenUsageLog(cfg.UsageLog, cfg.UsageInterval, log); err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, st.usage)
+	}
 	switch {
 	case cfg.RecordDir == "":
 		hc.Record = nil
@@ -188,13 +199,20 @@ func (s *Service) Registry() *prometheus.Registry {
 	return s.started.registry
 }
 
-// Reopen reopens the audit log (rotated by logrotate, which renames it and
+// Reopen reopens the audit and usage logs (rotated by logrotate, which renames them and
 // then signals); nil without one. What cannot be reopened stays as it was.
 func (s *Service) Reopen() error {
-	if s.started == nil || s.started.audit == nil {
+	if s.started == nil {
 		return nil
 	}
-	return s.started.audit.Reopen()
+	var errs []error
+	if a := s.started.audit; a != nil {
+		errs = append(errs, a.Reopen())
+	}
+	if u := s.started.usage; u != nil {
+		errs = append(errs, u.Reopen())
+	}
+	return errors.Join(errs...)
 }
 
 // teardown closes what Start opened, in order; what was never opened is
@@ -202,6 +220,9 @@ func (s *Service) Reopen() error {
 func (st *started) teardown() {
 	if st.audit != nil {
 		_ = closeWithin(st.audit, 5*time.Second)
+	}
+	if st.usage != nil { // after the calls: the last interval, whole
+		_ = closeWithin(st.usage, 5*time.Second)
 	}
 	if st.replays != nil {
 		_ = closeWithin(st.replays, 5*time.Second)
