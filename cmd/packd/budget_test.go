@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -35,7 +37,8 @@ func TestTenantBudgets(t *testing.T) {
 		"t-spin":{"budget":{"fuelPerSecond":1000000,"maxFuelPerCall":50000000}},
 		"t-calls":{"budget":{"callsPerSecond":0.001}}}}`
 	writePolicy(budgets)
-	s := start(t, idx, nil, "--policy", policy, "--audit-log", audit, "--usage-log", usage, "--usage-interval", "1s")
+	records := filepath.Join(dir, "records")
+	s := start(t, idx, nil, "--policy", policy, "--audit-log", audit, "--usage-log", usage, "--usage-interval", "1s", "--record", records)
 	call := func(tenant, tool string) reply {
 		t.Helper()
 		return s.invoke(t, invokeBody("pyhostile."+tool, "", `{"n":1}`, `{"tenantId":"`+tenant+`","runId":"r"}`))
@@ -89,6 +92,11 @@ func TestTenantBudgets(t *testing.T) {
 		t.Fatalf("%d tenant-budget lines in the audit log, want %d", len(lines), n)
 		return nil
 	}
+	if b, _ := os.ReadFile(audit); !strings.Contains(string(b), `"tenantId":"t-calls","runId":"r","face":"http","target":"tool","toolId":"pyhostile.ok","version":"1.0.0","outcome":"ok"`) ||
+		!strings.Contains(string(b), `"obligations":[{"kind":"rateLimit","resource":"calls","windowSecs":1,"max":0.001}]`) ||
+		!strings.Contains(string(b), `"obligations":[{"kind":"rateLimit","resource":"fuel","windowSecs":1,"max":1000000},{"kind":"limit","resource":"fuel","max":50000000}]`) {
+		t.Errorf("the admitted calls' audit lines do not say their obligations:\n%s", b)
+	}
 	for _, l := range waitAudit(3) {
 		if !strings.Contains(l, `"status":503`) || strings.Contains(l, `"fuel":`) && !strings.Contains(l, `"fuel":0`) {
 			t.Errorf("a refused call's audit line: %s", l)
@@ -115,6 +123,12 @@ func TestTenantBudgets(t *testing.T) {
 				fuel, refusals = fuel+u.Fuel, refusals+u.Outcomes["tenant-budget"]
 			}
 		}
+	}
+
+	// The long call's record replays to the fuel it was billed, under the
+	// budget's cap (a limit of the call's, recorded with it).
+	if r := replayProc(t, nil, "--index", idx, "-v", records); r.code != 0 || !strings.Contains(r.stdout, "fuel 50000000\n") {
+		t.Fatalf("replay: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 
 	// A reload keeps the debt; a new policy applies from the next call.
@@ -146,4 +160,56 @@ func anyStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestTenantBudgetHoldsAcrossFaces: a tenant's callers on /v1/invoke and
+// on MCP at once, none of them waiting for its Retry-After, share its
+// budget: over 2 s of calls a second capped at 5 (a burst of 5), no more
+// than the burst and the rate allow run.
+func TestTenantBudgetHoldsAcrossFaces(t *testing.T) {
+	idx := indexedCopy(t, "pyhostile", "hostile.wasm", "pyhostile")
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"defaultBudget":{"callsPerSecond":5}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, idx, nil, "--policy", policy)
+	var ran, refused atomic.Int64
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Since(began) < 2*time.Second {
+				var req *http.Request
+				if i%2 == 0 {
+					req, _ = http.NewRequest("POST", s.base+"/v1/invoke", strings.NewReader(invokeBody("pyhostile.ok", "", `{"n":1}`, `{"tenantId":"t-burst","runId":"r"}`)))
+					req.Header = http.Header{"Kindgi-Pack-Token": {s.token}, "Content-Type": {"application/json"}}
+				} else {
+					req, _ = http.NewRequest("POST", s.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pyhostile.ok","arguments":{"n":1},"_meta":{"kindgi.com/ctx":{"tenantId":"t-burst","runId":"r"}}}}`))
+					req.Header = http.Header{"Authorization": {"Bearer " + s.token}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+				}
+				res, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				switch res.StatusCode {
+				case http.StatusOK:
+					ran.Add(1)
+				case http.StatusServiceUnavailable:
+					refused.Add(1)
+				default:
+					t.Errorf("status %d", res.StatusCode)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	most := 5 + int64(5*time.Since(began).Seconds()) + 1
+	if ran.Load() < 5 || ran.Load() > most || refused.Load() == 0 {
+		t.Fatalf("%d calls ran and %d were refused in %v: want from 5 to %d to run", ran.Load(), refused.Load(), time.Since(began), most)
+	}
 }

@@ -50,6 +50,8 @@ type Outcome struct {
 	// Refusal is set when the gate refused the call: no response message then.
 	Refusal *Refusal
 	Usage   Usage
+	// Obligations are what its admission applied (Grant.Obligations).
+	Obligations []Obligation
 	// Record is the call's record, when the pack records it
 	// (Config.Record) and its pack code ran; RecordSkipped says why a call
 	// to be recorded has none (RecordTooLarge, …).
@@ -198,6 +200,7 @@ func (p *Pack) invoke(ctx context.Context, req *Request, msg *ojson.Object, o *O
 	t.Version = entry.spec.Version
 	grant, r := p.consultGate(ctx, req, t)
 	defer grant.Release()
+	o.Obligations = grant.Obligations
 	if r != nil {
 		o.Refusal = r
 		return o
@@ -294,6 +297,7 @@ func (p *Pack) checkInvoke(ctx context.Context, req *Request, msg *ojson.Object,
 	}
 	grant, r := p.consultGate(ctx, req, t)
 	defer grant.Release()
+	o.Obligations = grant.Obligations
 	if r != nil {
 		o.Refusal = r
 		return o

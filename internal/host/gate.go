@@ -109,6 +109,23 @@ type Grant struct {
 	Memory  *MemoryAccount
 	MaxFuel int64
 	Fuel    *atomic.Int64
+	// Obligations are the conditions the call was admitted under, which
+	// the admission keeps (a budget's rate limits): the call's outcome
+	// carries them (Outcome.Obligations), and its audit line says them.
+	Obligations []Obligation
+}
+
+// Obligation is a condition a call was admitted under, as khive's gate
+// returns with an Allow (its RateLimit{window_secs, max}); packd's are
+// kept, not only declared. Kind is "rateLimit": at most Max of Resource
+// ("calls", "fuel", "egressRequests", "egressBytes") every WindowSecs,
+// over the tenant's calls, with a debt paid before its next; or "limit":
+// at most Max of Resource ("fuel") in this one call.
+type Obligation struct {
+	Kind       string  `json:"kind"`
+	Resource   string  `json:"resource"`
+	WindowSecs float64 `json:"windowSecs,omitempty"`
+	Max        float64 `json:"max"`
 }
 
 // tenantPin is a Request's TenantPin: a tool call whose ctx.tenantId

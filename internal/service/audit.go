@@ -166,6 +166,10 @@ func (a *AuditLog) line(e Event) []byte {
 	o.Set("memoryKiBMs", int(e.Usage.MemoryKiBMs()))
 	o.Set("egressRequests", e.Egress.Requests)
 	o.Set("egressBytes", int(e.Egress.BytesSent+e.Egress.BytesReceived))
+	if len(e.Obligations) > 0 {
+		b, _ := json.Marshal(e.Obligations)
+		o.Set("obligations", json.RawMessage(b))
+	}
 	o.Set("artifactVersion", e.ArtifactVersion)
 	if e.TraceID != "" {
 		o.Set("traceId", e.TraceID)

@@ -137,7 +137,7 @@ func (b *budgets) admit(call host.Call) (host.Grant, error) {
 		t.calls.level--
 	}
 	t.inFlight++
-	g := host.Grant{MaxFuel: bud.MaxFuelPerCall, Release: func() {
+	g := host.Grant{MaxFuel: bud.MaxFuelPerCall, Obligations: obligations(bud), Release: func() {
 		b.mu.Lock()
 		t.inFlight--
 		b.mu.Unlock()
@@ -146,6 +146,25 @@ func (b *budgets) admit(call host.Call) (host.Grant, error) {
 		g.Fuel = &t.spent
 	}
 	return g, nil
+}
+
+// obligations are what a call admitted under bud is held to: its rate
+// limits (a bucket's rate over the window it holds) and its cap.
+func obligations(bud *host.Budget) []host.Obligation {
+	var out []host.Obligation
+	for _, r := range [...]struct {
+		resource    string
+		max, window float64
+	}{{"calls", bud.CallsPerSecond, 1}, {"fuel", bud.FuelPerSecond, 1},
+		{"egressRequests", bud.EgressRequestsPerMinute, 60}, {"egressBytes", bud.EgressBytesPerHour, 3600}} {
+		if r.max > 0 {
+			out = append(out, host.Obligation{Kind: "rateLimit", Resource: r.resource, WindowSecs: r.window, Max: r.max})
+		}
+	}
+	if bud.MaxFuelPerCall > 0 {
+		out = append(out, host.Obligation{Kind: "limit", Resource: "fuel", Max: float64(bud.MaxFuelPerCall)})
+	}
+	return out
 }
 
 // look takes from t's fuel bucket what its calls spent since the last

@@ -110,6 +110,12 @@ func TestBudgetEgressAndCap(t *testing.T) {
 	if g.MaxFuel != 12345 || g.Fuel != nil {
 		t.Fatalf("grant %+v: want MaxFuel 12345 and no fuel meter", g)
 	}
+	// The grant says what it holds the call to.
+	want := []host.Obligation{{Kind: "rateLimit", Resource: "egressRequests", WindowSecs: 60, Max: 60},
+		{Kind: "rateLimit", Resource: "egressBytes", WindowSecs: 3600, Max: 3600}, {Kind: "limit", Resource: "fuel", Max: 12345}}
+	if fmt.Sprint(g.Obligations) != fmt.Sprint(want) {
+		t.Fatalf("obligations %v, want %v", g.Obligations, want)
+	}
 	b.spend(toolCall("a"), host.Usage{Egress: host.EgressSummary{Requests: 61}})
 	if _, wait, refused := refusedFor(t, b, "a"); !refused || wait != time.Second {
 		t.Fatalf("after 61 requests of 60 a minute: refused %v, wait %v; want 1 s", refused, wait)

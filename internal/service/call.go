@@ -209,7 +209,7 @@ func (s *Service) Call(ctx context.Context, req Request) Answer {
 	elapsed := time.Since(admitted)
 	e := &end.event
 	*e = Event{
-		Time: admitted, Face: req.Face.Name(), Parsed: out.Parsed, Call: out.Call, Usage: out.Usage,
+		Time: admitted, Face: req.Face.Name(), Parsed: out.Parsed, Call: out.Call, Usage: out.Usage, Obligations: out.Obligations,
 		Outcome: "ok", Duration: elapsed,
 		TraceID:         traceID,
 		ArtifactVersion: g.artifactVersion,

@@ -25,6 +25,9 @@ type Event struct {
 	Duration time.Duration
 	// Usage is what its pack code used (fuel, memory).
 	host.Usage
+	// Obligations are what its admission held it to (its tenant's
+	// budget's rate limits and cap: host.Obligation).
+	Obligations []host.Obligation
 	TraceID, SpanID string
 	// ArtifactVersion is that of the pack the call ran on (a reload may
 	// have served another since).
