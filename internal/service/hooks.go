@@ -27,7 +27,7 @@ type Event struct {
 	host.Usage
 	// Obligations are what its admission held it to (its tenant's
 	// budget's rate limits and cap: host.Obligation).
-	Obligations []host.Obligation
+	Obligations     []host.Obligation
 	TraceID, SpanID string
 	// ArtifactVersion is that of the pack the call ran on (a reload may
 	// have served another since).
