@@ -28,15 +28,18 @@ var surfaceBudget = map[string]int{
 	// went back inside.
 	"internal/replay": 46,
 	// +1 (issue 41): ToolSpec.ReachesNetwork, what MCP's openWorldHint says.
-	// +3 (issue 45): the policy's Budget and Policy.BudgetFor, which the
-	// service keeps; RefusalTenantBudget, the admission's refusal.
-	"internal/host": 89,
+	// +6 (issue 45): the policy's Budget and Policy.BudgetFor, which the
+	// service keeps; RefusalTenantBudget, the admission's refusal;
+	// Obligation, what a grant holds a call to; Usage.CPUMicros and
+	// MemoryKiBMs, usage in the units it is summed in, one home for both
+	// the audit and the usage log.
+	"internal/host": 92,
 	// service took server's call logic (issue 40): 38 of server's 59
 	// identifiers moved, and the call API every face uses (Request,
 	// Answer, Face, Refusal and its codes) is new. +2 (issue 45):
 	// CodeTenantBudget, and Refusal.RetryAfterSeconds, the wait every face
-	// says alike.
-	"internal/service": 75,
+	// says alike; +1, DefaultUsageInterval, --usage-interval's default.
+	"internal/service": 76,
 	// +1 (issue 41): Route, another face on the listener (/mcp).
 	"internal/server": 22,
 	// The MCP face (issue 41): New, Config, ErrConfig, Face and its

@@ -283,7 +283,7 @@ type started struct {
 	registry  *prometheus.Registry
 	metrics   *Metrics       // made before the pack
 	audit     *AuditLog      // nil when off
-	usage     *UsageLog      // nil when off
+	usage     *usageLog      // nil when off
 	replays   *ReplayRecords // nil when off
 	tracing   *Tracing       // nil when off
 	guest     *guestLines

@@ -36,7 +36,7 @@ type StartConfig struct {
 	AuditLog string
 	// UsageLog is a file that gets one JSON line per tenant every
 	// UsageInterval (0: DefaultUsageInterval): what its calls used
-	// (UsageLog); "": none.
+	// (usage.go); "": none.
 	UsageLog      string
 	UsageInterval time.Duration
 	// RecordDir is where the records of recorded calls go, one file each
@@ -146,7 +146,7 @@ func (st *started) start(ctx context.Context, cfg StartConfig, log *Log) (*Servi
 		hooks = append(hooks, st.audit)
 	}
 	if cfg.UsageLog != "" {
-		if st.usage, err = OpenUsageLog(cfg.UsageLog, cfg.UsageInterval, log); err != nil {
+		if st.usage, err = openUsageLog(cfg.UsageLog, cfg.UsageInterval, log); err != nil {
 			return nil, err
 		}
 		hooks = append(hooks, st.usage)

@@ -15,7 +15,7 @@ import (
 	"github.com/kindgi/packd/internal/ojson"
 )
 
-// UsageLog is the hook that sums what each tenant's calls used over an
+// usageLog is the hook that sums what each tenant's calls used over an
 // interval and writes one JSON line per tenant per interval to a file, a
 // platform's bill: tenantId, from, to, calls and calls by outcome, fuel,
 // cpuMs, memoryKiBMs (memory × time), egressRequests and egressBytes,
@@ -28,7 +28,7 @@ import (
 // summed one by one in an interval; the calls of any more are summed in
 // one line without a tenantId, that says how many tenants it holds, so
 // that callers inventing tenant ids cannot grow packd's memory.
-type UsageLog struct {
+type usageLog struct {
 	path     string
 	interval time.Duration
 	now      func() time.Time
@@ -72,9 +72,9 @@ func (u *usageSum) add(e Event) {
 	u.outcomes[e.Outcome]++
 }
 
-// OpenUsageLog opens (creating, appending) the usage file, and writes a
+// openUsageLog opens (creating, appending) the usage file, and writes a
 // line per tenant every interval (DefaultUsageInterval when 0).
-func OpenUsageLog(path string, interval time.Duration, r *Log) (*UsageLog, error) {
+func openUsageLog(path string, interval time.Duration, r *Log) (*usageLog, error) {
 	f, err := openAppend(path, "the usage log")
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func OpenUsageLog(path string, interval time.Duration, r *Log) (*UsageLog, error
 	if r == nil {
 		r = NewLog(io.Discard)
 	}
-	u := &UsageLog{path: path, interval: interval, now: time.Now, w: f, log: r, tenants: map[string]*usageSum{},
+	u := &usageLog{path: path, interval: interval, now: time.Now, w: f, log: r, tenants: map[string]*usageSum{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	u.from = u.now()
 	go u.run()
@@ -103,7 +103,7 @@ func openAppend(path, what string) (*os.File, error) {
 }
 
 // OnCall implements Hook: it adds the call to its tenant's sums.
-func (u *UsageLog) OnCall(e Event) {
+func (u *usageLog) OnCall(e Event) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	s := u.tenants[e.TenantID]
@@ -124,7 +124,7 @@ func (u *UsageLog) OnCall(e Event) {
 	s.add(e)
 }
 
-func (u *UsageLog) run() {
+func (u *usageLog) run() {
 	defer close(u.done)
 	t := time.NewTicker(u.interval)
 	defer t.Stop()
@@ -141,7 +141,7 @@ func (u *UsageLog) run() {
 
 // flush writes the interval that ends now, a line per tenant in the order
 // of their ids, and begins the next.
-func (u *UsageLog) flush() {
+func (u *usageLog) flush() {
 	u.mu.Lock()
 	from, to := u.from, u.now()
 	tenants, other, others := u.tenants, u.other, len(u.others)
@@ -205,7 +205,7 @@ func micros(us int64) string {
 // Reopen opens the usage file's path anew and writes on there, closing
 // the file it wrote before (logrotate renames it, then signals); when the
 // path cannot be opened the old file stays in use.
-func (u *UsageLog) Reopen() error {
+func (u *usageLog) Reopen() error {
 	f, err := openAppend(u.path, "the usage log")
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ func (u *UsageLog) Reopen() error {
 }
 
 // Close writes the interval under way and closes the file. Safe twice.
-func (u *UsageLog) Close(ctx context.Context) error {
+func (u *usageLog) Close(ctx context.Context) error {
 	var err error
 	u.once.Do(func() {
 		close(u.stop)
@@ -235,4 +235,4 @@ func (u *UsageLog) Close(ctx context.Context) error {
 	return err
 }
 
-var _ Hook = (*UsageLog)(nil)
+var _ Hook = (*usageLog)(nil)

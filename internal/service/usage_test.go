@@ -43,7 +43,7 @@ func TestUsageLogSumsTheAuditLinesExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	usage, err := OpenUsageLog(filepath.Join(dir, "usage.jsonl"), 20*time.Millisecond, nil)
+	usage, err := openUsageLog(filepath.Join(dir, "usage.jsonl"), 20*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func readLines(t *testing.T, path string, each func(map[string]any)) {
 func TestUsageLogBoundsItsTenants(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "usage.jsonl")
-	u, err := OpenUsageLog(path, time.Hour, nil)
+	u, err := openUsageLog(path, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
