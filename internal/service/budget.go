@@ -64,13 +64,17 @@ func (b *bucket) fill(now time.Time, rate, burst float64) {
 	b.level = min(b.level, burst)
 }
 
-// wait is how long b takes at rate to hold need.
+// wait is how long b takes at rate to hold need, at most maxWait (a rate
+// of 1e-300 a second must not make a wait that overflows, and so admits).
 func (b *bucket) wait(rate, need float64) time.Duration {
 	if b.level >= need || rate <= 0 {
 		return 0
 	}
-	return time.Duration(math.Ceil((need - b.level) / rate * float64(time.Second)))
+	return time.Duration(math.Ceil(min((need-b.level)/rate, maxWait.Seconds()) * float64(time.Second)))
 }
+
+// maxWait is the longest wait a refusal names.
+const maxWait = 365 * 24 * time.Hour
 
 // rates is a budget's dimensions as buckets: rate a second and burst.
 type rates struct{ rate, burst float64 }
@@ -199,14 +203,20 @@ func (b *budgets) spend(call host.Call, use host.Usage) {
 		return
 	}
 	bud := b.policy.Load().BudgetFor(call.TenantID)
+	if bud == nil {
+		return
+	}
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.tenants[call.TenantID]; t != nil && bud != nil {
-		t.look(now, bud) // the buckets as of now, when it was sent
-		t.egressRequests.level -= float64(use.Egress.Requests)
-		t.egressBytes.level -= float64(use.Egress.BytesSent + use.Egress.BytesReceived)
+	t := b.tenants[call.TenantID]
+	if t == nil { // pruned since its admission (its buckets were full)
+		t = &tenantBudget{}
+		b.tenants[call.TenantID] = t
 	}
+	t.look(now, bud) // the buckets as of now, when it was sent
+	t.egressRequests.level -= float64(use.Egress.Requests)
+	t.egressBytes.level -= float64(use.Egress.BytesSent + use.Egress.BytesReceived)
 }
 
 // prune forgets, at most once a second, the tenants whose buckets have

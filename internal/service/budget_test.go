@@ -122,6 +122,22 @@ func TestBudgetEgressAndCap(t *testing.T) {
 	}
 	*now = now.Add(time.Second)
 	b.spend(toolCall("a"), host.Usage{Egress: host.EgressSummary{BytesSent: 3000, BytesReceived: 1600}})
+	// A rate so small its wait would overflow a duration still refuses,
+	// for at most a year.
+	tiny, _ := clockedBudgets(&host.Policy{DefaultBudget: &host.Budget{CallsPerSecond: 1e-300}})
+	refusedFor(t, tiny, "a")
+	if _, wait, refused := refusedFor(t, tiny, "a"); !refused || wait != maxWait {
+		t.Fatalf("at 1e-300 calls a second: refused %v, wait %v; want a year", refused, wait)
+	}
+	// What a call sends after its tenant was forgotten (pruned while it
+	// ran) is still taken.
+	b.mu.Lock()
+	delete(b.tenants, "gone")
+	b.mu.Unlock()
+	b.spend(toolCall("gone"), host.Usage{Egress: host.EgressSummary{Requests: 100}})
+	if _, _, refused := refusedFor(t, b, "gone"); !refused {
+		t.Fatal("a forgotten tenant's egress was not taken")
+	}
 	if _, wait, refused := refusedFor(t, b, "a"); !refused || wait != 1000*time.Second {
 		t.Fatalf("after 4,600 bytes of 3,600 an hour: refused %v, wait %v; want 1,000 s", refused, wait)
 	}
