@@ -17,6 +17,7 @@ import (
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/ojson"
+	"github.com/kindgi/packd/internal/replay"
 	"github.com/kindgi/packd/internal/sandbox"
 	"github.com/kindgi/packd/internal/wasmbin"
 )
@@ -40,6 +41,7 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&artifactVersion, "artifact-version", "", "this build's version (default: the index's, else the pack version)")
 	fs.StringVar(&publishedAt, "published-at", "", "when it was published, ISO 8601 (default: the index's, else $SOURCE_DATE_EPOCH, else now)")
 	fs.StringVar(&out, "o", "", `where to write the index ("-": stdout; default: --index)`)
+	digestsFlag := fs.Bool("digests", false, "name each module's SHA-256 in the index (moduleDigests): a module whose bytes differ then does not load, and a signature over the index covers the code (an index that names them goes on naming them)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: packd index --index index.json [flags] [module.wasm ...]")
 		fmt.Fprintln(stderr, "Writes the index from what each module describes; with no modules, those the index names.")
@@ -137,11 +139,13 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 	indexTools, indexChecks := entries(top, "tools"), entries(top, "guardrails")
 	var tools, guardrails []any
 	var env *abi.EnvSpec
+	sums := map[string]string{} // each module's digest, as read: what it was described from
 	for _, path := range modules {
 		wasm, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(path)))
 		if err != nil {
 			return fail(exitError, "%v", err)
 		}
+		sums[path] = replay.ContentHash(wasm)
 		mod, err := sb.Compile(ctx, wasm)
 		if err != nil {
 			return fail(exitError, "%s: %v", path, err)
@@ -166,6 +170,15 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 	sortByID(guardrails)
 	top.Set("tools", tools)
 	top.Set("guardrails", guardrails)
+	// An index that named digests goes on naming them, those of the
+	// modules as they are now.
+	if _, had := top.Get("moduleDigests"); had || *digestsFlag {
+		digests := &ojson.Object{}
+		for _, path := range namedModules(top) {
+			digests.Set(path, sums[path])
+		}
+		top.Set("moduleDigests", digests)
+	}
 	if env != nil {
 		top.Set("env", envObject(env))
 	}

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var helloDir = filepath.Join("..", "..", "wasm-examples", "hello")
@@ -193,4 +197,74 @@ func writeString(t *testing.T, path, s string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestIndexDigestsBindTheModules: packd index --digests names each
+// module's SHA-256, and an index that names them goes on naming them; a
+// module swapped for other bytes then fails packd check and the boot,
+// naming it, and a reload onto it fails while the pack served goes on.
+func TestIndexDigestsBindTheModules(t *testing.T) {
+	dir := t.TempDir()
+	wasm, err := os.ReadFile(filepath.Join(helloDir, "hello.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, index := filepath.Join(dir, "hello.wasm"), filepath.Join(dir, "index.json")
+	if err := os.WriteFile(module, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := packd(t, "index", "--index", index, "--pack-id", "hello", "--digests", module); r.code != 0 {
+		t.Fatalf("packd index --digests: %d %s", r.code, r.stderr)
+	}
+	sum := sha256.Sum256(wasm)
+	want := map[string]string{"hello.wasm": "sha256:" + hex.EncodeToString(sum[:])}
+	digests := func() map[string]string {
+		t.Helper()
+		var idx struct{ ModuleDigests map[string]string }
+		b, _ := os.ReadFile(index)
+		if err := json.Unmarshal(b, &idx); err != nil {
+			t.Fatal(err)
+		}
+		return idx.ModuleDigests
+	}
+	if got := digests(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the index's digests: %v, want %v", got, want)
+	}
+	if r := packd(t, "index", "--index", index); r.code != 0 {
+		t.Fatalf("packd index again: %d %s", r.code, r.stderr)
+	}
+	if got := digests(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("written again without --digests, the index's digests: %v, want %v", got, want)
+	}
+	if r := packd(t, "check", "--index", index); r.code != 0 {
+		t.Fatalf("packd check: %d %s", r.code, r.stderr)
+	}
+	s := start(t, index, nil)
+	greet := func() string {
+		t.Helper()
+		r := s.invoke(t, invokeBody("hello.greet", "", `{"name":"Ada"}`, conformanceCtx))
+		if r.status != 200 || !strings.Contains(r.body, `"kind":"result"`) {
+			t.Fatalf("hello.greet: %d %s", r.status, r.body)
+		}
+		return r.body
+	}
+	greet()
+
+	// Other bytes under the same name: one byte of a custom section.
+	other := append(append([]byte(nil), wasm...), 0, 3, 1, 'x', 0) // a custom section "x" appended
+	if err := os.WriteFile(module, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	swapped := "hello.wasm is not the module the index names: its SHA-256 is sha256:"
+	if r := packd(t, "check", "--index", index); r.code == 0 || !strings.Contains(r.stdout+r.stderr, swapped) {
+		t.Fatalf("packd check of a swapped module: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if rec := s.hup(t, "reloaded", "reload-failed"); rec["kind"] != "reload-failed" || !strings.Contains(fmt.Sprint(rec["problems"]), swapped) {
+		t.Fatalf("a reload onto a swapped module: %v", rec)
+	}
+	greet() // the pack served goes on
+	b := launch(t, index, nil)
+	if line := b.stderr.waitFor(t, 60*time.Second, kindIs("boot-failed")); !strings.Contains(line, swapped) {
+		t.Fatalf("boot onto a swapped module: %s", line)
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/replay"
 	"github.com/kindgi/packd/internal/sandbox"
 )
 
@@ -129,6 +130,13 @@ func TestLoadCollectsEveryProblem(t *testing.T) {
 		{"bad env names", indexJSON(good, "", `"env":{"required":["KINDGI_PACK_SERVICE_TOKEN","1BAD"]}`),
 			map[string][]byte{"counter.wasm": counterWasm(t)},
 			[]string{`Index env.required: "KINDGI_PACK_SERVICE_TOKEN" is not an allowed`, `Index env.required: "1BAD" is not an allowed`}},
+		{"another module than the index's digest", indexJSON(good, "", `"moduleDigests":{"counter.wasm":"sha256:0000000000000000000000000000000000000000000000000000000000000000"}`),
+			map[string][]byte{"counter.wasm": counterWasm(t)},
+			[]string{"counter.wasm is not the module the index names: its SHA-256 is " + replay.ContentHash(counterWasm(t)) + ", the index's moduleDigests says sha256:0000000000000000000000000000000000000000000000000000000000000000"}},
+		{"bad digests", indexJSON(good+","+tool("b", "2", "b.wasm"), "", `"moduleDigests":{"counter.wasm":"md5:x","other.wasm":"sha256:0000000000000000000000000000000000000000000000000000000000000000"}`), nil,
+			[]string{`Index moduleDigests["counter.wasm"] must be "sha256:" and 64 lowercase hex digits, not "md5:x"`,
+				`Index moduleDigests names "other.wasm", which no tool or guardrail names`,
+				`Index moduleDigests has no digest of "b.wasm"`, "Missing module: counter.wasm", "Missing module: b.wasm"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,6 +166,16 @@ func TestModulePathCannotFollowASymlinkOut(t *testing.T) {
 	_, err := load(t, idx, nil)
 	if got := problems(err); len(got) != 1 || !strings.Contains(got[0], "escapes the module root") {
 		t.Fatalf("problems = %q", got)
+	}
+}
+
+// TestModuleDigestsLoadTheModuleNamed: a module whose bytes have the
+// digest the index names loads.
+func TestModuleDigestsLoadTheModuleNamed(t *testing.T) {
+	idx := indexJSON(tool("hostile.counter", "1.0.0", "counter.wasm"), "", `"moduleDigests":{"counter.wasm":"`+replay.ContentHash(counterWasm(t))+`"}`)
+	p, err := load(t, writePack(t, idx, map[string][]byte{"counter.wasm": counterWasm(t)}), nil)
+	if err != nil || p.Index().ModuleDigests["counter.wasm"] != replay.ContentHash(counterWasm(t)) {
+		t.Fatalf("%v %v", err, p)
 	}
 }
 

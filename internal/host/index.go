@@ -17,6 +17,11 @@ type Index struct {
 	Tools                                             []*ToolSpec
 	Guardrails                                        []*GuardrailSpec
 	EnvRequired, EnvOptional                          []string
+	// ModuleDigests are the index's moduleDigests: each module path's
+	// "sha256:" and hex SHA-256, which its bytes must have to load (nil:
+	// the index names none). A signature over the index covers the code
+	// through them.
+	ModuleDigests map[string]string
 	// Hash is "sha256:" and the hex SHA-256 of the index file's bytes.
 	Hash string
 }
@@ -67,7 +72,7 @@ func (g *GuardrailSpec) InvokeID() string {
 
 var (
 	indexKeys = keySet("v", "packId", "packVersion", "artifactVersion", "publishedAt",
-		"tools", "guardrails", "agents", "flows", "env")
+		"tools", "guardrails", "agents", "flows", "env", "moduleDigests")
 	indexRequired = []string{"v", "packId", "packVersion", "artifactVersion", "publishedAt",
 		"tools", "guardrails", "agents", "flows"}
 	toolKeys = keySet("id", "input", "output", "modulePath", "description", "version",
@@ -167,6 +172,9 @@ func readIndex(doc any, idx *Index) []string {
 		if spec := p.guardrail(i, g); spec != nil {
 			idx.Guardrails = append(idx.Guardrails, spec)
 		}
+	}
+	if d, ok := top.Get("moduleDigests"); ok {
+		idx.ModuleDigests = p.digests(d, idx.ModulePaths())
 	}
 	seenTools := map[string]bool{}
 	for _, t := range idx.Tools {

@@ -259,7 +259,7 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i].problem, results[i].stat = loadModule(ctx, sb, r, m, env)
+			results[i].problem, results[i].stat = loadModule(ctx, sb, r, m, env, idx.ModuleDigests[p])
 		}()
 	}
 	wg.Wait()
@@ -278,16 +278,23 @@ func loadModules(ctx context.Context, sb *sandbox.Sandbox, root string, idx *Ind
 	return modules, stats, problems
 }
 
-// loadModule reads, compiles and describes one module, warms its pool for
+// loadModule reads one module, checks its bytes against want (its digest
+// in the index's moduleDigests; "": none), compiles and describes it, warms its pool for
 // calls that see env, and says what went wrong, if anything. A pool the
 // memory budget cannot warm now is warmed by its first call.
-func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module, env []string) (string, *ModuleStat) {
+func loadModule(ctx context.Context, sb *sandbox.Sandbox, r *os.Root, m *module, env []string, want string) (string, *ModuleStat) {
 	wasm, err := readModule(r, m.path, sb.MaxModuleBytes())
 	if err != nil {
 		m.err = err
 		return err.Error(), nil
 	}
 	m.sum = replay.ContentHash(wasm)
+	if want != "" && m.sum != want {
+		// The bytes hashed are the bytes compiled: a file swapped after
+		// this read is never run.
+		m.err = fmt.Errorf("%s is not the module the index names: its SHA-256 is %s, the index's moduleDigests says %s", m.path, m.sum, want)
+		return m.err.Error(), nil
+	}
 	m.lines = readLines(wasm)
 	start := time.Now()
 	m.mod, err = sb.Compile(ctx, wasm)
