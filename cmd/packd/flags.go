@@ -37,6 +37,10 @@ type loadFlags struct {
 	netAllow          string
 	netMaxRequests    int
 	netMaxResponseMiB int64
+	// trust are the public keys the index must be signed by (--trust, as
+	// many as given); signature is where its signature is.
+	trust     []string
+	signature string
 	// fs is where the flags were registered; cacheFromEnv: the cache
 	// directory's default came from $PACKD_CACHE_DIR (so it was asked for).
 	fs           *flag.FlagSet
@@ -56,6 +60,14 @@ func (l *loadFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	l.fs, l.cacheFromEnv = fs, getenv("PACKD_CACHE_DIR") != ""
 	fs.StringVar(&l.index, "index", getenv("KINDGI_PACK_INDEX"), "the pack index (default $KINDGI_PACK_INDEX, else /app/index.json)")
 	fs.StringVar(&l.moduleRoot, "module-root", "", "where module paths resolve (default: the index's directory)")
+	if t := getenv("PACKD_TRUST"); t != "" {
+		l.trust = strings.Split(t, ",")
+	}
+	fs.Func("trust", "a public key (PEM, packd keygen's NAME.pub) the index must be signed by; repeat for more; every load and reload then refuses an unsigned pack (default $PACKD_TRUST, comma-separated)", func(v string) error {
+		l.trust = append(l.trust, v)
+		return nil
+	})
+	fs.StringVar(&l.signature, "signature", "", "the index's signature (default: the index's path and .sig)")
 	fs.StringVar(&l.cacheDir, "cache-dir", defaultCacheDir(getenv), `wazero's compilation cache ("" keeps it in memory)`)
 	fs.UintVar(&l.memoryMiB, "memory-limit-mib", sandbox.DefaultMemoryLimitPages/16, "linear memory limit of every instance, MiB")
 	fs.Int64Var(&l.fuel, "fuel", envInt(getenv, "PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
@@ -248,6 +260,10 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 	}
 	pool, _ := l.pool()
 	allow, _ := l.networkAllow()
+	trust, err := readTrust(l.trust)
+	if err != nil {
+		return host.Config{}, err
+	}
 	return host.Config{
 		Network: host.NetworkConfig{
 			Unrestricted:     l.netUnrestricted,
@@ -256,8 +272,10 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 			MaxResponseBytes: l.netMaxResponseMiB << 20,
 			MaxReceivedBytes: 4 * l.netMaxResponseMiB << 20,
 		},
-		IndexPath:  l.index,
-		ModuleRoot: l.moduleRoot,
+		IndexPath:     l.index,
+		ModuleRoot:    l.moduleRoot,
+		Trust:         trust,
+		SignaturePath: l.signature,
 		Sandbox: sandbox.Config{
 			CacheDir:         l.cacheDir,
 			CacheReadOnly:    l.cacheReadOnly,

@@ -13,7 +13,7 @@ import (
 // exited 2 on -h), and an unknown flag exits 2 (serve reports it
 // as a config-invalid record, exit 1, as every config problem).
 func TestEveryCommandsHelpExitsZero(t *testing.T) {
-	for _, cmd := range []string{"serve", "dev", "check", "invoke", "replay", "index", "init", "build-js"} {
+	for _, cmd := range []string{"serve", "dev", "check", "invoke", "replay", "index", "init", "build-js", "keygen", "sign"} {
 		for _, flag := range []string{"-h", "--help"} {
 			var stdout, stderr bytes.Buffer
 			if code := run([]string{cmd, flag}, strings.NewReader(""), &stdout, &stderr); code != exitOK || stdout.Len()+stderr.Len() == 0 {

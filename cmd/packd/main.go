@@ -114,6 +114,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return devCmd(args[1:], stdout, stderr)
 	case "replay":
 		return replayCmd(args[1:], stdout, stderr)
+	case "keygen":
+		return keygenCmd(args[1:], stdout, stderr)
+	case "sign":
+		return signCmd(args[1:], stdout, stderr)
 	case "mcp":
 		return mcpCmd(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
@@ -138,6 +142,8 @@ func usage(w io.Writer) {
   packd check --index I [--module-root R]
   packd init DIR [--lang go|c|ts|py]                       scaffold a pack that builds and answers
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
+  packd keygen --out NAME                                  a signing key pair: NAME.key, NAME.pub
+  packd sign --key NAME.key --index I                      sign the index (I.sig); serve with --trust NAME.pub
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
   packd build-ts [-o pack.wasm] DIR                        a kindgi-shaped TypeScript pack's module (tools/, guardrails/)
   packd build-py [-o pack.wasm] DIR|FILE.py                a Python pack's module (CPython 3.11)

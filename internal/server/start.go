@@ -121,6 +121,13 @@ func (r *Running) start(cfg StartConfig) error {
 	if cfg.Service.Traces {
 		listening = append(listening, service.Field{Key: "traces", Value: "otlp"})
 	}
+	// Whether the pack had to be signed, said once: without --trust any
+	// index and modules beside it load.
+	signatures := "not checked (no --trust)"
+	if n := len(cfg.Service.Load.Trust); n > 0 {
+		signatures = fmt.Sprintf("required (%d trusted key(s))", n)
+	}
+	listening = append(listening, service.Field{Key: "signatures", Value: signatures})
 	if tlsCfg != nil {
 		r.ln = tls.NewListener(r.ln, tlsCfg)
 		listening = append(listening, service.Field{Key: "tls", Value: map[bool]string{false: "on", true: "mutual"}[cfg.TLS.ClientCAFile != ""]})
