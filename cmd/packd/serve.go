@@ -39,6 +39,7 @@ type serviceConfig struct {
 	policy         string
 	auditLog       string
 	usageLog       string
+	watch          bool
 	usageInterval  time.Duration
 	tls            server.TLSConfig
 	port           int
@@ -64,6 +65,7 @@ func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs.BoolVar(&c.tenantLabel, "metrics-tenant-label", false, "label packd_calls_total with the tenant id (unbounded: off by default)")
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
+	fs.BoolVar(&c.watch, "watch", getenv("PACKD_WATCH") == "on", "reload when the index, its signature or a module changes on disk (a ConfigMap's swap, a sync sidecar), as SIGHUP does (default: $PACKD_WATCH=on)")
 	fs.StringVar(&c.usageLog, "usage-log", getenv("PACKD_USAGE_LOG"), "append one JSON line per tenant per --usage-interval to this file: what its calls used (default $PACKD_USAGE_LOG; off when empty)")
 	c.usageInterval = envDuration(getenv, "PACKD_USAGE_INTERVAL", service.DefaultUsageInterval)
 	fs.DurationVar(&c.usageInterval, "usage-interval", c.usageInterval, "how long each line of --usage-log covers (default $PACKD_USAGE_INTERVAL, else 1m)")
@@ -376,6 +378,19 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 			beside(reloadCtx, svc)
 		}
 	}()
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		if cfg.watch {
+			// A change on disk reloads as SIGHUP does.
+			watchPack(reloadCtx, sc.Load.IndexPath, sc.Load.ModuleRoot, sc.Load.SignaturePath, func() {
+				select {
+				case hup <- struct{}{}:
+				default: // one is waiting already
+				}
+			}, func(m string) { rec.Lifecycle("watch-failed", "warn", m) })
+		}
+	}()
 	for stop := false; !stop; {
 		select {
 		case sig := <-signals:
@@ -392,6 +407,7 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 		}
 	}
 	cancelReload()
+	<-watchDone // before hup closes: the watcher sends on it
 	close(hup)
 	<-reloaderDone
 	<-besideDone

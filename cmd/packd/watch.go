@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/kindgi/packd/internal/host"
+)
+
+// watchDebounce is how long --watch waits after a change for the rest of
+// it (a sync tool writes the index and the modules one after another).
+const watchDebounce = 300 * time.Millisecond
+
+// watchPack asks for a reload (ask, as SIGHUP does) when the pack on disk
+// changes: the index, its signature or a module it names, written in
+// place or swapped in (the kubelet flips a ConfigMap's ..data symlink),
+// watched in their directories, debounced, and only when what the paths
+// now hold differs from what they held at the last look (events that
+// change nothing, a touch, ask for nothing). It runs until ctx is done.
+func watchPack(ctx context.Context, index, moduleRoot, signature string, ask func(), warn func(string)) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		warn("--watch cannot watch the pack's files: " + err.Error())
+		return
+	}
+	defer w.Close()
+	if moduleRoot == "" {
+		moduleRoot = filepath.Dir(index)
+	}
+	if signature == "" {
+		signature = index + ".sig"
+	}
+	watched := map[string]bool{}
+	watchDirs := func() {
+		dirs := []string{filepath.Dir(index), filepath.Dir(signature), moduleRoot}
+		for _, m := range modulePaths(index) {
+			dirs = append(dirs, filepath.Dir(filepath.Join(moduleRoot, filepath.FromSlash(m))))
+		}
+		for _, d := range dirs {
+			if !watched[d] && w.Add(d) == nil {
+				watched[d] = true
+			}
+		}
+	}
+	watchDirs()
+	last := packPrint(index, moduleRoot, signature)
+	var timer <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			timer = time.After(watchDebounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			warn("--watch: " + err.Error())
+		case <-timer:
+			timer = nil
+			if now := packPrint(index, moduleRoot, signature); now != last {
+				last = now
+				ask()
+				watchDirs() // a module may have moved to a directory of its own
+			}
+		}
+	}
+}
+
+// modulePaths are the module paths the index names now (none when it
+// cannot be read).
+func modulePaths(index string) []string {
+	data, err := os.ReadFile(index)
+	if err != nil {
+		return nil
+	}
+	idx, _ := host.ValidateIndex(data)
+	return idx.ModulePaths()
+}
+
+// packPrint is what the pack's files hold now, in short: the index's and
+// the signature's bytes, and each module's size, time and file (its inode:
+// a swapped-in file is another, whatever its time).
+func packPrint(index, moduleRoot, signature string) string {
+	h := sha256.New()
+	for _, f := range []string{index, signature} {
+		b, _ := os.ReadFile(f)
+		fmt.Fprintf(h, "%s %d %x\n", f, len(b), sha256.Sum256(b))
+	}
+	for _, m := range modulePaths(index) {
+		fi, err := os.Stat(filepath.Join(moduleRoot, filepath.FromSlash(m)))
+		if err != nil {
+			fmt.Fprintf(h, "%s missing\n", m)
+			continue
+		}
+		var ino uint64
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			ino = st.Ino
+		}
+		fmt.Fprintf(h, "%s %d %d %d\n", m, fi.Size(), fi.ModTime().UnixNano(), ino)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
