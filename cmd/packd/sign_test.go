@@ -68,7 +68,9 @@ func TestSignedPacks(t *testing.T) {
 				t.Fatal(r.stderr)
 			}
 		}, nil, "by a key packd does not trust"},
-		{"another index", func() { write(index, bytes.Replace(good[index], []byte("2026-12-06T00:00:00.000Z"), []byte("2026-12-07T00:00:00.000Z"), 1)) }, nil, "the signature is over another index"},
+		{"another index", func() {
+			write(index, bytes.Replace(good[index], []byte("2026-12-06T00:00:00.000Z"), []byte("2026-12-07T00:00:00.000Z"), 1))
+		}, nil, "the signature is over another index"},
 		{"another module", func() { write(module, append(append([]byte(nil), wasm...), 0, 3, 1, 'x', 0)) }, nil, "hello.wasm is not the module the index names"},
 		{"an unknown algorithm", func() {
 			write(index+".sig", bytes.Replace(good[index+".sig"], []byte(`"algorithm": "ed25519"`), []byte(`"algorithm": "ecdsa-p384-sha384"`), 1))
