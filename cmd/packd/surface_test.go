@@ -46,6 +46,10 @@ var surfaceBudget = map[string]int{
 	// Handler, ServeStdio and Close, IndexProblems, and the six defaults
 	// it documents.
 	"internal/mcp": 14,
+	// Signing (issue 46): the envelope and its body, the two algorithms,
+	// keys made, signed, read and checked; KindPack, BodyVersion and
+	// MaxEnvelope, what a pack's signature is.
+	"internal/signing": 13,
 }
 
 // TestSurfaceStaysWithinItsBudget counts each package's exported
