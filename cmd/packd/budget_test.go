@@ -56,9 +56,7 @@ func TestTenantBudgets(t *testing.T) {
 	expect(t, call("t-spin", "loop"), 200, `{"v":2,"kind":"error","code":"deadline-exceeded","message":"pyhostile.loop passed its deadline: it ran out of fuel after using 50000000 units","toolId":"pyhostile.loop"}`)
 	refused(call("t-spin", "ok"), 40, 49)
 	// Over MCP, the same tenant's debt.
-	req, _ := http.NewRequest("POST", s.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pyhostile.ok","arguments":{"n":1},"_meta":{"kindgi.com/ctx":{"tenantId":"t-spin","runId":"r"}}}}`))
-	req.Header = http.Header{"Authorization": {"Bearer " + s.token}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
-	res, err := client.Do(req)
+	res, err := client.Do(mcpCallOK(s, "t-spin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +152,13 @@ func TestTenantBudgets(t *testing.T) {
 	}
 }
 
+// mcpCallOK is a POST to s's /mcp calling pyhostile.ok for tenant.
+func mcpCallOK(s *served, tenant string) *http.Request {
+	req, _ := http.NewRequest("POST", s.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pyhostile.ok","arguments":{"n":1},"_meta":{"kindgi.com/ctx":{"tenantId":"`+tenant+`","runId":"r"}}}}`))
+	req.Header = http.Header{"Authorization": {"Bearer " + s.token}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	return req
+}
+
 func anyStrings(v any) []string {
 	var out []string
 	for _, x := range v.([]any) {
@@ -200,8 +205,7 @@ func TestTenantBudgetHoldsAcrossFaces(t *testing.T) {
 							req, _ = http.NewRequest("POST", s.base+"/v1/invoke", strings.NewReader(invokeBody("pyhostile.ok", "", `{"n":1}`, `{"tenantId":"`+c.tenant+`","runId":"r"}`)))
 							req.Header = http.Header{"Kindgi-Pack-Token": {s.token}, "Content-Type": {"application/json"}}
 						} else {
-							req, _ = http.NewRequest("POST", s.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pyhostile.ok","arguments":{"n":1},"_meta":{"kindgi.com/ctx":{"tenantId":"`+c.tenant+`","runId":"r"}}}}`))
-							req.Header = http.Header{"Authorization": {"Bearer " + s.token}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+							req = mcpCallOK(s, c.tenant)
 						}
 						res, err := client.Do(req)
 						if err != nil {

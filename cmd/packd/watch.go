@@ -38,9 +38,9 @@ func watchPack(ctx context.Context, index, moduleRoot, signature string, ask fun
 		signature = index + ".sig"
 	}
 	watched := map[string]bool{}
-	watchDirs := func() {
+	watchDirs := func(modules []string) {
 		dirs := []string{filepath.Dir(index), filepath.Dir(signature), moduleRoot}
-		for _, m := range modulePaths(index) {
+		for _, m := range modules {
 			dirs = append(dirs, filepath.Dir(filepath.Join(moduleRoot, filepath.FromSlash(m))))
 		}
 		for _, d := range dirs {
@@ -49,8 +49,8 @@ func watchPack(ctx context.Context, index, moduleRoot, signature string, ask fun
 			}
 		}
 	}
-	watchDirs()
-	last := packPrint(index, moduleRoot, signature)
+	last, modules := packPrint(index, moduleRoot, signature)
+	watchDirs(modules)
 	var timer <-chan time.Time
 	for {
 		select {
@@ -68,36 +68,31 @@ func watchPack(ctx context.Context, index, moduleRoot, signature string, ask fun
 			warn("--watch: " + err.Error())
 		case <-timer:
 			timer = nil
-			if now := packPrint(index, moduleRoot, signature); now != last {
+			if now, modules := packPrint(index, moduleRoot, signature); now != last {
 				last = now
 				ask()
-				watchDirs() // a module may have moved to a directory of its own
+				watchDirs(modules) // a module may have moved to a directory of its own
 			}
 		}
 	}
 }
 
-// modulePaths are the module paths the index names now (none when it
-// cannot be read).
-func modulePaths(index string) []string {
-	data, err := os.ReadFile(index)
-	if err != nil {
-		return nil
-	}
-	idx, _ := host.ValidateIndex(data)
-	return idx.ModulePaths()
-}
-
 // packPrint is what the pack's files hold now, in short: the index's and
 // the signature's bytes, and each module's size, time and file (its inode:
-// a swapped-in file is another, whatever its time).
-func packPrint(index, moduleRoot, signature string) string {
+// a swapped-in file is another, whatever its time); and the module paths
+// the index names (none when it cannot be read), read once for both.
+func packPrint(index, moduleRoot, signature string) (string, []string) {
 	h := sha256.New()
+	var modules []string
 	for _, f := range []string{index, signature} {
 		b, _ := os.ReadFile(f)
 		fmt.Fprintf(h, "%s %d %x\n", f, len(b), sha256.Sum256(b))
+		if f == index && b != nil {
+			idx, _ := host.ValidateIndex(b)
+			modules = idx.ModulePaths()
+		}
 	}
-	for _, m := range modulePaths(index) {
+	for _, m := range modules {
 		fi, err := os.Stat(filepath.Join(moduleRoot, filepath.FromSlash(m)))
 		if err != nil {
 			fmt.Fprintf(h, "%s missing\n", m)
@@ -109,5 +104,5 @@ func packPrint(index, moduleRoot, signature string) string {
 		}
 		fmt.Fprintf(h, "%s %d %d %d\n", m, fi.Size(), fi.ModTime().UnixNano(), ino)
 	}
-	return fmt.Sprintf("%x", h.Sum(nil))
+	return fmt.Sprintf("%x", h.Sum(nil)), modules
 }

@@ -182,7 +182,7 @@ func Verify(envelope []byte, trusted []crypto.PublicKey) ([]byte, error) {
 		return nil, fmt.Errorf("the signature is not a signed envelope: %v", err)
 	}
 	if env.Algorithm != Ed25519 && env.Algorithm != P256 {
-		return nil, fmt.Errorf("the signature's algorithm %q is not one packd verifies (%s, %s)", env.Algorithm, Ed25519, P256)
+		return nil, fmt.Errorf("the signature's algorithm %.40q is not one packd verifies (%s, %s)", env.Algorithm, Ed25519, P256)
 	}
 	if env.Canonicalization != "sorted-key-json" {
 		return nil, fmt.Errorf("the signature's canonicalization %q is not sorted-key-json", env.Canonicalization)
@@ -197,7 +197,7 @@ func Verify(envelope []byte, trusted []crypto.PublicKey) ([]byte, error) {
 		return nil, fmt.Errorf("the signature's public key: %v", err)
 	}
 	if !trustedKey(pub, trusted) {
-		return nil, fmt.Errorf("the signature is by a key packd does not trust (signingKeyId %q): give its public key to --trust", env.SigningKeyID)
+		return nil, fmt.Errorf("the signature is by a key packd does not trust (signingKeyId %.80q): give its public key to --trust", env.SigningKeyID)
 	}
 	ok := false
 	switch k := pub.(type) {
