@@ -1,0 +1,282 @@
+package oci_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kindgi/packd/internal/oci"
+)
+
+// testPack is a pack of two modules (the bytes need not be wasm: a push
+// and a pull check digests, not code), its index naming their digests.
+func testPack(t *testing.T) oci.Pack {
+	t.Helper()
+	a, b := []byte("\x00asm module a"), []byte("\x00asm module b")
+	index := fmt.Sprintf(`{"v": 1, "packId": "p", "packVersion": "1.0.0", "artifactVersion": "p-1.0.0",
+  "publishedAt": "2026-11-29T00:00:00.000Z",
+  "tools": [
+    {"id": "p.a", "version": "1.0.0", "description": "a", "input": {"type": "object"}, "output": {"type": "object"}, "modulePath": "a.wasm"},
+    {"id": "p.b", "version": "1.0.0", "description": "b", "input": {"type": "object"}, "output": {"type": "object"}, "modulePath": "lib/b.wasm"}
+  ],
+  "guardrails": [], "agents": [], "flows": [],
+  "moduleDigests": {"a.wasm": %q, "lib/b.wasm": %q}}`, sha(a), sha(b))
+	return oci.Pack{Index: []byte(index), Modules: map[string][]byte{"a.wasm": a, "lib/b.wasm": b}, Signature: []byte(`{"a signature": true}`)}
+}
+
+func sha(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// testRegistry serves go-containerregistry's in-memory registry on
+// loopback, through wrap when set; requests counts what it was asked.
+type testRegistry struct {
+	host     string
+	requests atomic.Int64
+}
+
+func startRegistry(t *testing.T, wrap func(http.Handler) http.Handler) *testRegistry {
+	t.Helper()
+	r := &testRegistry{}
+	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r.host = strings.TrimPrefix(srv.URL, "http://")
+	return r
+}
+
+func (r *testRegistry) ref(tail string) string { return "oci://" + r.host + "/packs/" + tail }
+
+var plain = oci.Options{PlainHTTP: true}
+
+func TestPushThenPullByTagAndByDigest(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, nil)
+	pack := testPack(t)
+	digest, err := oci.Push(ctx, reg.ref("echo:v1"), pack, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	p, err := oci.NewPuller(reg.ref("echo:v1"), cache, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != digest || got.Cached || p.Last() != digest {
+		t.Fatalf("pulled %+v (last %s), pushed %s", got, p.Last(), digest)
+	}
+	want := map[string][]byte{got.IndexPath: pack.Index, got.SignaturePath: pack.Signature,
+		filepath.Join(got.ModuleRoot, "a.wasm"): pack.Modules["a.wasm"], filepath.Join(got.ModuleRoot, "lib", "b.wasm"): pack.Modules["lib/b.wasm"]}
+	for path, b := range want {
+		if on, err := os.ReadFile(path); err != nil || !bytes.Equal(on, b) {
+			t.Errorf("%s holds %q (%v), want %q", path, on, err, b)
+		}
+	}
+	if d, err := p.Resolve(ctx); err != nil || d != digest {
+		t.Errorf("the tag resolves to %s (%v), want %s", d, err, digest)
+	}
+
+	// By digest, from the cache: the registry is not asked.
+	byDigest, err := oci.DigestRef(reg.ref("echo:v1"), digest, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp, err := oci.NewPuller(byDigest, cache, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := reg.requests.Load()
+	again, err := dp.Pull(ctx)
+	if err != nil || !again.Cached || again.IndexPath != got.IndexPath {
+		t.Fatalf("a pull by digest the cache holds: %+v, %v", again, err)
+	}
+	if n := reg.requests.Load() - before; n != 0 {
+		t.Errorf("a cached pull by digest asked the registry %d times", n)
+	}
+
+	// By digest into a new cache: fetched, the same bytes.
+	fresh, err := oci.NewPuller(byDigest, t.TempDir(), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := fresh.Pull(ctx); err != nil || f.Cached || f.Digest != digest {
+		t.Fatalf("a pull by digest: %+v, %v", f, err)
+	}
+
+	// A cached pull whose index was changed on disk is pulled again.
+	if err := os.WriteFile(got.IndexPath, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := dp.Pull(ctx); err != nil || r.Cached {
+		t.Fatalf("a pull over a spoilt cache: %+v, %v", r, err)
+	}
+	if on, _ := os.ReadFile(got.IndexPath); !bytes.Equal(on, pack.Index) {
+		t.Errorf("the spoilt index was not pulled again: %q", on)
+	}
+}
+
+func TestATamperedLayerIsRefused(t *testing.T) {
+	ctx := context.Background()
+	pack := testPack(t)
+	moduleDigest := sha(pack.Modules["lib/b.wasm"])
+	var tamper atomic.Bool
+	reg := startRegistry(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !tamper.Load() || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+moduleDigest) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			// A registry (or a hop before it) serving other bytes of the
+			// same length under the module's digest.
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			b := rec.Body.Bytes()
+			b[len(b)-1] ^= 1
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(b)
+		})
+	})
+	digest, err := oci.Push(ctx, reg.ref("echo:v1"), pack, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tamper.Store(true)
+	cache := t.TempDir()
+	p, _ := oci.NewPuller(reg.ref("echo:v1"), cache, plain)
+	_, err = p.Pull(ctx)
+	if err == nil {
+		t.Fatal("a pack with a tampered module layer was pulled")
+	}
+	if !strings.Contains(err.Error(), "lib/b.wasm") {
+		t.Errorf("the refusal does not name the module: %v", err)
+	}
+	if p.Last() != "" {
+		t.Errorf("a refused pull counts as the last: %s", p.Last())
+	}
+	if _, err := os.Stat(filepath.Join(cache, "sha256", strings.TrimPrefix(digest, "sha256:"))); !os.IsNotExist(err) {
+		t.Errorf("a refused pull left its files in the cache (%v)", err)
+	}
+}
+
+func TestAPullIsBounded(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, nil)
+	pack := testPack(t)
+	pack.Modules["a.wasm"] = bytes.Repeat([]byte{'a'}, 1<<20)
+	pack.Index = []byte(strings.Replace(string(pack.Index), sha([]byte("\x00asm module a")), sha(pack.Modules["a.wasm"]), 1))
+	if _, err := oci.Push(ctx, reg.ref("big:v1"), pack, plain); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		o    oci.Options
+		want string
+	}{
+		{oci.Options{PlainHTTP: true, MaxModuleBytes: 1 << 19}, "module a.wasm is 1048576 bytes, over its bound"},
+		{oci.Options{PlainHTTP: true, MaxBytes: 1 << 19, MaxModuleBytes: 1 << 21}, "the registry sent more than the pull may bring"},
+	} {
+		p, _ := oci.NewPuller(reg.ref("big:v1"), t.TempDir(), c.o)
+		if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("with %+v: %v, want %q", c.o, err, c.want)
+		}
+	}
+}
+
+func TestOnlyPacksArePulledAndPushed(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, nil)
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(strings.TrimPrefix(reg.ref("image:v1"), "oci://"), name.Insecure)
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := oci.NewPuller(reg.ref("image:v1"), t.TempDir(), plain)
+	if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), "not a pack") && !strings.Contains(err.Error(), "not a packd pack") {
+		t.Errorf("pulling a container image: %v", err)
+	}
+
+	pack := testPack(t)
+	pack.Modules["a.wasm"] = []byte("other bytes")
+	if _, err := oci.Push(ctx, reg.ref("p:v1"), pack, plain); err == nil || !strings.Contains(err.Error(), "module a.wasm is not the bytes") {
+		t.Errorf("pushing a module its digest does not name: %v", err)
+	}
+	pack = testPack(t)
+	pack.Index = []byte(strings.Split(string(pack.Index), `,
+  "moduleDigests"`)[0] + "}")
+	if _, err := oci.Push(ctx, reg.ref("p:v1"), pack, plain); err == nil || !strings.Contains(err.Error(), "moduleDigests") {
+		t.Errorf("pushing an index without moduleDigests: %v", err)
+	}
+	if _, err := oci.NewPuller("/app/index.json", t.TempDir(), plain); err == nil {
+		t.Error("a file path was taken for a reference")
+	}
+}
+
+// TestCredentialsComeFromTheDockerConfig: a registry that wants a
+// password gets the one the docker config names for it, and a pull
+// without it is refused.
+func TestCredentialsComeFromTheDockerConfig(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, pw, ok := r.BasicAuth(); !ok || u != "ci" || pw != "s3cret" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="packs"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("DOCKER_CONFIG", filepath.Join(home, ".docker"))
+	pack := testPack(t)
+	if _, err := oci.Push(ctx, reg.ref("private:v1"), pack, plain); err == nil {
+		t.Fatal("a push without credentials was taken")
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".docker"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("ci:s3cret"))
+	config := fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, reg.host, auth)
+	if err := os.WriteFile(filepath.Join(home, ".docker", "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oci.Push(ctx, reg.ref("private:v1"), pack, plain); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := oci.NewPuller(reg.ref("private:v1"), t.TempDir(), plain)
+	if _, err := p.Pull(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
