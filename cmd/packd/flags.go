@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/oci"
 	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/internal/sandbox"
 )
@@ -41,6 +42,12 @@ type loadFlags struct {
 	// many as given); signature is where its signature is.
 	trust     []string
 	signature string
+	// An --index of oci://…: how it is pulled (package oci), and, once
+	// config made it, its puller (watched by serve --watch) and who is
+	// told of each pull (nil: nobody).
+	oci    ociFlags
+	puller *oci.Puller
+	onPull func(oci.Pulled)
 	// fs is where the flags were registered; cacheFromEnv: the cache
 	// directory's default came from $PACKD_CACHE_DIR (so it was asked for).
 	fs           *flag.FlagSet
@@ -68,6 +75,7 @@ func (l *loadFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 		return nil
 	})
 	fs.StringVar(&l.signature, "signature", "", "the index's signature (default: the index's path and .sig)")
+	l.oci.register(fs, getenv, true)
 	fs.StringVar(&l.cacheDir, "cache-dir", defaultCacheDir(getenv), `wazero's compilation cache ("" keeps it in memory)`)
 	fs.UintVar(&l.memoryMiB, "memory-limit-mib", sandbox.DefaultMemoryLimitPages/16, "linear memory limit of every instance, MiB")
 	fs.Int64Var(&l.fuel, "fuel", envInt(getenv, "PACKD_FUEL", sandbox.DefaultFuel), "fuel budget of a call whose tool has no limits.fuel (default $PACKD_FUEL)")
@@ -200,7 +208,7 @@ func (l *loadFlags) check() []string {
 	if l.netMaxResponseMiB < 1 || l.netMaxResponseMiB > 256 {
 		problems = append(problems, "--network-max-response-mib (or PACKD_NETWORK_MAX_RESPONSE_MIB) must be between 1 and 256")
 	}
-	return problems
+	return append(problems, l.oci.check(l)...)
 }
 
 // cacheAskedFor reports whether the operator named the cache directory
@@ -264,7 +272,12 @@ func (l *loadFlags) config(guestOut io.Writer) (host.Config, error) {
 	if err != nil {
 		return host.Config{}, err
 	}
+	source, err := l.source()
+	if err != nil {
+		return host.Config{}, err
+	}
 	return host.Config{
+		Source: source,
 		Network: host.NetworkConfig{
 			Unrestricted:     l.netUnrestricted,
 			AllowAddresses:   allow,

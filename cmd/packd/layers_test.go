@@ -14,7 +14,9 @@ const modulePath = "github.com/kindgi/packd"
 
 // layers are the packages' places, lowest first: abi ← sandbox ← replay
 // ← host ← service ← server, mcp ← cmd (all but abi under internal/). The
-// faces, server (HTTP) and mcp, share the top layer (faces). The other
+// faces, server (HTTP) and mcp, share the top layer (faces); oci, which
+// moves a pack to and from a registry and checks its index with host's
+// rules, sits beside service. The other
 // packages of the top-level internal/ are libraries any layer may use
 // (-1).
 var layers = []string{"abi", "internal/sandbox", "internal/replay", "internal/host", "internal/service", "internal/server"}
@@ -36,6 +38,9 @@ func layer(pkg string) int {
 	}
 	if rel == "internal/mcp" || strings.HasPrefix(rel, "internal/mcp/") {
 		return layerServer
+	}
+	if rel == "internal/oci" { // a pack's distribution: it checks host's index
+		return layerService
 	}
 	if strings.HasPrefix(rel, "internal/") {
 		return -1

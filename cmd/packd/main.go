@@ -118,6 +118,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return keygenCmd(args[1:], stdout, stderr)
 	case "sign":
 		return signCmd(args[1:], stdout, stderr)
+	case "push":
+		return pushCmd(args[1:], stdout, stderr)
 	case "mcp":
 		return mcpCmd(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
@@ -144,6 +146,7 @@ func usage(w io.Writer) {
   packd index --index I [--pack-id ID] [module.wasm ...]   write the index from the modules
   packd keygen --out NAME                                  a signing key pair: NAME.key, NAME.pub
   packd sign --key NAME.key --index I                      sign the index (I.sig); serve with --trust NAME.pub
+  packd push --index I oci://registry/repo:tag             publish the pack to a registry; serve with --index oci://...
   packd build-js [-o pack.wasm] bundle.js                  a pack's module from its bundled JavaScript
   packd build-ts [-o pack.wasm] DIR                        a kindgi-shaped TypeScript pack's module (tools/, guardrails/)
   packd build-py [-o pack.wasm] DIR|FILE.py                a Python pack's module (CPython 3.11)

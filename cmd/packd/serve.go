@@ -17,6 +17,7 @@ import (
 
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/lineq"
+	"github.com/kindgi/packd/internal/oci"
 	"github.com/kindgi/packd/internal/server"
 	"github.com/kindgi/packd/internal/service"
 )
@@ -40,6 +41,7 @@ type serviceConfig struct {
 	auditLog       string
 	usageLog       string
 	watch          bool
+	ociPoll        time.Duration
 	usageInterval  time.Duration
 	tls            server.TLSConfig
 	port           int
@@ -66,6 +68,8 @@ func serveFlags(c *serviceConfig, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&c.policy, "policy", getenv("PACKD_POLICY"), "a JSON policy file of which tenants may call which tools (default $PACKD_POLICY)")
 	fs.StringVar(&c.auditLog, "audit-log", getenv("PACKD_AUDIT_LOG"), "append one JSON line per call to this file (default $PACKD_AUDIT_LOG; off when empty)")
 	fs.BoolVar(&c.watch, "watch", getenv("PACKD_WATCH") == "on", "reload when the index, its signature or a module changes on disk (a ConfigMap's swap, a sync sidecar), as SIGHUP does (default: $PACKD_WATCH=on)")
+	c.ociPoll = envDuration(getenv, "PACKD_OCI_POLL", defaultOCIPoll)
+	fs.DurationVar(&c.ociPoll, "oci-poll", c.ociPoll, "with --watch and an --index oci://…:tag, how often the tag's digest is asked for; a new one reloads (default $PACKD_OCI_POLL, else 30s)")
 	fs.StringVar(&c.usageLog, "usage-log", getenv("PACKD_USAGE_LOG"), "append one JSON line per tenant per --usage-interval to this file: what its calls used (default $PACKD_USAGE_LOG; off when empty)")
 	c.usageInterval = envDuration(getenv, "PACKD_USAGE_INTERVAL", service.DefaultUsageInterval)
 	fs.DurationVar(&c.usageInterval, "usage-interval", c.usageInterval, "how long each line of --usage-log covers (default $PACKD_USAGE_INTERVAL, else 1m)")
@@ -125,6 +129,9 @@ func readServiceConfig(args []string, getenv func(string) string, stdio bool) (s
 		}
 	})
 	problems = append(problems, c.load.check()...)
+	if c.ociPoll < time.Second {
+		problems = append(problems, "--oci-poll (or PACKD_OCI_POLL) must be a duration of at least 1s")
+	}
 	problems = append(problems, c.record.check()...)
 	if c.usageInterval < time.Second || c.usageInterval > 24*time.Hour {
 		problems = append(problems, "--usage-interval (or PACKD_USAGE_INTERVAL) must be a duration from 1s to 24h")
@@ -225,6 +232,11 @@ func (cfg *serviceConfig) prepare(problems []string, rec *service.Log, guestOut 
 	// module loads.
 	_ = os.Unsetenv(tokenEnv)
 	cfg.load.poolAuto = cfg.maxConcurrency
+	cfg.load.onPull = func(p oci.Pulled) {
+		rec.Lifecycle("pack-pulled", "info", pulledSaying(cfg.load.index, p),
+			service.Field{Key: "ref", Value: cfg.load.index}, service.Field{Key: "digest", Value: p.Digest},
+			service.Field{Key: "bytes", Value: int(p.Bytes)}, service.Field{Key: "cached", Value: p.Cached})
+	}
 	hc, err := cfg.load.config(guestOut)
 	if err != nil {
 		return invalid([]string{err.Error()})
@@ -381,14 +393,21 @@ func serveWith(args []string, getenv func(string) string, stdout, stderr io.Writ
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		if cfg.watch {
+		ask := func() {
+			select {
+			case hup <- struct{}{}:
+			default: // one is waiting already
+			}
+		}
+		warn := func(m string) { rec.Lifecycle("watch-failed", "warn", m) }
+		switch {
+		case !cfg.watch:
+		case cfg.load.puller != nil:
+			// A tag that moves reloads as SIGHUP does.
+			watchTag(reloadCtx, cfg.load.puller, cfg.ociPoll, ask, warn)
+		default:
 			// A change on disk reloads as SIGHUP does.
-			watchPack(reloadCtx, sc.Load.IndexPath, sc.Load.ModuleRoot, sc.Load.SignaturePath, func() {
-				select {
-				case hup <- struct{}{}:
-				default: // one is waiting already
-				}
-			}, func(m string) { rec.Lifecycle("watch-failed", "warn", m) })
+			watchPack(reloadCtx, sc.Load.IndexPath, sc.Load.ModuleRoot, sc.Load.SignaturePath, ask, warn)
 		}
 	}()
 	for stop := false; !stop; {

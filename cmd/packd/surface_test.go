@@ -32,8 +32,9 @@ var surfaceBudget = map[string]int{
 	// service keeps; RefusalTenantBudget, the admission's refusal;
 	// Obligation, what a grant holds a call to; Usage.CPUMicros and
 	// MemoryKiBMs, usage in the units it is summed in, one home for both
-	// the audit and the usage log.
-	"internal/host": 92,
+	// the audit and the usage log. +1 (issue 46): Location, where a
+	// Config.Source (a registry's pull) put the pack.
+	"internal/host": 93,
 	// service took server's call logic (issue 40): 38 of server's 59
 	// identifiers moved, and the call API every face uses (Request,
 	// Answer, Face, Refusal and its codes) is new. +2 (issue 45):
@@ -50,6 +51,12 @@ var surfaceBudget = map[string]int{
 	// keys made, signed, read and checked; KindPack, BodyVersion and
 	// MaxEnvelope, what a pack's signature is.
 	"internal/signing": 13,
+	// A pack in a registry (issue 46): Push and its Pack; Puller (New,
+	// Ref, Last, Moves, Resolve, Pull) and Pulled; Options; the oci://
+	// Scheme, IsRef, ParseRef and DigestRef; the four media types a
+	// registry's other tools see; DefaultMaxBytes and DefaultTimeout,
+	// the defaults --oci-max-mib and --oci-timeout document.
+	"internal/oci": 21,
 }
 
 // TestSurfaceStaysWithinItsBudget counts each package's exported

@@ -12,6 +12,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/kindgi/packd/internal/host"
+	"github.com/kindgi/packd/internal/oci"
 )
 
 // watchDebounce is how long --watch waits after a change for the rest of
@@ -105,4 +106,42 @@ func packPrint(index, moduleRoot, signature string) (string, []string) {
 		fmt.Fprintf(h, "%s %d %d %d\n", m, fi.Size(), fi.ModTime().UnixNano(), ino)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil)), modules
+}
+
+// defaultOCIPoll is how often serve --watch asks a registry for the digest
+// of the tag it pulled, by default.
+const defaultOCIPoll = 30 * time.Second
+
+// watchTag asks for a reload when the tag p pulls names another manifest
+// than the last one pulled, asking the registry every interval (a digest
+// never moves: nothing is asked). A pull that failed is tried again at the
+// next look; a pack that pulled but did not load is not, until the tag
+// moves again. It runs until ctx is done.
+func watchTag(ctx context.Context, p *oci.Puller, interval time.Duration, ask func(), warn func(string)) {
+	if !p.Moves() {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d, err := p.Resolve(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing { // said once, until the registry answers again
+				warn("--watch: " + err.Error())
+			}
+			failing = true
+		case err == nil:
+			failing = false
+			if d != p.Last() {
+				ask()
+			}
+		}
+	}
 }

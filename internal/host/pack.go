@@ -65,6 +65,18 @@ type Config struct {
 	// or of an unknown algorithm does not load, and says which.
 	Trust         []crypto.PublicKey
 	SignaturePath string
+	// Source, when set, fetches the pack before each load (a pull from a
+	// registry: package oci) and says where it put it, which stands for
+	// IndexPath, ModuleRoot and, unless set, SignaturePath; IndexPath then
+	// only names the source in what is said. A fetch that fails is the
+	// load's one problem.
+	Source func(context.Context) (Location, error)
+}
+
+// Location is where a Config.Source put a pack: its index, the root its
+// module paths resolve in, its signature ("": none came with it).
+type Location struct {
+	IndexPath, ModuleRoot, SignaturePath string
 }
 
 // NetworkConfig is the operator's side of outbound HTTP (package egress):
@@ -170,6 +182,16 @@ func (p *Pack) Index() Index { return *p.index }
 // handler-shape-invalid), unless the index itself is unusable (then the Pack
 // is nil). A service refuses to start on any error; `packd invoke` goes on.
 func Load(ctx context.Context, cfg Config) (*Pack, error) {
+	if cfg.Source != nil {
+		at, err := cfg.Source(ctx)
+		if err != nil {
+			return nil, &LoadError{Problems: []string{err.Error()}}
+		}
+		cfg.IndexPath, cfg.ModuleRoot = at.IndexPath, at.ModuleRoot
+		if cfg.SignaturePath == "" {
+			cfg.SignaturePath = at.SignaturePath
+		}
+	}
 	data, err := os.ReadFile(cfg.IndexPath)
 	if err != nil {
 		return nil, &LoadError{Problems: []string{"Cannot read the pack index: " + err.Error()}}

@@ -72,6 +72,13 @@ func (p *Puller) Last() string {
 	return p.last
 }
 
+// Moves reports whether the reference is a tag, which may name another
+// manifest tomorrow (a digest never does).
+func (p *Puller) Moves() bool {
+	_, isDigest := p.ref.(name.Digest)
+	return !isDigest
+}
+
 // Resolve asks the registry which manifest the reference names now (a tag
 // moves; a digest never does).
 func (p *Puller) Resolve(ctx context.Context) (string, error) {
@@ -245,13 +252,15 @@ func fetch(repo name.Repository, d v1.Descriptor, limit int64, what string, opts
 	var buf bytes.Buffer
 	_, err = io.Copy(&buf, io.LimitReader(rc, d.Size+1))
 	b := buf.Bytes()
-	switch {
+	// The registry library checks the digest too, at the end of the read;
+	// a whole blob of the wrong bytes is named as such, whichever noticed.
+	switch whole := int64(len(b)) == d.Size; {
+	case whole && digestOf(b) != d.Digest.String():
+		return nil, fmt.Errorf("%s is not the bytes its digest %s names: refused", what, d.Digest)
 	case err != nil:
 		return nil, fmt.Errorf("fetching %s: %w", what, err)
-	case int64(len(b)) != d.Size:
+	case !whole:
 		return nil, fmt.Errorf("%s is not the %d bytes its manifest says", what, d.Size)
-	case digestOf(b) != d.Digest.String():
-		return nil, fmt.Errorf("%s is not the bytes its digest %s names: refused", what, d.Digest)
 	}
 	return b, nil
 }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+)
+
+// TestPacksFromARegistry: a signed pack pushed with packd push is pulled
+// by digest (packd check) and by tag (packd serve), verified, and served;
+// an unsigned one is refused under --trust. Under --watch, a push that
+// moves the tag reloads the service while callers call without pause, no
+// call lost; a pull whose module layer the registry tampered with is
+// refused (reload-failed, the pack served goes on) and tried again at the
+// next look, once the registry serves the right bytes.
+func TestPacksFromARegistry(t *testing.T) {
+	var tamper atomic.Value // a blob digest whose bytes the registry spoils
+	tamper.Store("")
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := tamper.Load().(string)
+		if d == "" || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+d) {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		inner.ServeHTTP(rec, r)
+		b := rec.Body.Bytes()
+		b[len(b)/2] ^= 0x20
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(b)
+	}))
+	defer reg.Close()
+	repo := "oci://" + strings.TrimPrefix(reg.URL, "http://") + "/packs/hello"
+
+	dir := t.TempDir()
+	wasm, err := os.ReadFile(filepath.Join(helloDir, "hello.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, index := filepath.Join(dir, "hello.wasm"), filepath.Join(dir, "index.json")
+	if err := os.WriteFile(module, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) runResult {
+		t.Helper()
+		r := packd(t, args...)
+		if r.code != 0 {
+			t.Fatalf("packd %s: %d %s %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+		return r
+	}
+	run("keygen", "--out", filepath.Join(dir, "ops"))
+	trust := filepath.Join(dir, "ops.pub")
+	// publish makes, signs and pushes version v of the pack to tag; the
+	// digest reference packd push prints.
+	publish := func(v, tag string, sign bool) string {
+		t.Helper()
+		os.Remove(index)
+		os.Remove(index + ".sig")
+		run("index", "--index", index, "--pack-id", "hello", "--artifact-version", v, "--published-at", "2026-12-06T00:00:00.000Z", "--digests", module)
+		if sign {
+			run("sign", "--key", filepath.Join(dir, "ops.key"), "--index", index)
+		}
+		r := run("push", "--index", index, "--oci-plain-http", repo+":"+tag)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if !strings.HasPrefix(lines[len(lines)-1], repo+"@sha256:") {
+			t.Fatalf("packd push printed %q", r.stdout)
+		}
+		return lines[len(lines)-1]
+	}
+	one := publish("one", "live", true)
+	cache := t.TempDir()
+	run("check", "--index", one, "--oci-plain-http", "--oci-cache", cache, "--trust", trust)
+	publish("unsigned", "unsigned", false)
+	if r := packd(t, "check", "--index", repo+":unsigned", "--oci-plain-http", "--oci-cache", cache, "--trust", trust); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "The pack is not signed") {
+		t.Errorf("packd check of an unsigned pack under --trust: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+
+	s := start(t, repo+":live", nil, "--oci-plain-http", "--oci-cache", t.TempDir(), "--trust", trust, "--watch", "--oci-poll", "1s")
+	if !strings.Contains(strings.Join(s.stderr.snapshot(), "\n"), `"kind":"pack-pulled"`) {
+		t.Errorf("no pack-pulled record: %v", s.stderr.snapshot())
+	}
+	var stop atomic.Bool
+	var failed, calls atomic.Int64
+	var mu sync.Mutex
+	versions := map[string]bool{}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				req, _ := http.NewRequest("POST", s.base+"/v1/invoke", strings.NewReader(invokeBody("hello.greet", "", `{"name":"Ada"}`, conformanceCtx)))
+				req.Header = http.Header{"Kindgi-Pack-Token": {s.token}, "Content-Type": {"application/json"}}
+				res, err := client.Do(req)
+				calls.Add(1)
+				if err != nil || res.StatusCode != 200 {
+					failed.Add(1)
+				}
+				if err == nil {
+					mu.Lock()
+					versions[res.Header.Get("Kindgi-Artifact-Version")] = true
+					mu.Unlock()
+					res.Body.Close()
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+	reloads := func() int {
+		n := 0
+		for _, l := range s.stderr.snapshot() {
+			if kindIs("reloaded")(l) || kindIs("reload-failed")(l) {
+				n++
+			}
+		}
+		return n
+	}
+	waitReload := func(n int) string {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var seen []string
+			for _, l := range s.stderr.snapshot() {
+				if kindIs("reloaded")(l) || kindIs("reload-failed")(l) {
+					seen = append(seen, l)
+				}
+			}
+			if len(seen) >= n {
+				return seen[n-1]
+			}
+		}
+		t.Fatalf("no reload %d: %v", n, s.stderr.snapshot())
+		return ""
+	}
+	time.Sleep(1500 * time.Millisecond) // a poll or more: the tag has not moved, nothing reloads
+	if n := reloads(); n != 0 {
+		t.Fatalf("%d reloads before the tag moved", n)
+	}
+	publish("two", "live", true)
+	if line := waitReload(1); !kindIs("reloaded")(line) || !strings.Contains(line, `"artifactVersion":"two"`) {
+		t.Fatalf("the tag moved to two: %s", line)
+	}
+	// The registry spoils the module's bytes: the pull of three is refused.
+	tamper.Store(sha256Hex(wasm))
+	publish("three", "live", true)
+	if line := waitReload(2); !kindIs("reload-failed")(line) || !strings.Contains(line, "hello.wasm") || !strings.Contains(line, "not the bytes its digest") {
+		t.Fatalf("a pull of a tampered module: %s", line)
+	}
+	tamper.Store("")
+	if line := waitReload(3); !kindIs("reloaded")(line) || !strings.Contains(line, `"artifactVersion":"three"`) {
+		t.Fatalf("the pull after the registry mended: %s", line)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	if failed.Load() != 0 || calls.Load() < 100 {
+		t.Fatalf("%d of %d calls failed (want none)", failed.Load(), calls.Load())
+	}
+	if !versions["one"] || !versions["two"] || !versions["three"] {
+		t.Fatalf("the calls were answered by %v: want one, two and three", versions)
+	}
+	t.Logf("%d calls across three pulls and a refused one, none failed", calls.Load())
+}
+
+func sha256Hex(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }
