@@ -10,6 +10,7 @@ import (
 
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/mcp"
+	"github.com/kindgi/packd/internal/oci"
 )
 
 // checkCmd loads and compiles everything an index names and lists every
@@ -32,7 +33,10 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "packd check: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	stderr = &syncWriter{w: stderr} // guest lines arrive from a queue's goroutine
+	stderr = &syncWriter{w: stderr}  // guest lines arrive from a queue's goroutine
+	lf.onPull = func(p oci.Pulled) { // where replay --index finds it
+		fmt.Fprintf(stdout, "%s; its index: %s\n", pulledSaying(lf.index, p), p.IndexPath)
+	}
 	hc, err := lf.config(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "packd check:", err)

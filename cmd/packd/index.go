@@ -57,6 +57,9 @@ func indexCmd(args []string, stdout, stderr io.Writer) int {
 	if lf.index == "" {
 		lf.index = "index.json"
 	}
+	if err := onDisk("index", lf.index); err != nil {
+		return fail(exitUsage, "%v", err)
+	}
 	if out == "" {
 		out = lf.index
 	}

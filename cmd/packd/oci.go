@@ -95,6 +95,16 @@ func (l *loadFlags) source() (func(context.Context) (host.Location, error), erro
 	}, nil
 }
 
+// onDisk refuses an oci:// index where a command reads or writes the
+// index's file itself (index, sign, replay): a pack in a registry changes
+// only by a push, and packd check pulls it and says where its files are.
+func onDisk(cmd, index string) error {
+	if !oci.IsRef(index) {
+		return nil
+	}
+	return fmt.Errorf("%s is a pack in a registry, and packd %s works on an index on disk: packd check --index %s pulls it and says where its index is", index, cmd, index)
+}
+
 // pulledSaying is what the pack-pulled record says of a pull.
 func pulledSaying(ref string, p oci.Pulled) string {
 	if p.Cached {

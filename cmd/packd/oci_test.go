@@ -83,7 +83,21 @@ func TestPacksFromARegistry(t *testing.T) {
 	}
 	one := publish("one", "live", true)
 	cache := t.TempDir()
-	run("check", "--index", one, "--oci-plain-http", "--oci-cache", cache, "--trust", trust)
+	// packd check says where the pull put the index, for packd replay
+	// (which, like index and sign, takes only an index on disk).
+	r := run("check", "--index", one, "--oci-plain-http", "--oci-cache", cache, "--trust", trust)
+	pulledIndex := ""
+	if _, after, ok := strings.Cut(r.stdout, "its index: "); ok {
+		pulledIndex, _, _ = strings.Cut(after, "\n")
+	}
+	if !strings.HasPrefix(pulledIndex, cache) || func() bool { _, err := os.Stat(pulledIndex); return err != nil }() {
+		t.Errorf("packd check did not say where the pulled index is: %q", r.stdout)
+	}
+	for _, args := range [][]string{{"replay", "--index", one, dir}, {"index", "--index", one}, {"sign", "--key", filepath.Join(dir, "ops.key"), "--index", one}} {
+		if r := packd(t, args...); r.code != exitUsage || !strings.Contains(r.stderr, "works on an index on disk") {
+			t.Errorf("packd %s with an oci:// index: %d %q", args[0], r.code, r.stderr)
+		}
+	}
 	publish("unsigned", "unsigned", false)
 	if r := packd(t, "check", "--index", repo+":unsigned", "--oci-plain-http", "--oci-cache", cache, "--trust", trust); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "The pack is not signed") {
 		t.Errorf("packd check of an unsigned pack under --trust: %d %s %s", r.code, r.stdout, r.stderr)

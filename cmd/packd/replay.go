@@ -52,6 +52,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		return usageErr("name the records to replay: files, or directories of them")
 	}
+	if err := onDisk("replay", index); err != nil {
+		return usageErr("%v", err)
+	}
 	if timeout <= 0 {
 		return usageErr("--timeout must be positive")
 	}

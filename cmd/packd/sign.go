@@ -77,6 +77,10 @@ func signCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "packd sign: "+format+"\n", a...)
 		return exitError
 	}
+	if err := onDisk("sign", *index); err != nil {
+		fmt.Fprintln(stderr, "packd sign:", err)
+		return exitUsage
+	}
 	data, err := os.ReadFile(*index)
 	if err != nil {
 		return fail("%v", err)
