@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/kindgi/packd/internal/oci"
 )
 
 // TestPacksFromARegistry: a signed pack pushed with packd push is pulled
@@ -26,24 +29,8 @@ import (
 // refused (reload-failed, the pack served goes on) and tried again at the
 // next look, once the registry serves the right bytes.
 func TestPacksFromARegistry(t *testing.T) {
-	var tamper atomic.Value // a blob digest whose bytes the registry spoils
-	tamper.Store("")
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d := tamper.Load().(string)
-		if d == "" || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+d) {
-			inner.ServeHTTP(w, r)
-			return
-		}
-		rec := httptest.NewRecorder()
-		inner.ServeHTTP(rec, r)
-		b := rec.Body.Bytes()
-		b[len(b)/2] ^= 0x20
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(b)
-	}))
-	defer reg.Close()
-	repo := "oci://" + strings.TrimPrefix(reg.URL, "http://") + "/packs/hello"
+	reg, tamper, _ := tamperingRegistry(t)
+	repo := reg + "/packs/hello"
 
 	dir := t.TempDir()
 	wasm, err := os.ReadFile(filepath.Join(helloDir, "hello.wasm"))
@@ -187,6 +174,85 @@ func TestPacksFromARegistry(t *testing.T) {
 		t.Fatalf("the calls were answered by %v: want one, two and three", versions)
 	}
 	t.Logf("%d calls across three pulls and a refused one, none failed", calls.Load())
+}
+
+// tamperingRegistry is an in-memory registry on loopback that spoils the
+// bytes of the blob whose digest tamper holds, and counts the manifest
+// HEADs it is asked (a tag's digest); its oci:// address.
+func tamperingRegistry(t *testing.T) (string, *atomic.Value, *atomic.Int64) {
+	var tamper atomic.Value
+	tamper.Store("")
+	var heads atomic.Int64
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/") {
+			heads.Add(1)
+		}
+		d := tamper.Load().(string)
+		if d == "" || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+d) {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		inner.ServeHTTP(rec, r)
+		b := rec.Body.Bytes()
+		b[len(b)/2] ^= 0x20
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(reg.Close)
+	return "oci://" + strings.TrimPrefix(reg.URL, "http://"), &tamper, &heads
+}
+
+// TestWatchTagBacksOffAFailingPull: a tag that names a pack whose pull
+// fails (a spoilt layer) is pulled again after 1, 2, 4, 8… looks, not at
+// every look: a bad manifest does not have every replica fetch its bytes
+// and log a reload-failed each poll.
+func TestWatchTagBacksOffAFailingPull(t *testing.T) {
+	reg, tamper, heads := tamperingRegistry(t)
+	dir := t.TempDir()
+	wasm, err := os.ReadFile(filepath.Join(helloDir, "hello.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, index := filepath.Join(dir, "hello.wasm"), filepath.Join(dir, "index.json")
+	if err := os.WriteFile(module, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"index", "--index", index, "--pack-id", "hello", "--digests", module}, {"push", "--index", index, "--oci-plain-http", reg + "/packs/hello:live"}} {
+		if r := packd(t, args...); r.code != 0 {
+			t.Fatalf("packd %s: %d %s", args[0], r.code, r.stderr)
+		}
+	}
+	tamper.Store(sha256Hex(wasm))
+	p, err := oci.NewPuller(reg+"/packs/hello:live", t.TempDir(), oci.Options{PlainHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var asks, failed atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchTag(ctx, p, 2*time.Millisecond, func() {
+			asks.Add(1)
+			if _, err := p.Pull(ctx); err != nil {
+				failed.Add(1)
+			}
+		}, func(string) {})
+	}()
+	for deadline := time.Now().Add(30 * time.Second); heads.Load() < 60 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
+	cancel()
+	<-done
+	// Looks 1, 2, 4, 8, 16 and 32 pull (64 if the cancel came late).
+	if n := heads.Load(); n < 60 {
+		t.Fatalf("the watcher looked %d times in 30 s", n)
+	}
+	if a, f := asks.Load(), failed.Load(); a < 6 || a > 7 || f != a {
+		t.Fatalf("over %d looks at a tag whose pull fails, %d pulls (%d failed): want 6 or 7", heads.Load(), a, f)
+	}
 }
 
 func sha256Hex(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }

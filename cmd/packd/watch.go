@@ -114,9 +114,11 @@ const defaultOCIPoll = 30 * time.Second
 
 // watchTag asks for a reload when the tag p pulls names another manifest
 // than the last one pulled, asking the registry every interval (a digest
-// never moves: nothing is asked). A pull that failed is tried again at the
-// next look; a pack that pulled but did not load is not, until the tag
-// moves again. It runs until ctx is done.
+// never moves: nothing is asked). A pull that failed (a registry's hiccup,
+// a spoilt blob) is tried again, each time after twice as many intervals,
+// up to 64, so a bad manifest is not fetched at every look; a pack that
+// pulled but did not load is not, until the tag moves again. It runs until
+// ctx is done.
 func watchTag(ctx context.Context, p *oci.Puller, interval time.Duration, ask func(), warn func(string)) {
 	if !p.Moves() {
 		return
@@ -124,6 +126,7 @@ func watchTag(ctx context.Context, p *oci.Puller, interval time.Duration, ask fu
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	failing := false
+	asked, backoff, skip := "", 1, 0 // the digest asked for that has not pulled
 	for {
 		select {
 		case <-ctx.Done():
@@ -131,17 +134,26 @@ func watchTag(ctx context.Context, p *oci.Puller, interval time.Duration, ask fu
 		case <-t.C:
 		}
 		d, err := p.Resolve(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			if !failing { // said once, until the registry answers again
+		if err != nil {
+			if !failing && ctx.Err() == nil { // said once, until the registry answers again
 				warn("--watch: " + err.Error())
 			}
 			failing = true
-		case err == nil:
-			failing = false
-			if d != p.Last() {
-				ask()
-			}
+			continue
+		}
+		failing = false
+		switch {
+		case d == p.Last():
+			asked = ""
+		case d != asked:
+			asked, backoff, skip = d, 1, 0
+			ask()
+		case skip > 0:
+			skip--
+		default:
+			backoff = min(2*backoff, 64)
+			skip = backoff - 1
+			ask()
 		}
 	}
 }
