@@ -41,6 +41,7 @@ FROM base AS image
 COPY --from=build /out/packd /packd
 COPY --from=build /out/app /app
 COPY --from=build --chown=65532:65532 /out/cache /cache
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 
 # ---- the image from what make image built in this checkout ----
 FROM base AS prebuilt
@@ -48,3 +49,6 @@ ARG PACK=wasm-examples/echo
 COPY bin/packd /packd
 COPY ${PACK}/index.json ${PACK}/*.wasm /app/
 COPY --chown=65532:65532 bin/image-cache /cache
+# the roots of trust of packd's TLS clients (a registry, a pack's egress,
+# OTLP): the CA certificates of the machine that built it
+COPY bin/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt

@@ -299,6 +299,9 @@ go-test-cmd:
 # CGO_ENABLED=0; the binary the black-box suite tests) and the echo pack, with podman or docker, whichever is installed.
 ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 IMAGE  ?= packd:dev
+# The roots of trust packd's TLS clients use in the image (a registry's, a
+# pack's egress, OTLP): scratch has none.
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 # The image ships a warm compilation cache for its pack (bin/image-cache,
 # made by packd check with that binary, at /cache): a new node starts warm,
 # read-only root or not, when its CPU has the features of the machine
@@ -306,6 +309,8 @@ IMAGE  ?= packd:dev
 # compiles at start).
 image: $(BIN) wasm-examples/echo/echo.wasm
 	@test -n "$(ENGINE)" || { echo "make image needs podman or docker (Debian: apt-get install podman)" >&2; exit 1; }
+	@test -s $(CA_CERTS) || { echo "make image needs the CA certificates the image carries, $(CA_CERTS) (Debian: apt-get install ca-certificates)" >&2; exit 1; }
+	cp $(CA_CERTS) bin/ca-certificates.crt
 	rm -rf bin/image-cache
 	$(BIN) check --index wasm-examples/echo/index.json --cache-dir bin/image-cache >/dev/null
 	$(ENGINE) build --target prebuilt -t $(IMAGE) .

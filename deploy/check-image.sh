@@ -37,4 +37,10 @@ for want in 'cache/packd-cache.key$' 'cache/wazero-[^/]*/[0-9a-f]*\.seal$' 'cach
     exit 1
   fi
 done
-echo "image-check: $image: user 65532, entrypoint packd serve, ports 8080 and 9464, SIGTERM, a warm cache at /cache, $((size >> 20)) MiB"
+# The roots of trust Go's TLS clients read on Linux: without them, a pull
+# from a registry, a pack's HTTPS egress and OTLP over TLS all fail.
+if ! "$engine" export "$ctr" | tar -tvf - | awk '$6 == "etc/ssl/certs/ca-certificates.crt" && $3 > 10000 {found=1} END {exit !found}'; then
+  echo "image-check: $image has no CA certificates at /etc/ssl/certs/ca-certificates.crt" >&2
+  exit 1
+fi
+echo "image-check: $image: user 65532, entrypoint packd serve, ports 8080 and 9464, SIGTERM, a warm cache at /cache, CA certificates, $((size >> 20)) MiB"

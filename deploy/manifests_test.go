@@ -325,3 +325,104 @@ func TestManifestChecksFail(t *testing.T) {
 		t.Error("an unknown field decodes")
 	}
 }
+
+// registryOverlay is deploy/kubernetes-registry's kustomization.
+type registryOverlay struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Patches    []struct {
+		Path string `json:"path"`
+	} `json:"patches"`
+}
+
+// registryProblems: what docs/deploy.md promises of the registry overlay's
+// patch of the Deployment (base: the base's deployment).
+func registryProblems(patch, base appsv1.Deployment) []string {
+	var p []string
+	if len(patch.Spec.Template.Spec.Containers) != 1 || len(base.Spec.Template.Spec.Containers) != 1 {
+		return []string{"not one container"}
+	}
+	c, b := patch.Spec.Template.Spec.Containers[0], base.Spec.Template.Spec.Containers[0]
+	if c.Name != b.Name || patch.Name != base.Name {
+		p = append(p, "the patch does not name the base's Deployment and container")
+	}
+	if !strings.HasPrefix(argOf(c.Args, "--index"), "oci://") {
+		p = append(p, "--index is not an oci:// reference")
+	}
+	if !slices.Contains(c.Args, "--watch") {
+		p = append(p, "no --watch: a moved tag is not pulled")
+	}
+	// args replace the base's: what the base's checks read must stay.
+	if argOf(c.Args, "--memory-limit-mib") != argOf(b.Args, "--memory-limit-mib") {
+		p = append(p, "--memory-limit-mib is not the base's")
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range append(base.Spec.Template.Spec.Volumes, patch.Spec.Template.Spec.Volumes...) {
+		volumes[v.Name] = v
+	}
+	mountedAt := func(path string) (corev1.Volume, bool) {
+		for _, m := range append(b.VolumeMounts, c.VolumeMounts...) {
+			if path == m.MountPath || strings.HasPrefix(path, m.MountPath+"/") {
+				v, ok := volumes[m.Name]
+				return v, ok
+			}
+		}
+		return corev1.Volume{}, false
+	}
+	if v, ok := mountedAt(argOf(c.Args, "--trust")); !ok || v.ConfigMap == nil {
+		p = append(p, "--trust's key is not from a ConfigMap: an unsigned pack would load")
+	}
+	if e := envOf(c, "PACKD_OCI_CACHE"); e == nil {
+		p = append(p, "no PACKD_OCI_CACHE: the root filesystem is read-only")
+	} else if v, ok := mountedAt(e.Value); !ok || v.EmptyDir == nil {
+		p = append(p, "PACKD_OCI_CACHE is not on an emptyDir")
+	}
+	e := envOf(c, "DOCKER_CONFIG")
+	if e == nil {
+		return append(p, "no DOCKER_CONFIG: the pull has no credentials")
+	}
+	v, ok := mountedAt(e.Value)
+	if !ok || v.Secret == nil || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != ".dockerconfigjson" || v.Secret.Items[0].Path != "config.json" {
+		p = append(p, "DOCKER_CONFIG is not a docker-registry Secret's .dockerconfigjson as config.json")
+	}
+	return p
+}
+
+// TestKubernetesRegistryOverlay: deploy/kubernetes-registry builds on the
+// base, and its patch decodes strictly and holds what docs/deploy.md
+// promises; taking any of it out is noticed.
+func TestKubernetesRegistryOverlay(t *testing.T) {
+	dir := "kubernetes-registry"
+	var k registryOverlay
+	if err := decode(read(t, filepath.Join(dir, "kustomization.yaml")), &k); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(k.Resources, []string{"../kubernetes"}) || len(k.Patches) != 1 {
+		t.Fatalf("the overlay is not the base and one patch: %+v", k)
+	}
+	var base appsv1.Deployment
+	kubernetesManifest(t, "deployment.yaml", &base)
+	text := string(read(t, filepath.Join(dir, k.Patches[0].Path)))
+	var patch appsv1.Deployment
+	if err := decode([]byte(text), &patch); err != nil {
+		t.Fatal(err)
+	}
+	if p := registryProblems(patch, base); len(p) > 0 {
+		t.Fatalf("%s: %s", k.Patches[0].Path, strings.Join(p, "; "))
+	}
+	for _, cut := range []string{`"--watch", `, `"--trust", "/trust/ops.pub", `, `, "--memory-limit-mib", "64"`,
+		"            - name: PACKD_OCI_CACHE\n              value: /cache/oci\n",
+		"            - name: DOCKER_CONFIG\n              value: /docker\n",
+		"                path: config.json\n",
+		"          configMap:\n            name: packd-trust\n",
+	} {
+		if !strings.Contains(text, cut) {
+			t.Fatalf("the patch has no %q", cut)
+		}
+		var d appsv1.Deployment
+		if err := decode([]byte(strings.Replace(text, cut, "", 1)), &d); err == nil && len(registryProblems(d, base)) == 0 {
+			t.Errorf("removing %q from the patch goes unnoticed", cut)
+		}
+	}
+}
