@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kindgi/packd/internal/oci"
 )
@@ -239,6 +241,72 @@ func TestOnlyPacksArePulledAndPushed(t *testing.T) {
 	}
 	if _, err := oci.NewPuller("/app/index.json", t.TempDir(), plain); err == nil {
 		t.Error("a file path was taken for a reference")
+	}
+}
+
+// pushRaw writes a pack's artifact as a hostile publisher might, with no
+// check of what it holds: the index, then each module, as layers.
+func pushRaw(t *testing.T, ref string, index []byte, modules map[string][]byte) {
+	t.Helper()
+	r, err := name.ParseReference(strings.TrimPrefix(ref, "oci://"), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var descs []string
+	put := func(b []byte, mt, title string) {
+		l := static.NewLayer(b, types.MediaType(mt))
+		if err := remote.WriteLayer(r.Context(), l); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := l.Digest()
+		descs = append(descs, fmt.Sprintf(`{"mediaType":%q,"size":%d,"digest":%q,"annotations":{"org.opencontainers.image.title":%q}}`, mt, len(b), d, title))
+	}
+	put([]byte("{}"), "application/vnd.oci.empty.v1+json", "")
+	config := descs[0]
+	descs = descs[:0]
+	put(index, oci.IndexMediaType, "index.json")
+	for path, b := range modules {
+		put(b, oci.ModuleMediaType, path)
+	}
+	raw := fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":%q,"config":%s,"layers":[%s]}`,
+		oci.ArtifactType, config, strings.Join(descs, ","))
+	if err := remote.Put(r, rawManifestFor(raw)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type rawManifestFor string
+
+func (m rawManifestFor) RawManifest() ([]byte, error) { return []byte(m), nil }
+func (m rawManifestFor) MediaType() (types.MediaType, error) {
+	return "application/vnd.oci.image.manifest.v1+json", nil
+}
+
+// TestAModulePathLeavingThePackIsRefused: an index whose module path
+// climbs out of the pack's modules ("../index.json") would have a pull
+// write that module over the index beside them (or outside the cache): it
+// is refused at the push and at the pull, and nothing is cached.
+func TestAModulePathLeavingThePackIsRefused(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, nil)
+	for _, path := range []string{"../index.json", "../../../outside.wasm", "/abs.wasm"} {
+		pack := testPack(t)
+		evil := []byte(`{"v": 1}`)
+		pack.Index = bytes.Replace(pack.Index, []byte(`"lib/b.wasm"`), []byte(fmt.Sprintf("%q", path)), -1)
+		pack.Index = bytes.Replace(pack.Index, []byte(sha(pack.Modules["lib/b.wasm"])), []byte(sha(evil)), 1)
+		pack.Modules = map[string][]byte{"a.wasm": pack.Modules["a.wasm"], path: evil}
+		if _, err := oci.Push(ctx, reg.ref("evil:v1"), pack, plain); err == nil || !strings.Contains(err.Error(), "not a path inside the pack") {
+			t.Errorf("pushing an index naming module %q: %v", path, err)
+		}
+		pushRaw(t, reg.ref("evil:v1"), pack.Index, pack.Modules)
+		cache := t.TempDir()
+		p, _ := oci.NewPuller(reg.ref("evil:v1"), cache, plain)
+		if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), "not a path inside the pack") {
+			t.Errorf("pulling an index naming module %q: %v", path, err)
+		}
+		if left, _ := os.ReadDir(cache); len(left) != 0 {
+			t.Errorf("a refused pull left %v in the cache", left)
+		}
 	}
 }
 

@@ -160,6 +160,9 @@ func (p *Puller) pull(ctx context.Context) (Pulled, error) {
 	}
 	fetched := map[string][]byte{}
 	for _, path := range idx.ModulePaths() {
+		if err := inPack(path); err != nil {
+			return Pulled{}, err
+		}
 		dg := idx.ModuleDigests[path]
 		b, ok := fetched[dg]
 		if !ok {

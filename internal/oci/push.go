@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -37,6 +38,9 @@ func (p Pack) check() (*host.Index, error) {
 		return nil, fmt.Errorf("the index names no moduleDigests: a pulled pack is checked against them (packd index --digests)")
 	}
 	for _, path := range idx.ModulePaths() {
+		if err := inPack(path); err != nil {
+			return nil, err
+		}
 		b, ok := p.Modules[path]
 		if !ok {
 			return nil, fmt.Errorf("module %s, which the index names, is not in the pack", path)
@@ -46,6 +50,16 @@ func (p Pack) check() (*host.Index, error) {
 		}
 	}
 	return idx, nil
+}
+
+// inPack refuses a module path that would leave the pack's directory
+// ("../x.wasm", "/x.wasm"): in a pull it would name a file beside the
+// modules (the index, its signature) or none at all.
+func inPack(path string) error {
+	if !filepath.IsLocal(filepath.FromSlash(path)) {
+		return fmt.Errorf("the index names module %q, which is not a path inside the pack", path)
+	}
+	return nil
 }
 
 // digestOf is b's "sha256:" digest.
