@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,15 +31,7 @@ func TestPacksFromARegistry(t *testing.T) {
 	reg, tamper, _ := tamperingRegistry(t)
 	repo := reg + "/packs/hello"
 
-	dir := t.TempDir()
-	wasm, err := os.ReadFile(filepath.Join(helloDir, "hello.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	module, index := filepath.Join(dir, "hello.wasm"), filepath.Join(dir, "index.json")
-	if err := os.WriteFile(module, wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, module, index, wasm := helloModule(t)
 	run := func(args ...string) runResult {
 		t.Helper()
 		r := packd(t, args...)
@@ -94,33 +85,7 @@ func TestPacksFromARegistry(t *testing.T) {
 	if !strings.Contains(strings.Join(s.stderr.snapshot(), "\n"), `"kind":"pack-pulled"`) {
 		t.Errorf("no pack-pulled record: %v", s.stderr.snapshot())
 	}
-	var stop atomic.Bool
-	var failed, calls atomic.Int64
-	var mu sync.Mutex
-	versions := map[string]bool{}
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				req, _ := http.NewRequest("POST", s.base+"/v1/invoke", strings.NewReader(invokeBody("hello.greet", "", `{"name":"Ada"}`, conformanceCtx)))
-				req.Header = http.Header{"Kindgi-Pack-Token": {s.token}, "Content-Type": {"application/json"}}
-				res, err := client.Do(req)
-				calls.Add(1)
-				if err != nil || res.StatusCode != 200 {
-					failed.Add(1)
-				}
-				if err == nil {
-					mu.Lock()
-					versions[res.Header.Get("Kindgi-Artifact-Version")] = true
-					mu.Unlock()
-					res.Body.Close()
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-		}()
-	}
+	load := greetUnderLoad(s)
 	reloads := func() int {
 		n := 0
 		for _, l := range s.stderr.snapshot() {
@@ -165,15 +130,14 @@ func TestPacksFromARegistry(t *testing.T) {
 		t.Fatalf("the pull after the registry mended: %s", line)
 	}
 	time.Sleep(300 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	if failed.Load() != 0 || calls.Load() < 100 {
-		t.Fatalf("%d of %d calls failed (want none)", failed.Load(), calls.Load())
+	calls, failed, versions := load.finish()
+	if failed != 0 || calls < 100 {
+		t.Fatalf("%d of %d calls failed (want none)", failed, calls)
 	}
 	if !versions["one"] || !versions["two"] || !versions["three"] {
 		t.Fatalf("the calls were answered by %v: want one, two and three", versions)
 	}
-	t.Logf("%d calls across three pulls and a refused one, none failed", calls.Load())
+	t.Logf("%d calls across three pulls and a refused one, none failed", calls)
 }
 
 // tamperingRegistry is an in-memory registry on loopback that spoils the
@@ -210,15 +174,7 @@ func tamperingRegistry(t *testing.T) (string, *atomic.Value, *atomic.Int64) {
 // and log a reload-failed each poll.
 func TestWatchTagBacksOffAFailingPull(t *testing.T) {
 	reg, tamper, heads := tamperingRegistry(t)
-	dir := t.TempDir()
-	wasm, err := os.ReadFile(filepath.Join(helloDir, "hello.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	module, index := filepath.Join(dir, "hello.wasm"), filepath.Join(dir, "index.json")
-	if err := os.WriteFile(module, wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, module, index, wasm := helloModule(t)
 	for _, args := range [][]string{{"index", "--index", index, "--pack-id", "hello", "--digests", module}, {"push", "--index", index, "--oci-plain-http", reg + "/packs/hello:live"}} {
 		if r := packd(t, args...); r.code != 0 {
 			t.Fatalf("packd %s: %d %s", args[0], r.code, r.stderr)
@@ -253,6 +209,22 @@ func TestWatchTagBacksOffAFailingPull(t *testing.T) {
 	if a, f := asks.Load(), failed.Load(); a < 6 || a > 7 || f != a {
 		t.Fatalf("over %d looks at a tag whose pull fails, %d pulls (%d failed): want 6 or 7", heads.Load(), a, f)
 	}
+}
+
+// helloModule copies the hello pack's module into a directory of its own:
+// the directory, the module's path, where its index goes, its bytes.
+func helloModule(t *testing.T) (dir, module, index string, wasm []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	wasm, err := os.ReadFile(filepath.Join(helloDir, "hello.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, index = filepath.Join(dir, "hello.wasm"), filepath.Join(dir, "index.json")
+	if err := os.WriteFile(module, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, module, index, wasm
 }
 
 func sha256Hex(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }

@@ -52,33 +52,7 @@ func TestWatchReloadsAConfigMapSwap(t *testing.T) {
 	must(os.Symlink("..data/hello.wasm", filepath.Join(dir, "hello.wasm")))
 	s := start(t, filepath.Join(dir, "index.json"), nil, "--watch")
 
-	var stop atomic.Bool
-	var failed, calls atomic.Int64
-	var mu sync.Mutex
-	versions := map[string]bool{}
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				req, _ := http.NewRequest("POST", s.base+"/v1/invoke", strings.NewReader(invokeBody("hello.greet", "", `{"name":"Ada"}`, conformanceCtx)))
-				req.Header = http.Header{"Kindgi-Pack-Token": {s.token}, "Content-Type": {"application/json"}}
-				res, err := client.Do(req)
-				calls.Add(1)
-				if err != nil || res.StatusCode != 200 {
-					failed.Add(1)
-				}
-				if err == nil {
-					mu.Lock()
-					versions[res.Header.Get("Kindgi-Artifact-Version")] = true
-					mu.Unlock()
-					res.Body.Close()
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-		}()
-	}
+	load := greetUnderLoad(s)
 	time.Sleep(300 * time.Millisecond)
 	// A touch: nothing changes, nothing reloads.
 	now := time.Now()
@@ -92,8 +66,7 @@ func TestWatchReloadsAConfigMapSwap(t *testing.T) {
 	line := s.stderr.waitFor(t, 10*time.Second, kindIs("reloaded"))
 	took := time.Since(swapped)
 	time.Sleep(300 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
+	calls, failed, versions := load.finish()
 	if took > 2*time.Second || !strings.Contains(line, `"artifactVersion":"two-`) {
 		t.Fatalf("reloaded %v after the swap: %s", took, line)
 	}
@@ -103,11 +76,57 @@ func TestWatchReloadsAConfigMapSwap(t *testing.T) {
 			reloads++
 		}
 	}
-	if failed.Load() != 0 || calls.Load() < 50 || reloads != 1 {
-		t.Fatalf("%d of %d calls failed, %d reloads (want none failed, and one reload: the touch reloads nothing)", failed.Load(), calls.Load(), reloads)
+	if failed != 0 || calls < 50 || reloads != 1 {
+		t.Fatalf("%d of %d calls failed, %d reloads (want none failed, and one reload: the touch reloads nothing)", failed, calls, reloads)
 	}
 	if len(versions) != 2 {
 		t.Fatalf("the calls were answered by %v: want the old pack's and the new's", versions)
 	}
-	t.Logf("reloaded %v after the swap; %d calls, none failed", took.Round(time.Millisecond), calls.Load())
+	t.Logf("reloaded %v after the swap; %d calls, none failed", took.Round(time.Millisecond), calls)
+}
+
+// greetLoad is three callers calling hello.greet on a served pack without
+// pause, and what they met.
+type greetLoad struct {
+	stop          atomic.Bool
+	wg            sync.WaitGroup
+	calls, failed atomic.Int64
+	mu            sync.Mutex
+	versions      map[string]bool // the artifact versions that answered
+}
+
+// greetUnderLoad starts the callers on s; finish stops them.
+func greetUnderLoad(s *served) *greetLoad {
+	l := &greetLoad{versions: map[string]bool{}}
+	for range 3 {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for !l.stop.Load() {
+				req, _ := http.NewRequest("POST", s.base+"/v1/invoke", strings.NewReader(invokeBody("hello.greet", "", `{"name":"Ada"}`, conformanceCtx)))
+				req.Header = http.Header{"Kindgi-Pack-Token": {s.token}, "Content-Type": {"application/json"}}
+				res, err := client.Do(req)
+				l.calls.Add(1)
+				if err != nil || res.StatusCode != 200 {
+					l.failed.Add(1)
+				}
+				if err == nil {
+					l.mu.Lock()
+					l.versions[res.Header.Get("Kindgi-Artifact-Version")] = true
+					l.mu.Unlock()
+					res.Body.Close()
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+	return l
+}
+
+// finish stops the callers and says how many calls they made, how many
+// failed, and which versions answered.
+func (l *greetLoad) finish() (calls, failed int64, versions map[string]bool) {
+	l.stop.Store(true)
+	l.wg.Wait()
+	return l.calls.Load(), l.failed.Load(), l.versions
 }
