@@ -31,7 +31,7 @@ func TestAReadOnlyCacheBootsWarm(t *testing.T) {
 	passes, described := sandbox.PassRuns(), sandbox.DescribeRuns()
 	var told string
 	sb := newSandbox(t, sandbox.Config{CacheDir: dir, CacheReadOnly: true, PoolSize: 2, CacheRepaired: func(why string, _ int) { told = why }})
-	m := compile(t, sb, conformanceGo)
+	m := compile(t, sb, cacheModule)
 	if told != "" {
 		t.Fatalf("the read-only cache was not used: %s", told)
 	}
@@ -45,7 +45,7 @@ func TestAReadOnlyCacheBootsWarm(t *testing.T) {
 		t.Fatalf("from the read-only cache: %d passes, %d descriptions run, code mapped %v",
 			sandbox.PassRuns()-passes, sandbox.DescribeRuns()-described, mappedCode(t, sandbox.CodePath(m)))
 	}
-	echoGo(t, m)
+	echoConformance(t, m)
 	lacked := compile(t, sb, hostile("counter"))
 	if _, err, _ := call(t, lacked, 10*time.Second); err != nil {
 		t.Fatalf("a module the read-only cache lacks: %v", err)
@@ -102,7 +102,7 @@ func TestFIFOsInTheCacheDoNotHangABoot(t *testing.T) {
 			return
 		}
 		t.Cleanup(func() { _ = sb.Close(context.Background()) })
-		wasm, err := os.ReadFile(conformanceGo)
+		wasm, err := os.ReadFile(cacheModule)
 		if err == nil {
 			m, err = sb.Compile(context.Background(), wasm)
 		}
@@ -122,5 +122,5 @@ func TestFIFOsInTheCacheDoNotHangABoot(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the boot hangs on a FIFO in the cache")
 	}
-	echoGo(t, m)
+	echoConformance(t, m)
 }

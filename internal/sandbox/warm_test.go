@@ -33,7 +33,9 @@ func (e *poolEvents) take() map[string]int {
 	return seen
 }
 
-func echoGo(t *testing.T, m *sandbox.Module) {
+// echoConformance calls a conformance module's echo (Go's, C's: they answer
+// alike).
+func echoConformance(t *testing.T, m *sandbox.Module) {
 	t.Helper()
 	rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"conformance.echo"},"input":{"message":"m"},"ctx":{"tenantId":"t","runId":"r"}}`)})
 	if err != nil || string(rep.Body) != `{"message":"m"}` {
@@ -66,7 +68,7 @@ func TestWarmTakesTheSnapshotBeforeTheFirstCall(t *testing.T) {
 	if err := m.Warm(context.Background(), nil); err != nil || sandbox.SnapshotTaken(m) != taken {
 		t.Fatalf("a second Warm: %v, snapshot taken %v then %v", err, taken, sandbox.SnapshotTaken(m))
 	}
-	echoGo(t, m)
+	echoConformance(t, m)
 	if got := events.take(); got["hit/"] != 1 || got["miss/"] != 0 {
 		t.Fatalf("the first call after Warm: %v, want one hit and no miss", got)
 	}
@@ -77,7 +79,7 @@ func TestWarmTakesTheSnapshotBeforeTheFirstCall(t *testing.T) {
 // old one go.
 func TestTheSnapshotIsTakenAnewBeforeItExpires(t *testing.T) {
 	m, events := warmedGoModule(t)
-	echoGo(t, m)
+	echoConformance(t, m)
 	taken := sandbox.SnapshotTaken(m)
 	sandbox.RefreshSnapshot(m, taken.Add(sandbox.SnapshotMaxAge-2*time.Minute))
 	if sandbox.SnapshotTaken(m) != taken {
@@ -91,7 +93,7 @@ func TestTheSnapshotIsTakenAnewBeforeItExpires(t *testing.T) {
 	if got := events.take(); got["discard/idle"] != 1 || m.PoolInstances() != 1 {
 		t.Fatalf("refresh: %v and %d instances, want the old one's instance discarded and the new one kept", got, m.PoolInstances())
 	}
-	echoGo(t, m)
+	echoConformance(t, m)
 	if got := events.take(); got["hit/"] != 1 || got["miss/"] != 0 {
 		t.Fatalf("the call after a refresh: %v, want one hit and no miss", got)
 	}
