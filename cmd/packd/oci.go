@@ -130,13 +130,20 @@ func pushCmd(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 || !oci.IsRef(fs.Arg(0)) || o.timeout <= 0 {
-		fs.Usage()
-		return exitUsage
-	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "packd push: "+format+"\n", a...)
 		return exitError
+	}
+	switch {
+	case fs.NArg() != 1:
+		fs.Usage()
+		return exitUsage
+	case !oci.IsRef(fs.Arg(0)):
+		fail("%q is not a registry reference: name where the pack goes as oci://registry/repository:tag", fs.Arg(0))
+		return exitUsage
+	case o.timeout <= 0:
+		fail("--oci-timeout (or PACKD_OCI_TIMEOUT) must be a positive duration")
+		return exitUsage
 	}
 	pack, err := readPack(*index, *root, *sig)
 	if err != nil {

@@ -76,6 +76,9 @@ func TestPacksFromARegistry(t *testing.T) {
 			t.Errorf("packd %s with an oci:// index: %d %q", args[0], r.code, r.stderr)
 		}
 	}
+	if r := packd(t, "push", "--index", index, strings.TrimPrefix(repo, "oci://")+":live"); r.code != exitUsage || !strings.Contains(r.stderr, "oci://registry/repository:tag") {
+		t.Errorf("packd push to a reference without oci://: %d %q", r.code, r.stderr)
+	}
 	publish("unsigned", "unsigned", false)
 	if r := packd(t, "check", "--index", repo+":unsigned", "--oci-plain-http", "--oci-cache", cache, "--trust", trust); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "The pack is not signed") {
 		t.Errorf("packd check of an unsigned pack under --trust: %d %s %s", r.code, r.stdout, r.stderr)
