@@ -24,6 +24,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -65,7 +66,18 @@ func main() {
 	duration := flag.Duration("duration", time.Second, "how long each setup is loaded in each round")
 	rounds := flag.Int("rounds", 15, "rounds; each loads every setup in turn, in an order that rotates")
 	only := flag.String("only", "", "the setups to load, comma-separated (off is always loaded: the ratios are to it); all when empty")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 
 	var spanBytes atomic.Int64
