@@ -132,19 +132,33 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	resp.Body = &boundedBody{ReadCloser: resp.Body, t: t}
+	b := &boundedBody{ReadCloser: resp.Body, t: t, own: -1}
+	// A manifest is read whole before it can be checked (the registry
+	// library would take 100 MiB of one): its own, smaller bound.
+	if strings.Contains(req.URL.Path, "/manifests/") {
+		b.own = maxManifest
+	}
+	resp.Body = b
 	return resp, nil
 }
 
+// boundedBody is a response's body, counted against the pull's budget and,
+// when own ≥ 0, against its own.
 type boundedBody struct {
 	io.ReadCloser
-	t boundedTransport
+	t   boundedTransport
+	own int64
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if b.t.left.Add(-int64(n)) < 0 {
 		return n, fmt.Errorf("%w (%d MiB, --oci-max-mib)", errTooMuch, b.t.max>>20)
+	}
+	if b.own >= 0 {
+		if b.own -= int64(n); b.own < 0 {
+			return n, fmt.Errorf("the registry sent a manifest over %d MiB", maxManifest>>20)
+		}
 	}
 	return n, err
 }

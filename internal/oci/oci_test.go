@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -209,6 +210,59 @@ func TestAPullIsBounded(t *testing.T) {
 		if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("with %+v: %v, want %q", c.o, err, c.want)
 		}
+	}
+}
+
+// TestAHostileRegistryIsCutShort: a registry that answers a manifest of
+// 64 MiB has packd stop reading at 4 MiB (the registry library would
+// read 100 MiB of it into memory), and one that stops sending a module
+// half-way fails the pull at its timeout, not never.
+func TestAHostileRegistryIsCutShort(t *testing.T) {
+	ctx := context.Background()
+	var sent atomic.Int64
+	var stall atomic.Bool
+	reg := startRegistry(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/manifests/huge"):
+				w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+				chunk := bytes.Repeat([]byte{' '}, 64<<10)
+				for range 1024 { // 64 MiB
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+					sent.Add(int64(len(chunk)))
+				}
+			case stall.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/"):
+				w.Header().Set("Content-Length", "1048576")
+				_, _ = w.Write([]byte("\x00asm"))
+				w.(http.Flusher).Flush()
+				select { // the rest never comes
+				case <-r.Context().Done():
+				case <-time.After(20 * time.Second):
+				}
+			default:
+				h.ServeHTTP(w, r)
+			}
+		})
+	})
+	p, _ := oci.NewPuller(reg.ref("p:huge"), t.TempDir(), plain)
+	if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), "manifest over 4 MiB") {
+		t.Errorf("a 64 MiB manifest: %v", err)
+	}
+	if n := sent.Load(); n > 16<<20 {
+		t.Errorf("the registry got %d MiB of its manifest out before packd stopped reading", n>>20)
+	}
+
+	if _, err := oci.Push(ctx, reg.ref("p:v1"), testPack(t), plain); err != nil {
+		t.Fatal(err)
+	}
+	stall.Store(true)
+	p, _ = oci.NewPuller(reg.ref("p:v1"), t.TempDir(), oci.Options{PlainHTTP: true, Timeout: 500 * time.Millisecond})
+	start := time.Now()
+	_, err := p.Pull(ctx)
+	if took := time.Since(start); err == nil || took > 10*time.Second {
+		t.Errorf("a stalled blob: %v after %v (the timeout is 500 ms)", err, took)
 	}
 }
 
