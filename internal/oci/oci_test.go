@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -210,6 +211,26 @@ func TestAPullIsBounded(t *testing.T) {
 		if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("with %+v: %v, want %q", c.o, err, c.want)
 		}
+	}
+	// One 1 MiB layer named by 64 paths: 1 MiB to fetch, 64 MiB to write.
+	var tools []string
+	digests := map[string]string{}
+	for i := range 64 {
+		path := fmt.Sprintf("m%02d.wasm", i)
+		tools = append(tools, fmt.Sprintf(`{"id": "p.t%02d", "version": "1.0.0", "description": "t", "input": {"type": "object"}, "output": {"type": "object"}, "modulePath": %q}`, i, path))
+		digests[path] = sha(pack.Modules["a.wasm"])
+	}
+	d, _ := json.Marshal(digests)
+	index := fmt.Sprintf(`{"v": 1, "packId": "p", "packVersion": "1.0.0", "artifactVersion": "p-1.0.0", "publishedAt": "2026-11-29T00:00:00.000Z",
+  "tools": [%s], "guardrails": [], "agents": [], "flows": [], "moduleDigests": %s}`, strings.Join(tools, ","), d)
+	pushRaw(t, reg.ref("many:v1"), []byte(index), map[string][]byte{"m00.wasm": pack.Modules["a.wasm"]})
+	cache := t.TempDir()
+	p, _ := oci.NewPuller(reg.ref("many:v1"), cache, oci.Options{PlainHTTP: true, MaxBytes: 8 << 20})
+	if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), "one layer under many paths") {
+		t.Errorf("one layer under 64 paths: %v", err)
+	}
+	if left, _ := os.ReadDir(cache); len(left) != 0 {
+		t.Errorf("a refused pull left %v in the cache", left)
 	}
 }
 

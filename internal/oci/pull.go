@@ -159,6 +159,7 @@ func (p *Puller) pull(ctx context.Context) (Pulled, error) {
 		return Pulled{}, errors.New("its index names no moduleDigests: packd pulls only what an index names by digest")
 	}
 	fetched := map[string][]byte{}
+	var onDisk int64
 	for _, path := range idx.ModulePaths() {
 		if err := inPack(path); err != nil {
 			return Pulled{}, err
@@ -176,6 +177,11 @@ func (p *Puller) pull(ctx context.Context) (Pulled, error) {
 			fetched[dg] = b
 		}
 		files[filepath.Join("modules", filepath.FromSlash(path))] = b
+		// One layer may be named by many paths: what is written to the
+		// cache is bounded as what is fetched is.
+		if onDisk += int64(len(b)); onDisk > p.o.MaxBytes {
+			return Pulled{}, fmt.Errorf("its index names %d MiB of modules (one layer under many paths), over what a pull may bring (%d MiB, --oci-max-mib)", onDisk>>20, p.o.MaxBytes>>20)
+		}
 	}
 	if m.signature != nil {
 		sig, err := get(*m.signature, signing.MaxEnvelope, "the signature")
