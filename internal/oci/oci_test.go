@@ -232,6 +232,22 @@ func TestAPullIsBounded(t *testing.T) {
 	if left, _ := os.ReadDir(cache); len(left) != 0 {
 		t.Errorf("a refused pull left %v in the cache", left)
 	}
+	// 5,000 paths of one tiny module: a few bytes each, a file each.
+	tools, digests = nil, map[string]string{}
+	tiny := []byte("\x00asm")
+	for i := range 5000 {
+		path := fmt.Sprintf("m%04d.wasm", i)
+		tools = append(tools, fmt.Sprintf(`{"id": "p.t%04d", "version": "1.0.0", "description": "t", "input": {"type": "object"}, "output": {"type": "object"}, "modulePath": %q}`, i, path))
+		digests[path] = sha(tiny)
+	}
+	d, _ = json.Marshal(digests)
+	index = fmt.Sprintf(`{"v": 1, "packId": "p", "packVersion": "1.0.0", "artifactVersion": "p-1.0.0", "publishedAt": "2026-11-29T00:00:00.000Z",
+  "tools": [%s], "guardrails": [], "agents": [], "flows": [], "moduleDigests": %s}`, strings.Join(tools, ","), d)
+	pushRaw(t, reg.ref("files:v1"), []byte(index), map[string][]byte{"m0000.wasm": tiny})
+	p, _ = oci.NewPuller(reg.ref("files:v1"), cache, plain)
+	if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), "5000 module paths, over 4096") {
+		t.Errorf("5,000 module paths: %v", err)
+	}
 }
 
 // TestAHostileRegistryIsCutShort: a registry that answers a manifest of

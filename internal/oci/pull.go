@@ -160,7 +160,11 @@ func (p *Puller) pull(ctx context.Context) (Pulled, error) {
 	}
 	fetched := map[string][]byte{}
 	var onDisk int64
-	for _, path := range idx.ModulePaths() {
+	paths := idx.ModulePaths()
+	if err := notTooMany(paths); err != nil {
+		return Pulled{}, err
+	}
+	for _, path := range paths {
 		if err := inPack(path); err != nil {
 			return Pulled{}, err
 		}

@@ -37,7 +37,11 @@ func (p Pack) check() (*host.Index, error) {
 	if idx.ModuleDigests == nil {
 		return nil, fmt.Errorf("the index names no moduleDigests: a pulled pack is checked against them (packd index --digests)")
 	}
-	for _, path := range idx.ModulePaths() {
+	paths := idx.ModulePaths()
+	if err := notTooMany(paths); err != nil {
+		return nil, err
+	}
+	for _, path := range paths {
 		if err := inPack(path); err != nil {
 			return nil, err
 		}
@@ -58,6 +62,15 @@ func (p Pack) check() (*host.Index, error) {
 func inPack(path string) error {
 	if !filepath.IsLocal(filepath.FromSlash(path)) {
 		return fmt.Errorf("the index names module %q, which is not a path inside the pack", path)
+	}
+	return nil
+}
+
+// notTooMany refuses an index of more module paths than a manifest may
+// have layers: each is a file a pull writes.
+func notTooMany(paths []string) error {
+	if len(paths) > maxLayers {
+		return fmt.Errorf("the index names %d module paths, over %d", len(paths), maxLayers)
 	}
 	return nil
 }
