@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -337,7 +338,7 @@ func (p *Puller) at(digest string, signed bool) Pulled {
 // manifest names (its modules are checked as they load, against the
 // index's moduleDigests). A pull that is not whole is removed.
 func (p *Puller) cached(digest string) (Pulled, bool) {
-	if len(digest) != len("sha256:")+64 {
+	if !isSHA256(digest) { // it names a directory of the cache
 		return Pulled{}, false
 	}
 	dir := p.dir(digest)
@@ -382,7 +383,7 @@ func (p *Puller) prune(keep string) {
 	}
 	var pulls []pull
 	for _, e := range entries {
-		if !e.IsDir() || len(e.Name()) != 64 {
+		if !e.IsDir() || !isSHA256("sha256:"+e.Name()) { // a pull's, nothing else
 			continue
 		}
 		if fi, err := e.Info(); err == nil {
@@ -398,4 +399,11 @@ func (p *Puller) prune(keep string) {
 			_ = os.RemoveAll(old.dir)
 		}
 	}
+}
+
+// isSHA256 says whether d is "sha256:" and 64 lowercase hex digits, all a
+// cache directory's name may be made of.
+func isSHA256(d string) bool {
+	h, ok := strings.CutPrefix(d, "sha256:")
+	return ok && len(h) == 64 && strings.Trim(h, "0123456789abcdef") == ""
 }
