@@ -303,6 +303,78 @@ func TestAHostileRegistryIsCutShort(t *testing.T) {
 	}
 }
 
+// TestTheCacheKeepsTheNewestPulls: a pull keeps the four newest pulls in
+// the cache and removes older ones, but not one used in the last minutes
+// (another packd over the same cache may be loading it), nor anything not
+// named by a digest.
+func TestTheCacheKeepsTheNewestPulls(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, nil)
+	if _, err := oci.Push(ctx, reg.ref("p:v1"), testPack(t), plain); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	dirs := filepath.Join(cache, "sha256")
+	entry := func(i int, age time.Duration) string {
+		d := filepath.Join(dirs, fmt.Sprintf("%064x", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(d, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var young, old []string
+	for i := range 3 {
+		young = append(young, entry(i, time.Minute))
+		old = append(old, entry(10+i, time.Hour))
+	}
+	mine := filepath.Join(dirs, "not-a-pull")
+	if err := os.MkdirAll(mine, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-48 * time.Hour)
+	_ = os.Chtimes(mine, past, past)
+	p, _ := oci.NewPuller(reg.ref("p:v1"), cache, plain)
+	if _, err := p.Pull(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(d string) bool { _, err := os.Stat(d); return err == nil }
+	for _, d := range append(young, mine) {
+		if !exists(d) {
+			t.Errorf("%s was removed", filepath.Base(d))
+		}
+	}
+	for _, d := range old {
+		if exists(d) {
+			t.Errorf("%s, older than the four newest and unused for an hour, is kept", filepath.Base(d))
+		}
+	}
+	// Eight pulls, all but the new one used a minute ago: none goes.
+	for i := range 3 {
+		young = append(young, entry(20+i, time.Minute))
+	}
+	for _, d := range young {
+		_ = os.Chtimes(d, time.Now().Add(-time.Minute), time.Now().Add(-time.Minute))
+	}
+	two := testPack(t)
+	two.Index = bytes.Replace(two.Index, []byte(`"p-1.0.0"`), []byte(`"p-1.0.1"`), 1)
+	if _, err := oci.Push(ctx, reg.ref("p:v2"), two, plain); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = oci.NewPuller(reg.ref("p:v2"), cache, plain)
+	if pulled, err := p.Pull(ctx); err != nil || pulled.Cached {
+		t.Fatalf("a new pull: %+v %v", pulled, err)
+	}
+	for _, d := range young {
+		if !exists(d) {
+			t.Errorf("%s, used a minute ago, was removed", filepath.Base(d))
+		}
+	}
+}
+
 func TestOnlyPacksArePulledAndPushed(t *testing.T) {
 	ctx := context.Background()
 	reg := startRegistry(t, nil)

@@ -283,6 +283,10 @@ func fetch(repo name.Repository, d v1.Descriptor, limit int64, what string, opts
 // before it (a rollback by digest finds them), no more.
 const keepPulls = 4
 
+// pruneAfter is how long a pull beyond the newest keepPulls is kept after
+// it was last used (the longest a load of it may take, and more).
+const pruneAfter = 15 * time.Minute
+
 // store writes a pull's files into the cache, at its digest, whole or not
 // at all (a directory of its own, renamed into place), and forgets the
 // oldest pulls.
@@ -395,7 +399,9 @@ func (p *Puller) prune(keep string) {
 	}
 	slices.SortFunc(pulls, func(a, b pull) int { return b.at.Compare(a.at) })
 	for _, old := range pulls[keepPulls:] {
-		if old.dir != keep {
+		// Another packd over the same cache may be loading a pull it made
+		// a moment ago: only what no one has used for a while goes.
+		if old.dir != keep && time.Since(old.at) > pruneAfter {
 			_ = os.RemoveAll(old.dir)
 		}
 	}
