@@ -213,17 +213,7 @@ func TestAPullIsBounded(t *testing.T) {
 		}
 	}
 	// One 1 MiB layer named by 64 paths: 1 MiB to fetch, 64 MiB to write.
-	var tools []string
-	digests := map[string]string{}
-	for i := range 64 {
-		path := fmt.Sprintf("m%02d.wasm", i)
-		tools = append(tools, fmt.Sprintf(`{"id": "p.t%02d", "version": "1.0.0", "description": "t", "input": {"type": "object"}, "output": {"type": "object"}, "modulePath": %q}`, i, path))
-		digests[path] = sha(pack.Modules["a.wasm"])
-	}
-	d, _ := json.Marshal(digests)
-	index := fmt.Sprintf(`{"v": 1, "packId": "p", "packVersion": "1.0.0", "artifactVersion": "p-1.0.0", "publishedAt": "2026-11-29T00:00:00.000Z",
-  "tools": [%s], "guardrails": [], "agents": [], "flows": [], "moduleDigests": %s}`, strings.Join(tools, ","), d)
-	pushRaw(t, reg.ref("many:v1"), []byte(index), map[string][]byte{"m00.wasm": pack.Modules["a.wasm"]})
+	pushRaw(t, reg.ref("many:v1"), manyPaths(64, pack.Modules["a.wasm"]), map[string][]byte{"m0000.wasm": pack.Modules["a.wasm"]})
 	cache := t.TempDir()
 	p, _ := oci.NewPuller(reg.ref("many:v1"), cache, oci.Options{PlainHTTP: true, MaxBytes: 8 << 20})
 	if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), "one layer under many paths") {
@@ -233,17 +223,8 @@ func TestAPullIsBounded(t *testing.T) {
 		t.Errorf("a refused pull left %v in the cache", left)
 	}
 	// 5,000 paths of one tiny module: a few bytes each, a file each.
-	tools, digests = nil, map[string]string{}
 	tiny := []byte("\x00asm")
-	for i := range 5000 {
-		path := fmt.Sprintf("m%04d.wasm", i)
-		tools = append(tools, fmt.Sprintf(`{"id": "p.t%04d", "version": "1.0.0", "description": "t", "input": {"type": "object"}, "output": {"type": "object"}, "modulePath": %q}`, i, path))
-		digests[path] = sha(tiny)
-	}
-	d, _ = json.Marshal(digests)
-	index = fmt.Sprintf(`{"v": 1, "packId": "p", "packVersion": "1.0.0", "artifactVersion": "p-1.0.0", "publishedAt": "2026-11-29T00:00:00.000Z",
-  "tools": [%s], "guardrails": [], "agents": [], "flows": [], "moduleDigests": %s}`, strings.Join(tools, ","), d)
-	pushRaw(t, reg.ref("files:v1"), []byte(index), map[string][]byte{"m0000.wasm": tiny})
+	pushRaw(t, reg.ref("files:v1"), manyPaths(5000, tiny), map[string][]byte{"m0000.wasm": tiny})
 	p, _ = oci.NewPuller(reg.ref("files:v1"), cache, plain)
 	if _, err := p.Pull(ctx); err == nil || !strings.Contains(err.Error(), "5000 module paths, over 4096") {
 		t.Errorf("5,000 module paths: %v", err)
@@ -405,6 +386,21 @@ func TestOnlyPacksArePulledAndPushed(t *testing.T) {
 	if _, err := oci.NewPuller("/app/index.json", t.TempDir(), plain); err == nil {
 		t.Error("a file path was taken for a reference")
 	}
+}
+
+// manyPaths is an index of n tools, each of its own module path, every
+// path naming module's digest.
+func manyPaths(n int, module []byte) []byte {
+	var tools []string
+	digests := map[string]string{}
+	for i := range n {
+		path := fmt.Sprintf("m%04d.wasm", i)
+		tools = append(tools, fmt.Sprintf(`{"id": "p.t%04d", "version": "1.0.0", "description": "t", "input": {"type": "object"}, "output": {"type": "object"}, "modulePath": %q}`, i, path))
+		digests[path] = sha(module)
+	}
+	d, _ := json.Marshal(digests)
+	return []byte(fmt.Sprintf(`{"v": 1, "packId": "p", "packVersion": "1.0.0", "artifactVersion": "p-1.0.0", "publishedAt": "2026-11-29T00:00:00.000Z",
+  "tools": [%s], "guardrails": [], "agents": [], "flows": [], "moduleDigests": %s}`, strings.Join(tools, ","), d))
 }
 
 // pushRaw writes a pack's artifact as a hostile publisher might, with no
