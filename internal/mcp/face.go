@@ -193,6 +193,7 @@ func (f *Face) tool(name string) (listedTool, bool) {
 // ServeStdio serves one client over in and out (newline-delimited
 // JSON-RPC, MCP's stdio transport) until it closes in or ctx is done.
 func (f *Face) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	in, out = stdioPipes(ctx, in, out, int(f.cfg.MaxBodyBytes))
 	err := f.sessions.Run(ctx, &sdk.IOTransport{Reader: in, Writer: out})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
