@@ -45,7 +45,8 @@ func defaultOCICache(getenv func(string) string) string {
 	return filepath.Join(d, "packd", "oci")
 }
 
-func (o *ociFlags) check(l *loadFlags) []string {
+// bounds says what is wrong with the flags' bounds (push's and pull's).
+func (o *ociFlags) bounds() []string {
 	var problems []string
 	if o.maxMiB < 1 || o.maxMiB > 64<<10 {
 		problems = append(problems, "--oci-max-mib (or PACKD_OCI_MAX_MIB) must be between 1 and 65536")
@@ -53,6 +54,12 @@ func (o *ociFlags) check(l *loadFlags) []string {
 	if o.timeout <= 0 {
 		problems = append(problems, "--oci-timeout (or PACKD_OCI_TIMEOUT) must be a positive duration")
 	}
+	return problems
+}
+
+// check says what is wrong with the flags of a command loading l's index.
+func (o *ociFlags) check(l *loadFlags) []string {
+	problems := o.bounds()
 	if oci.IsRef(l.index) {
 		if l.moduleRoot != "" {
 			problems = append(problems, "--module-root cannot be used with an oci:// index: its modules come with it")
@@ -91,7 +98,7 @@ func (l *loadFlags) source() (func(context.Context) (host.Location, error), erro
 		if onPull != nil {
 			onPull(pulled)
 		}
-		return host.Location{IndexPath: pulled.IndexPath, ModuleRoot: pulled.ModuleRoot, SignaturePath: pulled.SignaturePath}, nil
+		return pulled.Location, nil
 	}, nil
 }
 
@@ -141,8 +148,8 @@ func pushCmd(args []string, stdout, stderr io.Writer) int {
 	case !oci.IsRef(fs.Arg(0)):
 		fail("%q is not a registry reference: name where the pack goes as oci://registry/repository:tag", fs.Arg(0))
 		return exitUsage
-	case o.timeout <= 0:
-		fail("--oci-timeout (or PACKD_OCI_TIMEOUT) must be a positive duration")
+	case len(o.bounds()) > 0:
+		fail("%s", o.bounds()[0])
 		return exitUsage
 	}
 	pack, err := readPack(*index, *root, *sig)

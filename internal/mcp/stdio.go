@@ -37,30 +37,77 @@ func newStdioLedger() *stdioLedger {
 	return &stdioLedger{changed: make(chan struct{}), owed: map[string]bool{}}
 }
 
-// rpcMessage is what the ledger reads of a JSON-RPC message.
-type rpcMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method *string         `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-	Params json.RawMessage `json:"params"`
+// cancelled is the notification after which no answer comes.
+const cancelled = "notifications/cancelled"
+
+// rpcHead is what the ledger reads of a JSON-RPC message.
+type rpcHead struct {
+	id      string  // "" for none or null
+	method  *string // nil: an answer
+	cancels string  // a cancellation's requestId
 }
 
-// rpcMessages are the JSON-RPC messages of one line: one, or a batch's.
-func rpcMessages(line []byte) []rpcMessage {
+// rpcHeads are the messages of one line (one, or a batch's), each read
+// only as far as the ledger needs.
+func rpcHeads(line []byte) []rpcHead {
 	line = bytes.TrimSpace(line)
-	var batch []rpcMessage
-	if len(line) > 0 && line[0] == '[' {
-		if json.Unmarshal(line, &batch) != nil {
-			return nil
-		}
-		return batch
-	}
-	var m rpcMessage
-	if json.Unmarshal(line, &m) != nil {
+	raws := []json.RawMessage{line}
+	if len(line) > 0 && line[0] == '[' && json.Unmarshal(line, &raws) != nil {
 		return nil
 	}
-	return []rpcMessage{m}
+	var heads []rpcHead
+	for _, raw := range raws {
+		if h, ok := readHead(raw); ok {
+			heads = append(heads, h)
+		}
+	}
+	return heads
+}
+
+// readHead reads a message's id and method, and stops there: an answer's
+// result and a request's params (a tool's whole input or output) are not
+// read, but a cancellation's are.
+func readHead(raw []byte) (rpcHead, bool) {
+	var h rpcHead
+	var id, params json.RawMessage
+	answer := false
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return h, false
+	}
+	for dec.More() && !(id != nil && (answer || h.method != nil && *h.method != cancelled)) {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey {
+			return h, false
+		}
+		var into any = &json.RawMessage{} // a value the ledger skips
+		switch key {
+		case "id":
+			into = &id
+		case "method":
+			into = &h.method
+		case "params":
+			into = &params
+		case "result", "error":
+			if answer = true; id != nil {
+				continue // its value is not read
+			}
+		}
+		if dec.Decode(into) != nil {
+			return h, false
+		}
+	}
+	h.id = idOf(id)
+	if h.method != nil && *h.method == cancelled {
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(params, &p) == nil {
+			h.cancels = idOf(p.RequestID)
+		}
+	}
+	return h, true
 }
 
 // idOf is an id as a key ("" for none or null).
@@ -83,41 +130,40 @@ func (l *stdioLedger) update(f func()) {
 
 // asked notes a line the client wrote (too long: whole is false).
 func (l *stdioLedger) asked(line []byte, whole bool) {
+	var heads []rpcHead
+	if whole {
+		heads = rpcHeads(line)
+	}
 	l.update(func() {
 		if !whole {
 			l.unread++
-			return
 		}
-		for _, m := range rpcMessages(line) {
+		for _, h := range heads {
 			switch {
-			case m.Method == nil:
-			case *m.Method == "notifications/cancelled": // no answer comes
-				var p struct {
-					RequestID json.RawMessage `json:"requestId"`
-				}
-				if json.Unmarshal(m.Params, &p) == nil {
-					delete(l.owed, idOf(p.RequestID))
-				}
-			case idOf(m.ID) != "":
-				l.owed[idOf(m.ID)] = true
+			case h.method == nil:
+			case *h.method == cancelled:
+				delete(l.owed, h.cancels)
+			case h.id != "":
+				l.owed[h.id] = true
 			}
 		}
 	})
 }
 
-// answered notes a line packd wrote (too long: whole is false).
+// answered notes a line packd wrote (too long: whole is false, and it
+// counts as an answer).
 func (l *stdioLedger) answered(line []byte, whole bool) {
+	heads := []rpcHead{{}}
+	if whole {
+		heads = rpcHeads(line)
+	}
 	l.update(func() {
-		ms := rpcMessages(line)
-		if !whole {
-			ms = []rpcMessage{{}}
-		}
-		for _, m := range ms {
-			if m.Method != nil { // packd's own request or notification
+		for _, h := range heads {
+			if h.method != nil { // packd's own request or notification
 				continue
 			}
-			if id := idOf(m.ID); l.owed[id] {
-				delete(l.owed, id)
+			if l.owed[h.id] {
+				delete(l.owed, h.id)
 			} else if l.unread > 0 {
 				l.unread--
 			}

@@ -41,13 +41,13 @@ type Puller struct {
 	last string // the digest of the last pull that succeeded
 }
 
-// Pulled is where a pull put the pack: paths for host.Config, the digest
-// of its manifest, and what it cost (Cached: nothing was fetched).
+// Pulled is where a pull put the pack (a host.Config.Source's answer), the
+// digest of its manifest, and what it cost (Cached: nothing was fetched).
 type Pulled struct {
-	IndexPath, ModuleRoot, SignaturePath string
-	Digest                               string
-	Bytes                                int64
-	Cached                               bool
+	host.Location
+	Digest string
+	Bytes  int64
+	Cached bool
 }
 
 // NewPuller pulls ref (oci://…) into cacheDir (made when missing).
@@ -161,14 +161,11 @@ func (p *Puller) pull(ctx context.Context) (Pulled, error) {
 	}
 	fetched := map[string][]byte{}
 	var onDisk int64
-	paths := idx.ModulePaths()
-	if err := notTooMany(paths); err != nil {
+	paths, err := modulePaths(idx)
+	if err != nil {
 		return Pulled{}, err
 	}
 	for _, path := range paths {
-		if err := inPack(path); err != nil {
-			return Pulled{}, err
-		}
 		dg := idx.ModuleDigests[path]
 		b, ok := fetched[dg]
 		if !ok {
@@ -330,7 +327,7 @@ func (p *Puller) dir(digest string) string {
 
 func (p *Puller) at(digest string, signed bool) Pulled {
 	dir := p.dir(digest)
-	out := Pulled{IndexPath: filepath.Join(dir, "index.json"), ModuleRoot: filepath.Join(dir, "modules"), Digest: digest}
+	out := Pulled{Location: host.Location{IndexPath: filepath.Join(dir, "index.json"), ModuleRoot: filepath.Join(dir, "modules")}, Digest: digest}
 	if signed {
 		out.SignaturePath = out.IndexPath + ".sig"
 	}

@@ -37,14 +37,11 @@ func (p Pack) check() (*host.Index, error) {
 	if idx.ModuleDigests == nil {
 		return nil, fmt.Errorf("the index names no moduleDigests: a pulled pack is checked against them (packd index --digests)")
 	}
-	paths := idx.ModulePaths()
-	if err := notTooMany(paths); err != nil {
+	paths, err := modulePaths(idx)
+	if err != nil {
 		return nil, err
 	}
 	for _, path := range paths {
-		if err := inPack(path); err != nil {
-			return nil, err
-		}
 		b, ok := p.Modules[path]
 		if !ok {
 			return nil, fmt.Errorf("module %s, which the index names, is not in the pack", path)
@@ -56,23 +53,22 @@ func (p Pack) check() (*host.Index, error) {
 	return idx, nil
 }
 
-// inPack refuses a module path that would leave the pack's directory
-// ("../x.wasm", "/x.wasm"): in a pull it would name a file beside the
-// modules (the index, its signature) or none at all.
-func inPack(path string) error {
-	if !filepath.IsLocal(filepath.FromSlash(path)) {
-		return fmt.Errorf("the index names module %q, which is not a path inside the pack", path)
-	}
-	return nil
-}
-
-// notTooMany refuses an index of more module paths than a manifest may
-// have layers: each is a file a pull writes.
-func notTooMany(paths []string) error {
+// modulePaths are the index's module paths, each a file a pull writes:
+// refused when there are more than a manifest may have layers, or when one
+// would leave the pack's directory ("../x.wasm", "/x.wasm": in a pull it
+// would name a file beside the modules, the index or its signature, or
+// none at all).
+func modulePaths(idx *host.Index) ([]string, error) {
+	paths := idx.ModulePaths()
 	if len(paths) > maxLayers {
-		return fmt.Errorf("the index names %d module paths, over %d", len(paths), maxLayers)
+		return nil, fmt.Errorf("the index names %d module paths, over %d", len(paths), maxLayers)
 	}
-	return nil
+	for _, path := range paths {
+		if !filepath.IsLocal(filepath.FromSlash(path)) {
+			return nil, fmt.Errorf("the index names module %q, which is not a path inside the pack", path)
+		}
+	}
+	return paths, nil
 }
 
 // digestOf is b's "sha256:" digest.
