@@ -116,6 +116,27 @@ func (o Options) remoteOptions(ctx context.Context) []remote.Option {
 	}
 }
 
+// maxErrorText is the most of an error's text a pull or a push says: a
+// registry writes part of it (an error body of up to 64 KiB), and an
+// index's module path may be as long as the index.
+const maxErrorText = 1 << 10
+
+// cutError is err, its text cut to maxErrorText bytes.
+func cutError(err error) error {
+	if err == nil || len(err.Error()) <= maxErrorText {
+		return err
+	}
+	return cutErr{err}
+}
+
+type cutErr struct{ err error }
+
+func (e cutErr) Error() string {
+	return strings.ToValidUTF8(e.err.Error()[:maxErrorText], "") + "… (cut short)"
+}
+
+func (e cutErr) Unwrap() error { return e.err }
+
 // errTooMuch is a pull that brought more than its bound.
 var errTooMuch = errors.New("the registry sent more than the pull may bring")
 

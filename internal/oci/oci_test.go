@@ -234,7 +234,8 @@ func TestAPullIsBounded(t *testing.T) {
 // TestAHostileRegistryIsCutShort: a registry that answers a manifest of
 // 64 MiB has packd stop reading at 4 MiB (the registry library would
 // read 100 MiB of it into memory), and one that stops sending a module
-// half-way fails the pull at its timeout, not never.
+// half-way fails the pull at its timeout, not never. What a registry or an
+// index writes reaches an error (a log line) cut to 1 KiB.
 func TestAHostileRegistryIsCutShort(t *testing.T) {
 	ctx := context.Background()
 	var sent atomic.Int64
@@ -251,6 +252,9 @@ func TestAHostileRegistryIsCutShort(t *testing.T) {
 					}
 					sent.Add(int64(len(chunk)))
 				}
+			case strings.Contains(r.URL.Path, "/manifests/loud"):
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write(bytes.Repeat([]byte("the registry says much "), 2600))
 			case stall.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/"):
 				w.Header().Set("Content-Length", "1048576")
 				_, _ = w.Write([]byte("\x00asm"))
@@ -270,6 +274,20 @@ func TestAHostileRegistryIsCutShort(t *testing.T) {
 	}
 	if n := sent.Load(); n > 16<<20 {
 		t.Errorf("the registry got %d MiB of its manifest out before packd stopped reading", n>>20)
+	}
+	// What a registry or an index writes reaches an error (a log line) cut
+	// short: a 60 KiB error body, a module path of 100 KiB.
+	p, _ = oci.NewPuller(reg.ref("p:loud"), t.TempDir(), plain)
+	if _, err := p.Pull(ctx); err == nil || len(err.Error()) > 1100 || !strings.Contains(err.Error(), "the registry says much") {
+		t.Errorf("a registry's 60 KiB error body: %d bytes of error: %.300v", len(fmt.Sprint(err)), err)
+	}
+	long := testPack(t)
+	path := strings.Repeat("d/", 50<<10) + "b.wasm"
+	long.Index = bytes.ReplaceAll(long.Index, []byte(`"lib/b.wasm"`), []byte(`"`+path+`"`))
+	pushRaw(t, reg.ref("p:long"), long.Index, map[string][]byte{"a.wasm": long.Modules["a.wasm"]}) // no layer of it
+	p, _ = oci.NewPuller(reg.ref("p:long"), t.TempDir(), plain)
+	if _, err := p.Pull(ctx); err == nil || len(err.Error()) > 1100 || !strings.Contains(err.Error(), "no layer of module d/d/") {
+		t.Errorf("a missing module of a 100 KiB path: %d bytes of error", len(fmt.Sprint(err)))
 	}
 
 	if _, err := oci.Push(ctx, reg.ref("p:v1"), testPack(t), plain); err != nil {

@@ -90,7 +90,7 @@ func (p *Puller) Resolve(ctx context.Context) (string, error) {
 	defer cancel()
 	desc, err := remote.Head(p.ref, p.o.remoteOptions(ctx)...)
 	if err != nil {
-		return "", fmt.Errorf("asking %s for its digest: %w", p.text, err)
+		return "", cutError(fmt.Errorf("asking %s for its digest: %w", p.text, err))
 	}
 	return desc.Digest.String(), nil
 }
@@ -103,7 +103,7 @@ func (p *Puller) Resolve(ctx context.Context) (string, error) {
 func (p *Puller) Pull(ctx context.Context) (Pulled, error) {
 	pulled, err := p.pull(ctx)
 	if err != nil {
-		return Pulled{}, fmt.Errorf("pulling %s: %w", p.text, err)
+		return Pulled{}, cutError(fmt.Errorf("pulling %s: %w", p.text, err))
 	}
 	p.mu.Lock()
 	p.last = pulled.Digest

@@ -80,6 +80,11 @@ func digestOf(b []byte) string {
 // Push publishes p at ref (a tag or a digest) and returns the digest of
 // its manifest: the oci://…@sha256: reference that names these very bytes.
 func Push(ctx context.Context, ref string, p Pack, o Options) (string, error) {
+	digest, err := push(ctx, ref, p, o)
+	return digest, cutError(err)
+}
+
+func push(ctx context.Context, ref string, p Pack, o Options) (string, error) {
 	o = o.withDefaults()
 	r, err := ParseRef(ref, o.PlainHTTP)
 	if err != nil {
