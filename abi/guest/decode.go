@@ -3,6 +3,9 @@ package guest
 import (
 	"bytes"
 	"encoding/json"
+	"unsafe"
+
+	"github.com/kindgi/packd/abi/guest/wire"
 )
 
 // A request and its ctx are decoded without reflection: encoding/json's
@@ -17,12 +20,15 @@ import (
 // inputAsIs reports whether r.Input is JSON that json.Marshal returns
 // unchanged (see marshalsAsIs): an echo handler's output then needs no
 // second look.
-func decodeRequest(b []byte, r *request) (ok, inputAsIs bool) {
-	p := parser{b: b}
+//
+// alias: strings may share b's bytes instead of copying them (see
+// parser.alias).
+func decodeRequest(b []byte, r *request, alias bool) (ok, inputAsIs bool) {
+	p := parser{b: b, alias: alias}
 	ok = p.object(func(key []byte) bool {
 		switch string(key) {
 		case "kind":
-			return p.str(&r.Kind)
+			return p.kind(&r.Kind)
 		case "tool":
 			return p.toolObject(&r.Tool.ID, &r.Tool.Version)
 		case "check":
@@ -45,8 +51,8 @@ func decodeRequest(b []byte, r *request) (ok, inputAsIs bool) {
 }
 
 // decodeContext decodes a call's ctx; false: use encoding/json.
-func decodeContext(b []byte, c *Context) bool {
-	p := parser{b: b}
+func decodeContext(b []byte, c *Context, alias bool) bool {
+	p := parser{b: b, alias: alias}
 	return p.object(func(key []byte) bool {
 		switch string(key) {
 		case "tenantId":
@@ -126,6 +132,11 @@ type parser struct {
 	// escaped is set once a string held a character json.Marshal escapes
 	// (<, >, &, U+2028, U+2029).
 	escaped bool
+	// alias has str answer strings that share b's bytes rather than
+	// copies: a pooled call's request buffer (wasip1.go) is not written
+	// again before the instance is reset, so they stay as read, and a
+	// call allocates (and dirties heap pages for) none of them.
+	alias bool
 }
 
 func (p *parser) ws() {
@@ -200,7 +211,27 @@ func (p *parser) plain() ([]byte, bool) {
 func (p *parser) str(s *string) bool {
 	p.ws()
 	v, ok := p.plain()
-	if ok {
+	switch {
+	case !ok:
+	case p.alias && len(v) > 0:
+		*s = unsafe.String(&v[0], len(v))
+	default:
+		*s = string(v)
+	}
+	return ok
+}
+
+// kind reads a request's kind: the two the ABI has without a copy.
+func (p *parser) kind(s *string) bool {
+	p.ws()
+	v, ok := p.plain()
+	switch {
+	case !ok:
+	case string(v) == wire.KindInvoke:
+		*s = wire.KindInvoke
+	case string(v) == wire.KindCheckInvoke:
+		*s = wire.KindCheckInvoke
+	default:
 		*s = string(v)
 	}
 	return ok

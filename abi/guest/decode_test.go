@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/kindgi/packd/abi/guest/wire"
 )
 
 const fullCtx = `{"tenantId":"t","runId":"r","projectId":"p","orgId":"o","requestId":"q","idempotencyKey":"k","env":{"A":"b","C":""},"secrets":{"s":{"k":"v"},"n":null},"settings":{"block-1":{"tone":"dry"}},"extra":[1]}`
@@ -42,31 +45,62 @@ func TestFastDecodersAgreeWithEncodingJSON(t *testing.T) {
 	}
 	// The common request takes the fast path.
 	var r request
-	if ok, _ := decodeRequest([]byte(decodeCases[0]), &r); !ok || r.Tool.ID != "echo.echo" || string(r.Input) != `{"message":"hello"}` {
+	if ok, _ := decodeRequest([]byte(decodeCases[0]), &r, false); !ok || r.Tool.ID != "echo.echo" || string(r.Input) != `{"message":"hello"}` {
 		t.Fatalf("the common request is not decoded fast: %+v", r)
 	}
 	var c Context
-	if !decodeContext([]byte(fullCtx), &c) || c.Env["A"] != "b" || string(c.Secrets["s"]) != `{"k":"v"}` ||
+	if !decodeContext([]byte(fullCtx), &c, false) || c.Env["A"] != "b" || string(c.Secrets["s"]) != `{"k":"v"}` ||
 		c.IdempotencyKey != "k" || string(c.Settings["block-1"]) != `{"tone":"dry"}` {
 		t.Fatalf("the common ctx is not decoded fast: %+v", c)
 	}
 }
 
+// checkRequestDecode and checkContextDecode decode b with strings
+// copied and with strings sharing b's bytes (as a call in a module does).
 func checkRequestDecode(t *testing.T, b []byte) {
-	var fast, slow request
-	ok, _ := decodeRequest(b, &fast)
-	err := json.Unmarshal(b, &slow)
-	if ok && (err != nil || !reflect.DeepEqual(fast, slow)) {
-		t.Fatalf("request %q: fast %+v, encoding/json %+v (%v)", b, fast, slow, err)
+	for _, alias := range []bool{false, true} {
+		var fast, slow request
+		ok, _ := decodeRequest(b, &fast, alias)
+		err := json.Unmarshal(b, &slow)
+		if ok && (err != nil || !reflect.DeepEqual(fast, slow)) {
+			t.Fatalf("request %q (alias %v): fast %+v, encoding/json %+v (%v)", b, alias, fast, slow, err)
+		}
 	}
 }
 
 func checkContextDecode(t *testing.T, b []byte) {
-	var fast, slow Context
-	ok := decodeContext(b, &fast)
-	err := json.Unmarshal(b, &slow)
-	if ok && (err != nil || !reflect.DeepEqual(fast, slow)) {
-		t.Fatalf("ctx %q: fast %+v, encoding/json %+v (%v)", b, fast, slow, err)
+	for _, alias := range []bool{false, true} {
+		var fast, slow Context
+		ok := decodeContext(b, &fast, alias)
+		err := json.Unmarshal(b, &slow)
+		if ok && (err != nil || !reflect.DeepEqual(fast, slow)) {
+			t.Fatalf("ctx %q (alias %v): fast %+v, encoding/json %+v (%v)", b, alias, fast, slow, err)
+		}
+	}
+}
+
+// TestACallsRequestAllocatesNothing: in a module, the common request and
+// its ctx decode without an allocation (each one writes heap pages that a
+// pooled instance's reset then copies back), and the strings share the
+// request's bytes.
+func TestACallsRequestAllocatesNothing(t *testing.T) {
+	b := []byte(decodeCases[0])
+	var r request
+	var c Context
+	allocs := testing.AllocsPerRun(100, func() {
+		r, c = request{}, Context{}
+		if ok, _ := decodeRequest(b, &r, true); !ok || !decodeContext(r.Ctx, &c, true) {
+			t.Fatal("the common request is not decoded fast")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("decoding the common request allocates %v times, want 0", allocs)
+	}
+	if r.Kind != wire.KindInvoke || r.Tool.ID != "echo.echo" || c.TenantID != "t" || c.RunID != "r" {
+		t.Fatalf("decoded %+v, ctx %+v", r, c)
+	}
+	if i := strings.Index(string(b), `"echo.echo"`) + 1; unsafe.StringData(r.Tool.ID) != &b[i] {
+		t.Fatal("the tool id is a copy, not the request's bytes")
 	}
 }
 

@@ -258,8 +258,14 @@ func reserveHeap() {
 // Dispatch runs the handler a request names and returns the ABI status and
 // the response bytes. It is what kindgi_call does inside the module.
 func Dispatch(req []byte) (status wire.Status, resp []byte) {
+	return dispatch(req, nil, false)
+}
+
+// dispatch is Dispatch. A tool's handler gets ctx as its Context, or a new
+// one when ctx is nil; alias: see parser.alias.
+func dispatch(req []byte, ctx *Context, alias bool) (status wire.Status, resp []byte) {
 	var r request // on the stack: encoding/json gets one of its own
-	ok, inputAsIs := decodeRequest(req, &r)
+	ok, inputAsIs := decodeRequest(req, &r, alias)
 	if !ok {
 		slow := new(request)
 		if err := json.Unmarshal(req, slow); err != nil {
@@ -277,8 +283,11 @@ func Dispatch(req []byte) (status wire.Status, resp []byte) {
 			return wire.StatusNoHandler, nil
 		}
 		run = func() (any, error) {
-			ctx := &Context{Raw: r.Ctx}
-			if !decodeContext(r.Ctx, ctx) {
+			if ctx == nil {
+				ctx = new(Context)
+			}
+			*ctx = Context{Raw: r.Ctx}
+			if !decodeContext(r.Ctx, ctx, alias) {
 				*ctx = Context{Raw: r.Ctx}
 				if err := json.Unmarshal(r.Ctx, ctx); err != nil {
 					return nil, &Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()}

@@ -59,6 +59,13 @@ func describe() int32 {
 // instance's calls find it in the snapshot), larger when a request is.
 var requestBuf = make([]byte, 4096)
 
+// callContext is the Context a call's handler gets: one in the module,
+// not one allocated per call (an instance serves one call at a time, and
+// packd resets it before the next: GUEST-ABI.md, "Limits"), so that a call
+// that allocates nothing writes no heap page (each page it writes is one
+// a pooled instance's reset copies back).
+var callContext Context
+
 //go:wasmexport kindgi_call
 func call() int32 {
 	n := int(requestLen())
@@ -69,7 +76,7 @@ func call() int32 {
 	if len(req) > 0 {
 		requestRead(unsafe.Pointer(&req[0]))
 	}
-	status, resp := Dispatch(req)
+	status, resp := dispatch(req, &callContext, true)
 	if status != wire.StatusNoHandler {
 		write(resp)
 	}
