@@ -25,7 +25,8 @@ const (
 	ImportHTTPRequest      = wire.ImportHTTPRequest
 	ImportHTTPResponseRead = wire.ImportHTTPResponseRead
 
-	ImportJSONScan = wire.ImportJSONScan
+	ImportJSONScan    = wire.ImportJSONScan
+	ImportJSONMembers = wire.ImportJSONMembers
 
 	ExportABIVersion = wire.ExportABIVersion
 	ExportDescribe   = wire.ExportDescribe

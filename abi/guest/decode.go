@@ -21,95 +21,188 @@ import (
 // unchanged (see marshalsAsIs): an echo handler's output then needs no
 // second look.
 //
-// alias: strings may share b's bytes instead of copying them (see
-// parser.alias).
+// alias: strings may share b's bytes instead of copying them: a pooled
+// call's request buffer (wasip1.go) is not written again before the
+// instance is reset, so they stay as read, and a call allocates (and
+// dirties heap pages for) none of them.
 func decodeRequest(b []byte, r *request, alias bool) (ok, inputAsIs bool) {
-	p := parser{b: b, alias: alias}
-	ok = p.object(func(key []byte) bool {
-		switch string(key) {
-		case "kind":
-			return p.kind(&r.Kind)
-		case "tool":
-			return p.toolObject(&r.Tool.ID, &r.Tool.Version)
-		case "check":
-			return p.idObject(&r.Check.ID)
-		case "input":
-			p.space, p.escaped = false, false
-			ok := p.raw(&r.Input)
-			inputAsIs = ok && !p.space && !p.escaped
-			return ok
-		case "ctx":
-			return p.raw(&r.Ctx)
-		case "config":
-			return p.raw(&r.Config)
-		case "trace":
-			return p.raw(&r.Trace)
+	var buf [maxMembers]member
+	ms, ok := objectMembers(b, &buf)
+	if !ok {
+		return false, false
+	}
+	for _, m := range ms {
+		key, v := m.key(b), m.value(b)
+		switch {
+		case m.flags&memberKeyPlain == 0:
+			return false, false
+		case string(key) == "kind":
+			ok = m.kind(b, &r.Kind)
+		case string(key) == "tool":
+			ok = idObject(v, &r.Tool.ID, &r.Tool.Version, alias)
+		case string(key) == "check":
+			ok = idObject(v, &r.Check.ID, nil, alias)
+		case string(key) == "input":
+			r.Input = v
+			inputAsIs = m.flags&(memberValueSpace|memberValueEscaped) == 0
+		case string(key) == "ctx":
+			r.Ctx = v
+		case string(key) == "config":
+			r.Config = v
+		case string(key) == "trace":
+			r.Trace = v
+		default:
+			ok = !folds(key, "kind", "tool", "check", "input", "ctx", "config", "trace")
 		}
-		return !folds(key, "kind", "tool", "check", "input", "ctx", "config", "trace") && p.skip()
-	}) && p.end()
-	return ok, ok && inputAsIs
+		if !ok {
+			return false, false
+		}
+	}
+	return true, inputAsIs
 }
 
-// decodeContext decodes a call's ctx; false: use encoding/json.
+// decodeContext decodes a call's ctx; false: use encoding/json. alias: as
+// decodeRequest's.
 func decodeContext(b []byte, c *Context, alias bool) bool {
-	p := parser{b: b, alias: alias}
-	return p.object(func(key []byte) bool {
-		switch string(key) {
-		case "tenantId":
-			return p.str(&c.TenantID)
-		case "runId":
-			return p.str(&c.RunID)
-		case "projectId":
-			return p.str(&c.ProjectID)
-		case "orgId":
-			return p.str(&c.OrgID)
-		case "requestId":
-			return p.str(&c.RequestID)
-		case "idempotencyKey":
-			return p.str(&c.IdempotencyKey)
-		case "env":
-			if p.null() {
-				c.Env = nil
-				return true
-			}
-			if c.Env == nil {
-				c.Env = map[string]string{}
-			}
-			return p.object(func(k []byte) bool {
-				var v string
-				if !p.str(&v) {
-					return false
-				}
-				c.Env[string(k)] = v
-				return true
-			})
-		case "secrets":
-			return p.rawMap(&c.Secrets)
-		case "settings":
-			return p.rawMap(&c.Settings)
+	var buf [maxMembers]member
+	ms, ok := objectMembers(b, &buf)
+	if !ok {
+		return false
+	}
+	for _, m := range ms {
+		key, v := m.key(b), m.value(b)
+		switch {
+		case m.flags&memberKeyPlain == 0:
+			return false
+		case string(key) == "tenantId":
+			ok = m.str(b, &c.TenantID, alias)
+		case string(key) == "runId":
+			ok = m.str(b, &c.RunID, alias)
+		case string(key) == "projectId":
+			ok = m.str(b, &c.ProjectID, alias)
+		case string(key) == "orgId":
+			ok = m.str(b, &c.OrgID, alias)
+		case string(key) == "requestId":
+			ok = m.str(b, &c.RequestID, alias)
+		case string(key) == "idempotencyKey":
+			ok = m.str(b, &c.IdempotencyKey, alias)
+		case string(key) == "env":
+			ok = stringMap(v, &c.Env, alias)
+		case string(key) == "secrets":
+			ok = rawMap(v, &c.Secrets, alias)
+		case string(key) == "settings":
+			ok = rawMap(v, &c.Settings, alias)
+		default:
+			ok = !folds(key, "tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets", "settings")
 		}
-		return !folds(key, "tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets", "settings") && p.skip()
-	}) && p.end()
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// idObject reads {"id": "…", "version": "…", …} into id and version (nil:
+// a member like any other). Other members are skipped.
+func idObject(b []byte, id, version *string, alias bool) bool {
+	var buf [maxMembers]member
+	ms, ok := objectMembers(b, &buf)
+	if !ok {
+		return false
+	}
+	for _, m := range ms {
+		key := m.key(b)
+		switch {
+		case m.flags&memberKeyPlain == 0:
+			return false
+		case string(key) == "id":
+			ok = m.str(b, id, alias)
+		case string(key) == "version" && version != nil:
+			ok = m.str(b, version, alias)
+		case version != nil:
+			ok = !folds(key, "id", "version")
+		default:
+			ok = !folds(key, "id")
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// stringMap reads an object of strings into m (null: nil), as
+// encoding/json decodes a map[string]string: into the map it has.
+func stringMap(b []byte, m *map[string]string, alias bool) bool {
+	if string(b) == "null" {
+		*m = nil
+		return true
+	}
+	var buf [maxMembers]member
+	ms, ok := objectMembers(b, &buf)
+	if !ok {
+		return false
+	}
+	if *m == nil {
+		*m = make(map[string]string, len(ms))
+	}
+	for _, e := range ms {
+		var v string
+		if e.flags&memberKeyPlain == 0 || !e.str(b, &v, alias) {
+			return false
+		}
+		(*m)[text(e.key(b), alias)] = v
+	}
+	return true
 }
 
 // rawMap reads an object of JSON values into m (null: nil), as
 // encoding/json decodes a map[string]json.RawMessage: into the map it has.
-func (p *parser) rawMap(m *map[string]json.RawMessage) bool {
-	if p.null() {
+func rawMap(b []byte, m *map[string]json.RawMessage, alias bool) bool {
+	if string(b) == "null" {
 		*m = nil
 		return true
 	}
-	if *m == nil {
-		*m = map[string]json.RawMessage{}
+	var buf [maxMembers]member
+	ms, ok := objectMembers(b, &buf)
+	if !ok {
+		return false
 	}
-	return p.object(func(k []byte) bool {
-		var v json.RawMessage
-		if !p.raw(&v) {
+	if *m == nil {
+		*m = make(map[string]json.RawMessage, len(ms))
+	}
+	for _, e := range ms {
+		if e.flags&memberKeyPlain == 0 {
 			return false
 		}
-		(*m)[string(k)] = v
-		return true
-	})
+		(*m)[text(e.key(b), alias)] = e.value(b)
+	}
+	return true
+}
+
+// str reads the member's value, a plain string, into s.
+func (m member) str(b []byte, s *string, alias bool) bool {
+	if m.flags&memberValuePlain == 0 {
+		return false
+	}
+	*s = text(b[m.valueStart+1:m.valueEnd-1], alias)
+	return true
+}
+
+// kind reads a request's kind: the two the ABI has without a copy.
+func (m member) kind(b []byte, s *string) bool {
+	if m.flags&memberValuePlain == 0 {
+		return false
+	}
+	switch v := b[m.valueStart+1 : m.valueEnd-1]; string(v) {
+	case wire.KindInvoke:
+		*s = wire.KindInvoke
+	case wire.KindCheckInvoke:
+		*s = wire.KindCheckInvoke
+	default:
+		*s = string(v)
+	}
+	return true
 }
 
 // folds reports whether key matches one of names but for case, as
@@ -123,6 +216,14 @@ func folds(key []byte, names ...string) bool {
 	return false
 }
 
+// text is b as a string: sharing its bytes when alias is set.
+func text(b []byte, alias bool) string {
+	if alias && len(b) > 0 {
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b)
+}
+
 // parser reads JSON from b at i. Its methods report false for anything it
 // does not take (see above).
 type parser struct {
@@ -132,11 +233,6 @@ type parser struct {
 	// escaped is set once a string held a character json.Marshal escapes
 	// (<, >, &, U+2028, U+2029).
 	escaped bool
-	// alias has str answer strings that share b's bytes rather than
-	// copies: a pooled call's request buffer (wasip1.go) is not written
-	// again before the instance is reset, so they stay as read, and a
-	// call allocates (and dirties heap pages for) none of them.
-	alias bool
 }
 
 func (p *parser) ws() {
@@ -164,122 +260,6 @@ func (p *parser) eat(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// object reads an object, calling member with each key (plain ASCII, no
-// escapes) positioned at its value.
-func (p *parser) object(member func(key []byte) bool) bool {
-	if !p.eat('{') {
-		return false
-	}
-	if p.eat('}') {
-		return true
-	}
-	for {
-		p.ws()
-		key, ok := p.plain()
-		if !ok || !p.eat(':') || !member(key) {
-			return false
-		}
-		if p.eat(',') {
-			continue
-		}
-		return p.eat('}')
-	}
-}
-
-// plain reads a string of printable ASCII without escapes, and returns
-// its contents.
-func (p *parser) plain() ([]byte, bool) {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return nil, false
-	}
-	start := p.i + 1
-	for j := start; j < len(p.b); j++ {
-		switch c := p.b[j]; {
-		case c == '"':
-			p.i = j + 1
-			return p.b[start:j], true
-		case c < 0x20 || c >= 0x80 || c == '\\':
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// str reads a plain string into s.
-func (p *parser) str(s *string) bool {
-	p.ws()
-	v, ok := p.plain()
-	switch {
-	case !ok:
-	case p.alias && len(v) > 0:
-		*s = unsafe.String(&v[0], len(v))
-	default:
-		*s = string(v)
-	}
-	return ok
-}
-
-// kind reads a request's kind: the two the ABI has without a copy.
-func (p *parser) kind(s *string) bool {
-	p.ws()
-	v, ok := p.plain()
-	switch {
-	case !ok:
-	case string(v) == wire.KindInvoke:
-		*s = wire.KindInvoke
-	case string(v) == wire.KindCheckInvoke:
-		*s = wire.KindCheckInvoke
-	default:
-		*s = string(v)
-	}
-	return ok
-}
-
-// null consumes a null.
-func (p *parser) null() bool {
-	p.ws()
-	if len(p.b)-p.i >= 4 && string(p.b[p.i:p.i+4]) == "null" {
-		p.i += 4
-		return true
-	}
-	return false
-}
-
-// idObject reads {"id": "…", …} into id (other members are skipped).
-func (p *parser) idObject(id *string) bool {
-	return p.object(func(key []byte) bool {
-		if string(key) == "id" {
-			return p.str(id)
-		}
-		return !folds(key, "id") && p.skip()
-	})
-}
-
-// toolObject reads a request's tool: its id and version.
-func (p *parser) toolObject(id, version *string) bool {
-	return p.object(func(key []byte) bool {
-		switch string(key) {
-		case "id":
-			return p.str(id)
-		case "version":
-			return p.str(version)
-		}
-		return !folds(key, "id", "version") && p.skip()
-	})
-}
-
-// raw reads any value into v, as its bytes (null too: encoding/json
-// hands a json.RawMessage the literal).
-func (p *parser) raw(v *json.RawMessage) bool {
-	p.ws()
-	start := p.i
-	if !p.skip() {
-		return false
-	}
-	*v = json.RawMessage(p.b[start:p.i])
-	return true
 }
 
 // skip reads one value of any type, checking it is valid JSON. Deeper

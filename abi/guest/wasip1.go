@@ -23,6 +23,27 @@ func logImport(level int32, ptr unsafe.Pointer, n int32)
 //go:wasmimport kindgi json_scan
 func jsonScan(ptr unsafe.Pointer, n uint32) int64
 
+//go:wasmimport kindgi json_members
+//go:noescape
+func jsonMembers(ptr unsafe.Pointer, n uint32, out unsafe.Pointer, capacity uint32) int64
+
+// membersIn is walkMembers, done by packd (json_members), natively: a
+// decoder's members land in an array on its stack.
+func membersIn(b []byte, out []member) (count, end int) {
+	if len(b) == 0 || uint64(len(b)) > 1<<31-1 || uint64(len(out)) > 1<<26 {
+		return walkMembers(b, out)
+	}
+	var o unsafe.Pointer
+	if len(out) > 0 {
+		o = unsafe.Pointer(&out[0])
+	}
+	r := jsonMembers(unsafe.Pointer(&b[0]), uint32(len(b)), o, uint32(len(out)))
+	if r < 0 {
+		return -1, 0
+	}
+	return int(uint32(r)), int(r >> 32)
+}
+
 // scanValue is scan, done by packd (json_scan): packd reads the value
 // natively, at 16 units of fuel a byte, where the scanner here, a byte at
 // a time through its functions' dispatch loops, costs hundreds (a 64 KiB

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kindgi/packd/abi"
@@ -72,5 +74,47 @@ func TestGoEchoOf5MiBAnswersAtTheDefaultFuel(t *testing.T) {
 	t.Logf("%d bytes: %d fuel (%.1f a byte; the default budget is %d)", in.Len(), rep.FuelUsed, float64(rep.FuelUsed)/float64(in.Len()), sandbox.DefaultFuel)
 	if rep.FuelUsed > sandbox.DefaultFuel/10 {
 		t.Errorf("%d fuel for a 5 MiB echo", rep.FuelUsed)
+	}
+}
+
+// TestGoContextDecodesAsEncodingJSON: the Go SDK reads a request's
+// envelope and its ctx with json_members (the first 16 members of an
+// object in one call, more in a second). Whatever the ctx, a handler sees
+// the tenantId and runId encoding/json reads from it.
+func TestGoContextDecodesAsEncodingJSON(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 1})
+	m := compile(t, sb, filepath.Join("..", "..", "wasm-examples", "conformance", "conformance.wasm"))
+	var env strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&env, `"K%d":"v%d",`, i, i)
+	}
+	ctxs := []string{
+		`{"tenantId":"t","runId":"r"}`,
+		` { "tenantId" : "t" , "runId" : "r" } `,
+		`{"tenantId":"t\"q","runId":"r\u00e9"}`,
+		`{"tenantId":"ünï","runId":"<r>&"}`,
+		`{"TENANTID":"x","runId":"r"}`,
+		`{"tenantId":"t","tenantId":"u","runId":"r"}`,
+		`{"env":{` + env.String() + `"A":"b"},"secrets":{"s":{"k":"v"}},"settings":{"b":{"x":1}},"tenantId":"t","runId":"r"}`,
+		`{` + env.String() + `"tenantId":"after twenty","runId":"r"}`,
+		`{"tenantId":null,"runId":"r"}`,
+		`{"requestId":"q","idempotencyKey":"k","projectId":"p","orgId":"o","extra":[1,{"a":2}],"tenantId":"t","runId":"r"}`,
+	}
+	for _, c := range ctxs {
+		body := []byte(`{"kind":"invoke","tool":{"id":"conformance.context","version":"1.0.0"},"input":{},"ctx":` + c + `}`)
+		rep, err := m.Call(context.Background(), sandbox.Request{Body: body})
+		if err != nil || rep.Status != abi.StatusOK {
+			t.Fatalf("ctx %s: %v %v %s", c, err, rep.Status, rep.Body)
+		}
+		var want, got struct {
+			TenantID string `json:"tenantId"`
+			RunID    string `json:"runId"`
+		}
+		if err := json.Unmarshal([]byte(c), &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(rep.Body, &got); err != nil || got != want {
+			t.Fatalf("ctx %s: the handler saw %s, want %+v", c, rep.Body, want)
+		}
 	}
 }

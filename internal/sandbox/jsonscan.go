@@ -81,9 +81,12 @@ func (s *jsonScanner) extend(i int) bool {
 // value returns the offset just past the value at the start of b, or -1.
 // One loop with its own stack of open containers (a bit each: set for an
 // object), so nesting costs no Go stack.
-func (s *jsonScanner) value() int {
+func (s *jsonScanner) value() int { return s.valueAt(0) }
+
+// valueAt is value from b[i].
+func (s *jsonScanner) valueAt(i int) int {
 	var objects [maxJSONDepth/64 + 1]uint64
-	b, i, depth := s.b, 0, 0
+	b, depth := s.b, 0
 	for {
 		// A value.
 		if i >= s.lim || b[i] <= ' ' {

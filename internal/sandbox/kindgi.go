@@ -28,6 +28,8 @@ func instantiateKindgi(ctx context.Context, rt wazero.Runtime) error {
 		Export(abi.ImportHTTPResponseRead)
 	b.NewFunctionBuilder().WithGoModuleFunction(charged(jsonScan), []api.ValueType{i32, i32}, []api.ValueType{api.ValueTypeI64}).
 		Export(abi.ImportJSONScan)
+	b.NewFunctionBuilder().WithGoModuleFunction(charged(jsonMembers), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{api.ValueTypeI64}).
+		Export(abi.ImportJSONMembers)
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(fuelRefill), nil, nil).
 		Export(instrument.ImportRefill)
 	_, err := b.Instantiate(ctx)

@@ -34,6 +34,14 @@ const (
 	// escapes (<, >, &, U+2028, U+2029).
 	ImportJSONScan = "json_scan" // (ptr i32, len i32) -> i64
 
+	// ImportJSONMembers (optional) reads the members of the JSON object at
+	// the start of [ptr, ptr+len), checking it as json_scan does, and
+	// writes the first cap of them at out, 20 bytes each (five
+	// little-endian u32: key start and end inside its quotes, value start
+	// and end, flags); -1 when it is not one, else the member count (low
+	// 32 bits) and the offset past the object (high 32 bits).
+	ImportJSONMembers = "json_members" // (ptr i32, len i32, out i32, cap i32) -> i64
+
 	ExportABIVersion = "kindgi_abi_version" // () -> i32
 	ExportDescribe   = "kindgi_describe"    // () -> i32
 	ExportCall       = "kindgi_call"        // () -> i32

@@ -1,0 +1,15 @@
+(module
+  ;; hostile fixture: asks json_members to write a member past its memory
+  (import "kindgi" "json_members" (func $json_members (param i32 i32 i32 i32) (result i64)))
+  (import "kindgi" "response_write" (func $response_write (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"tools\":[\"hostile.jsonmembersoob\"],\"checks\":[]}")
+  (data (i32.const 100) "{\"a\":1}")
+  (func (export "kindgi_abi_version") (result i32) (i32.const 1))
+  (func (export "kindgi_describe") (result i32)
+    (call $response_write (i32.const 0) (i32.const 48))
+    (i32.const 0))
+  (func (export "kindgi_call") (result i32)
+    (drop (call $json_members (i32.const 100) (i32.const 8) (i32.const 65530) (i32.const 1)))
+    (i32.const 0))
+)

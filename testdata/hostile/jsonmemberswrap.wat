@@ -1,0 +1,15 @@
+(module
+  ;; hostile fixture: asks json_members for room for 0x0ccccccd members of 20 bytes: 4 GiB and 4 bytes, which is 4 bytes in 32-bit arithmetic
+  (import "kindgi" "json_members" (func $json_members (param i32 i32 i32 i32) (result i64)))
+  (import "kindgi" "response_write" (func $response_write (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"tools\":[\"hostile.jsonmemberswrap\"],\"checks\":[]}")
+  (data (i32.const 100) "{\"a\":1}")
+  (func (export "kindgi_abi_version") (result i32) (i32.const 1))
+  (func (export "kindgi_describe") (result i32)
+    (call $response_write (i32.const 0) (i32.const 49))
+    (i32.const 0))
+  (func (export "kindgi_call") (result i32)
+    (drop (call $json_members (i32.const 100) (i32.const 8) (i32.const 0) (i32.const 0x0ccccccd)))
+    (i32.const 0))
+)
