@@ -50,6 +50,9 @@ type callState struct {
 	// let other goroutines run (yield).
 	clock             time.Time
 	deadlineIn, ranAt time.Duration
+	// unlooked is the fuel host work has charged since the clock was
+	// last read (charge).
+	unlooked int64
 	// budget is the call's fuel budget; record and replay its tapes
 	// (Request.Record, Request.Replay).
 	budget         int64
@@ -62,7 +65,7 @@ type callState struct {
 // bind notes the deadline of the context the call runs under.
 func (st *callState) bind(ctx context.Context) {
 	st.deadline, st.hasDeadline = ctx.Deadline()
-	st.clock, st.ranAt = time.Now(), 0
+	st.clock, st.ranAt, st.unlooked = time.Now(), 0, 0
 	st.deadlineIn = st.deadline.Sub(st.clock)
 }
 

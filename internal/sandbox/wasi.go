@@ -294,8 +294,10 @@ func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 	// The answer (the events, then their count) is a host answer: live,
 	// the subscriptions are waited for; replayed, the recording's come at
 	// once. Only a taped call's answer goes through a buffer of its own.
+	st := stateFrom(ctx)
+	look(st) // a wait does not begin past the deadline
 	var n uint32
-	if st := stateFrom(ctx); st.record == nil && st.replay == nil {
+	if st.record == nil && st.replay == nil {
 		n = poll(ctx, subs, nsub, events)
 	} else {
 		answer := make([]byte, nsub*pollEventSize+4)
