@@ -133,6 +133,7 @@ func TestJSHostile(t *testing.T) {
 		{"alloc", "", `"code":"handler-throw","message":"Handler for tool \"jshostile.alloc\" threw: InternalError: out of memory"`},
 		{"never", "", `"code":"handler-throw","message":"Handler for tool \"jshostile.never\" threw: Error: the handler's promise never settled: nothing was left to run (no timer, no request)"`},
 		{"eval", "", `{"v":2,"kind":"result","output":{"type":"number","fn":42}}`},
+		{"churn", "", `{"v":2,"kind":"result","output":{"made":740081}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var extra []string

@@ -16,6 +16,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -408,6 +409,120 @@ static void eval_or_fail(const char *src, size_t n, const char *name) {
   JS_FreeValue(ctx, v);
 }
 
+
+/* QuickJS's allocator (JS_NewRuntime2). A pooled call starts from the
+ * snapshot and its instance is reset after it, so what a call allocates
+ * is gone with it anyway; what costs is the allocating. QuickJS asks for
+ * many small blocks (an object, its properties, a short string: a 64 KiB
+ * input of small items is about 6,000), and dlmalloc's bins and headers
+ * made each about 400 units of fuel, a fifth of such an echo. Blocks of up
+ * to JSA_SMALL bytes come from free lists by size (16-byte steps), carved
+ * from JSA_CHUNK chunks of malloc; a freed one goes back on its list, to
+ * be reused at its size; larger blocks are malloc's. A block carries its
+ * size class in an 8-byte header (0: malloc's); blocks are 8-aligned.
+ * Blocks on a list serve no other size, so a call whose live blocks move
+ * from size to size in bulk would take new chunks for each: past
+ * JSA_CARVE_MAX carved, a new block of a size with none free is malloc's
+ * (given back to it when freed), and memory is bounded as with malloc
+ * alone, plus that (jshostile.churn). */
+#define JSA_SMALL 512
+#define JSA_CLASSES (JSA_SMALL / 16)
+#define JSA_CHUNK (64 << 10)
+#define JSA_CARVE_MAX (16 << 20)
+#define JSA_HEADER 8
+
+typedef struct jsa_block {
+  struct jsa_block *next;
+} jsa_block;
+static jsa_block *jsa_free_lists[JSA_CLASSES];
+static char *jsa_cur, *jsa_end;
+static size_t jsa_carved;
+
+/* jsa_usable is what the block at ptr holds. */
+static size_t jsa_usable(const void *ptr) {
+  if (!ptr) return 0;
+  const char *b = (const char *)ptr - JSA_HEADER;
+  uint32_t c = *(const uint32_t *)b;
+  return c ? ((size_t)c << 4) - JSA_HEADER : malloc_usable_size((void *)b) - JSA_HEADER;
+}
+
+static void *jsa_malloc(JSMallocState *s, size_t size) {
+  if (size > s->malloc_limit || s->malloc_size + size > s->malloc_limit) return NULL;
+  char *b = NULL;
+  uint32_t c = size <= JSA_SMALL - JSA_HEADER ? (uint32_t)((size + JSA_HEADER + 15) >> 4) : 0;
+  if (c) {
+    size_t n = (size_t)c << 4;
+    jsa_block *f = jsa_free_lists[c - 1];
+    if (f) {
+      jsa_free_lists[c - 1] = f->next;
+      b = (char *)f;
+    } else if (jsa_cur && (size_t)(jsa_end - jsa_cur) >= n) {
+      b = jsa_cur;
+      jsa_cur += n;
+    } else if (jsa_carved < JSA_CARVE_MAX) {
+      char *chunk = malloc(JSA_CHUNK);
+      if (!chunk) return NULL;
+      jsa_carved += JSA_CHUNK;
+      jsa_cur = chunk + n;
+      jsa_end = chunk + JSA_CHUNK;
+      b = chunk;
+    }
+  }
+  if (b) {
+    *(uint32_t *)b = c;
+    s->malloc_size += (size_t)c << 4;
+  } else {
+    if (size > SIZE_MAX - JSA_HEADER || !(b = malloc(size + JSA_HEADER))) return NULL;
+    *(uint32_t *)b = 0;
+    s->malloc_size += malloc_usable_size(b);
+  }
+  s->malloc_count++;
+  return b + JSA_HEADER;
+}
+
+static void jsa_free(JSMallocState *s, void *ptr) {
+  if (!ptr) return;
+  char *b = (char *)ptr - JSA_HEADER;
+  uint32_t c = *(uint32_t *)b;
+  s->malloc_count--;
+  if (c) {
+    s->malloc_size -= (size_t)c << 4;
+    jsa_block *f = (jsa_block *)b;
+    f->next = jsa_free_lists[c - 1];
+    jsa_free_lists[c - 1] = f;
+  } else {
+    s->malloc_size -= malloc_usable_size(b);
+    free(b);
+  }
+}
+
+static void *jsa_realloc(JSMallocState *s, void *ptr, size_t size) {
+  if (!ptr) return size ? jsa_malloc(s, size) : NULL;
+  if (!size) {
+    jsa_free(s, ptr);
+    return NULL;
+  }
+  size_t had = jsa_usable(ptr);
+  char *b = (char *)ptr - JSA_HEADER;
+  if (*(uint32_t *)b) {
+    if (size <= had) return ptr; /* it fits its class */
+  } else if (size > JSA_SMALL - JSA_HEADER) {
+    if (size > SIZE_MAX - JSA_HEADER || s->malloc_size - malloc_usable_size(b) + size > s->malloc_limit) return NULL;
+    size_t before = malloc_usable_size(b);
+    char *nb = realloc(b, size + JSA_HEADER);
+    if (!nb) return NULL;
+    s->malloc_size = s->malloc_size - before + malloc_usable_size(nb);
+    return nb + JSA_HEADER;
+  }
+  void *q = jsa_malloc(s, size);
+  if (!q) return NULL;
+  memcpy(q, ptr, had < size ? had : size);
+  jsa_free(s, ptr);
+  return q;
+}
+
+static const JSMallocFunctions jsa_functions = {jsa_malloc, jsa_free, jsa_realloc, jsa_usable};
+
 __attribute__((constructor)) static void packd_js_init(void) {
   int32_t n = kindgi_js_bundle(NULL);
   if (n <= 0) fail("packd: this module is the JavaScript runtime without a pack: make a pack's module with packd build-js");
@@ -416,7 +531,7 @@ __attribute__((constructor)) static void packd_js_init(void) {
   kindgi_js_bundle(src);
   src[n] = 0;
 
-  rt = JS_NewRuntime();
+  rt = JS_NewRuntime2(&jsa_functions, NULL);
   if (!rt) fail("packd: QuickJS did not start");
   JS_SetMaxStackSize(rt, JS_STACK - (64 << 10));
   /* Every call starts from the snapshot, so little garbage outlives one:
