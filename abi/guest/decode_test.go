@@ -104,6 +104,23 @@ func TestACallsRequestAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestAppendingToTheInputLeavesTheCtx: a handler that appends to its
+// input (a json.RawMessage in the request's buffer) gets a copy; the
+// bytes after the input, the ctx whose strings share them, stay as read.
+func TestAppendingToTheInputLeavesTheCtx(t *testing.T) {
+	b := []byte(`{"kind":"invoke","tool":{"id":"x"},"input":{"a":1},"ctx":{"tenantId":"tenant-a","runId":"r"}}`)
+	var r request
+	var c Context
+	if ok, _ := decodeRequest(b, &r, true); !ok || !decodeContext(r.Ctx, &c, true) {
+		t.Fatal("the request is not decoded fast")
+	}
+	_ = append(r.Input, `,"ctx":{"tenantId":"tenant-b"`...)
+	_ = append(r.Ctx, 'x')
+	if c.TenantID != "tenant-a" || string(r.Ctx) != `{"tenantId":"tenant-a","runId":"r"}` || cap(r.Input) != len(r.Input) {
+		t.Fatalf("after appending to the input: tenant %q, ctx %s", c.TenantID, r.Ctx)
+	}
+}
+
 // FuzzFastDecoders: whatever the bytes, what the fast decoders accept is
 // exactly what encoding/json reads from them.
 func FuzzFastDecoders(f *testing.F) {

@@ -27,8 +27,12 @@ const (
 // object with more has them in a slice of their own.
 const maxMembers = 16
 
-func (m member) key(b []byte) []byte   { return b[m.keyStart:m.keyEnd] }
-func (m member) value(b []byte) []byte { return b[m.valueStart:m.valueEnd] }
+func (m member) key(b []byte) []byte { return b[m.keyStart:m.keyEnd] }
+
+// value is the member's value, without room past its end: a handler that
+// appends to its input gets a copy, and never writes over the bytes after
+// it (the ctx, whose strings share them).
+func (m member) value(b []byte) []byte { return b[m.valueStart:m.valueEnd:m.valueEnd] }
 
 // objectMembers reads the object that is all of b (white space around it
 // allowed) and returns its members; false when b is not one valid object.
