@@ -17,8 +17,8 @@ type member struct {
 
 // A member's flags.
 const (
-	memberKeyPlain     = 1 << 0 // the key is printable ASCII without an escape
-	memberValuePlain   = 1 << 1 // the value is a string of printable ASCII without an escape
+	memberKeyPlain     = 1 << 0 // the key's bytes are 0x20-0x7f, no backslash: it says what it is
+	memberValuePlain   = 1 << 1 // the value is a string whose bytes are
 	memberValueSpace   = 1 << 2 // the value holds white space outside strings
 	memberValueEscaped = 1 << 3 // a string in the value holds what json.Marshal escapes
 )
@@ -120,7 +120,7 @@ func walkMembers(b []byte, out []member) (count, end int) {
 }
 
 // printable reports whether a string's contents (between its quotes) are
-// printable ASCII without an escape: what it says is its bytes.
+// bytes 0x20-0x7f without a backslash: what it says is its bytes.
 func printable(b []byte) bool {
 	for _, c := range b {
 		if c < 0x20 || c >= 0x80 || c == '\\' {

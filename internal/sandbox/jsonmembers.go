@@ -23,15 +23,15 @@ const memberSize = 20
 
 // A member's flags.
 const (
-	memberKeyPlain     = 1 << 0 // the key is printable ASCII without an escape
-	memberValuePlain   = 1 << 1 // the value is a string of printable ASCII without an escape
+	memberKeyPlain     = 1 << 0 // the key's bytes are 0x20-0x7f, no backslash: it says what it is
+	memberValuePlain   = 1 << 1 // the value is a string whose bytes are
 	memberValueSpace   = 1 << 2 // the value holds white space outside strings
 	memberValueEscaped = 1 << 3 // a string in the value holds what json.Marshal escapes
 )
 
 // jsonMembers answers json_members(ptr, len, out, cap) -> i64: -1 when
 // [ptr, ptr+len) does not start with one valid JSON object (white space
-// before it allowed) nested at most maxJSONDepth deep; else the number of
+// before it allowed) whose values nest at most maxJSONDepth deep; else the number of
 // its members (low 32 bits) and the offset just past it (high 32 bits),
 // having written the first cap of its members at out, memberSize bytes
 // each. [out, out+cap*memberSize) must be in memory and must not overlap
@@ -133,7 +133,7 @@ func (s *jsonScanner) members(put func(k int, m [5]uint32)) (count, end int) {
 }
 
 // printable reports whether a string's contents (between its quotes) are
-// printable ASCII without an escape: what it says is its bytes.
+// bytes 0x20-0x7f without a backslash: what it says is its bytes.
 func printable(b []byte) bool {
 	for _, c := range b {
 		if c < 0x20 || c >= 0x80 || c == '\\' {
