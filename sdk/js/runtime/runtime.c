@@ -439,6 +439,21 @@ static char *jsa_cur, *jsa_end;
 static size_t jsa_carved;
 
 /* jsa_usable is what the block at ptr holds. */
+static size_t jsa_usable(const void *ptr);
+
+/* QuickJS counts its memory (malloc_size, against its cycle collector's
+ * threshold, JS_SetGCThreshold) as it did with dlmalloc here, where the
+ * usable size of a block is unknown: 8 bytes a block. Counting the blocks'
+ * sizes instead would change when the collector runs (past 64 MiB, then
+ * past 1.5 times what was live), and so what a call costs: a change of its
+ * own, not this allocator's. */
+#define JSA_COUNTED 8
+
+static size_t jsa_usable_unknown(const void *ptr) {
+  (void)ptr;
+  return 0;
+}
+
 static size_t jsa_usable(const void *ptr) {
   if (!ptr) return 0;
   const char *b = (const char *)ptr - JSA_HEADER;
@@ -447,7 +462,7 @@ static size_t jsa_usable(const void *ptr) {
 }
 
 static void *jsa_malloc(JSMallocState *s, size_t size) {
-  if (size > s->malloc_limit || s->malloc_size + size > s->malloc_limit) return NULL;
+  if (size > s->malloc_limit || s->malloc_size + size > s->malloc_limit) return NULL; /* as js_def_malloc */
   char *b = NULL;
   uint32_t c = size <= JSA_SMALL - JSA_HEADER ? (uint32_t)((size + JSA_HEADER + 15) >> 4) : 0;
   if (c) {
@@ -470,12 +485,11 @@ static void *jsa_malloc(JSMallocState *s, size_t size) {
   }
   if (b) {
     *(uint32_t *)b = c;
-    s->malloc_size += (size_t)c << 4;
   } else {
     if (size > SIZE_MAX - JSA_HEADER || !(b = malloc(size + JSA_HEADER))) return NULL;
     *(uint32_t *)b = 0;
-    s->malloc_size += malloc_usable_size(b);
   }
+  s->malloc_size += JSA_COUNTED;
   s->malloc_count++;
   return b + JSA_HEADER;
 }
@@ -485,13 +499,12 @@ static void jsa_free(JSMallocState *s, void *ptr) {
   char *b = (char *)ptr - JSA_HEADER;
   uint32_t c = *(uint32_t *)b;
   s->malloc_count--;
+  s->malloc_size -= JSA_COUNTED;
   if (c) {
-    s->malloc_size -= (size_t)c << 4;
     jsa_block *f = (jsa_block *)b;
     f->next = jsa_free_lists[c - 1];
     jsa_free_lists[c - 1] = f;
   } else {
-    s->malloc_size -= malloc_usable_size(b);
     free(b);
   }
 }
@@ -507,12 +520,9 @@ static void *jsa_realloc(JSMallocState *s, void *ptr, size_t size) {
   if (*(uint32_t *)b) {
     if (size <= had) return ptr; /* it fits its class */
   } else if (size > JSA_SMALL - JSA_HEADER) {
-    if (size > SIZE_MAX - JSA_HEADER || s->malloc_size - malloc_usable_size(b) + size > s->malloc_limit) return NULL;
-    size_t before = malloc_usable_size(b);
+    if (size > SIZE_MAX - JSA_HEADER) return NULL;
     char *nb = realloc(b, size + JSA_HEADER);
-    if (!nb) return NULL;
-    s->malloc_size = s->malloc_size - before + malloc_usable_size(nb);
-    return nb + JSA_HEADER;
+    return nb ? nb + JSA_HEADER : NULL;
   }
   void *q = jsa_malloc(s, size);
   if (!q) return NULL;
@@ -521,7 +531,7 @@ static void *jsa_realloc(JSMallocState *s, void *ptr, size_t size) {
   return q;
 }
 
-static const JSMallocFunctions jsa_functions = {jsa_malloc, jsa_free, jsa_realloc, jsa_usable};
+static const JSMallocFunctions jsa_functions = {jsa_malloc, jsa_free, jsa_realloc, jsa_usable_unknown};
 
 __attribute__((constructor)) static void packd_js_init(void) {
   int32_t n = kindgi_js_bundle(NULL);
@@ -536,7 +546,9 @@ __attribute__((constructor)) static void packd_js_init(void) {
   JS_SetMaxStackSize(rt, JS_STACK - (64 << 10));
   /* Every call starts from the snapshot, so little garbage outlives one:
    * reference counting frees most of it, and the cycle collector runs
-   * only past 64 MiB (it would write to every object's header). */
+   * only past 64 MiB as QuickJS counts it (it would write to every
+   * object's header); QuickJS counts 8 bytes a block here (JSA_COUNTED),
+   * so that is past 8 million blocks. */
   JS_SetGCThreshold(rt, 64 << 20);
   ctx = JS_NewContext(rt);
   if (!ctx) fail("packd: QuickJS did not start");
