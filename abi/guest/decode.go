@@ -62,7 +62,10 @@ func decodeRequest(b []byte, r *request, alias bool) (ok, inputAsIs bool) {
 }
 
 // decodeContext decodes a call's ctx; false: use encoding/json. alias: as
-// decodeRequest's.
+// decodeRequest's. Its loop is kept small, the rest in functions of their
+// own: Go compiles a function to one loop around a br_table, and every
+// jump in it pays for the blocks before the table, so a large function's
+// every step is dear (this one's two members cost 5,400 fuel in one).
 func decodeContext(b []byte, c *Context, alias bool) bool {
 	var buf [maxMembers]member
 	ms, ok := objectMembers(b, &buf)
@@ -70,36 +73,55 @@ func decodeContext(b []byte, c *Context, alias bool) bool {
 		return false
 	}
 	for _, m := range ms {
-		key, v := m.key(b), m.value(b)
-		switch {
-		case m.flags&memberKeyPlain == 0:
+		if m.flags&memberKeyPlain == 0 {
 			return false
-		case string(key) == "tenantId":
-			ok = m.str(b, &c.TenantID, alias)
-		case string(key) == "runId":
-			ok = m.str(b, &c.RunID, alias)
-		case string(key) == "projectId":
-			ok = m.str(b, &c.ProjectID, alias)
-		case string(key) == "orgId":
-			ok = m.str(b, &c.OrgID, alias)
-		case string(key) == "requestId":
-			ok = m.str(b, &c.RequestID, alias)
-		case string(key) == "idempotencyKey":
-			ok = m.str(b, &c.IdempotencyKey, alias)
-		case string(key) == "env":
-			ok = stringMap(v, &c.Env, alias)
-		case string(key) == "secrets":
-			ok = rawMap(v, &c.Secrets, alias)
-		case string(key) == "settings":
-			ok = rawMap(v, &c.Settings, alias)
-		default:
-			ok = !folds(key, "tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets", "settings")
+		}
+		key := m.key(b)
+		if s := c.stringField(key); s != nil {
+			ok = m.str(b, s, alias)
+		} else {
+			ok = c.otherField(key, m.value(b), alias)
 		}
 		if !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// stringField is the string field a ctx key names, or nil.
+func (c *Context) stringField(key []byte) *string {
+	switch string(key) {
+	case "tenantId":
+		return &c.TenantID
+	case "runId":
+		return &c.RunID
+	case "projectId":
+		return &c.ProjectID
+	case "orgId":
+		return &c.OrgID
+	case "requestId":
+		return &c.RequestID
+	case "idempotencyKey":
+		return &c.IdempotencyKey
+	}
+	return nil
+}
+
+// otherField reads the ctx member key other than a string field: its env,
+// secrets or settings, or one the struct does not name.
+//
+//go:noinline
+func (c *Context) otherField(key, v []byte, alias bool) bool {
+	switch string(key) {
+	case "env":
+		return stringMap(v, &c.Env, alias)
+	case "secrets":
+		return rawMap(v, &c.Secrets, alias)
+	case "settings":
+		return rawMap(v, &c.Settings, alias)
+	}
+	return !folds(key, "tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets", "settings")
 }
 
 // idObject reads {"id": "…", "version": "…", …} into id and version (nil:
