@@ -108,6 +108,11 @@ func (c *Context) stringField(key []byte) *string {
 	return nil
 }
 
+// rawValue reads a member's value of the object b as its bytes.
+func rawValue(b []byte) func(e member) (json.RawMessage, bool) {
+	return func(e member) (json.RawMessage, bool) { return e.value(b), true }
+}
+
 // otherField reads the ctx member key other than a string field: its env,
 // secrets or settings, or one the struct does not name.
 //
@@ -115,11 +120,11 @@ func (c *Context) stringField(key []byte) *string {
 func (c *Context) otherField(key, v []byte, alias bool) bool {
 	switch string(key) {
 	case "env":
-		return stringMap(v, &c.Env, alias)
+		return objectMap(v, &c.Env, alias, func(e member) (s string, ok bool) { return s, e.str(v, &s, alias) })
 	case "secrets":
-		return rawMap(v, &c.Secrets, alias)
+		return objectMap(v, &c.Secrets, alias, rawValue(v))
 	case "settings":
-		return rawMap(v, &c.Settings, alias)
+		return objectMap(v, &c.Settings, alias, rawValue(v))
 	}
 	return !folds(key, "tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets", "settings")
 }
@@ -153,9 +158,10 @@ func idObject(b []byte, id, version *string, alias bool) bool {
 	return true
 }
 
-// stringMap reads an object of strings into m (null: nil), as
-// encoding/json decodes a map[string]string: into the map it has.
-func stringMap(b []byte, m *map[string]string, alias bool) bool {
+// objectMap reads an object into m (null: nil), each member's value as
+// value reads it (false: use encoding/json), as encoding/json decodes a
+// map: into the map it has.
+func objectMap[V any](b []byte, m *map[string]V, alias bool, value func(e member) (V, bool)) bool {
 	if string(b) == "null" {
 		*m = nil
 		return true
@@ -166,38 +172,17 @@ func stringMap(b []byte, m *map[string]string, alias bool) bool {
 		return false
 	}
 	if *m == nil {
-		*m = make(map[string]string, len(ms))
-	}
-	for _, e := range ms {
-		var v string
-		if e.flags&memberKeyPlain == 0 || !e.str(b, &v, alias) {
-			return false
-		}
-		(*m)[text(e.key(b), alias)] = v
-	}
-	return true
-}
-
-// rawMap reads an object of JSON values into m (null: nil), as
-// encoding/json decodes a map[string]json.RawMessage: into the map it has.
-func rawMap(b []byte, m *map[string]json.RawMessage, alias bool) bool {
-	if string(b) == "null" {
-		*m = nil
-		return true
-	}
-	var buf [maxMembers]member
-	ms, ok := objectMembers(b, &buf)
-	if !ok {
-		return false
-	}
-	if *m == nil {
-		*m = make(map[string]json.RawMessage, len(ms))
+		*m = make(map[string]V, len(ms))
 	}
 	for _, e := range ms {
 		if e.flags&memberKeyPlain == 0 {
 			return false
 		}
-		(*m)[text(e.key(b), alias)] = e.value(b)
+		v, ok := value(e)
+		if !ok {
+			return false
+		}
+		(*m)[text(e.key(b), alias)] = v
 	}
 	return true
 }
@@ -269,11 +254,6 @@ func (p *parser) ws() {
 	}
 }
 
-func (p *parser) end() bool {
-	p.ws()
-	return p.i == len(p.b)
-}
-
 // eat consumes c after white space.
 func (p *parser) eat(c byte) bool {
 	p.ws()
@@ -288,16 +268,6 @@ func (p *parser) eat(c byte) bool {
 // nesting than maxDepth is left to encoding/json (it refuses past 10000).
 func (p *parser) skip() bool {
 	end := scanValue(p.b, p.i, &p.space, &p.escaped)
-	if end < 0 {
-		return false
-	}
-	p.i = end
-	return true
-}
-
-// string reads a valid JSON string.
-func (p *parser) string() bool {
-	end := scanString(p.b, p.i, &p.escaped)
 	if end < 0 {
 		return false
 	}

@@ -78,17 +78,21 @@ func TestJSONScanReadsAsEncodingJSON(t *testing.T) {
 		checkScan(t, []byte(c))
 		checkScan(t, []byte(c+`,"ctx":{"a":1}}`))
 	}
-	// Random values, cut short and with a byte changed.
-	r := rand.New(rand.NewPCG(43, 1))
+	eachRandomText(rand.New(rand.NewPCG(43, 1)), func(b []byte) { checkScan(t, b) })
+}
+
+// eachRandomText hands check 3,000 random JSON values, each whole, cut
+// short and with a byte changed.
+func eachRandomText(r *rand.Rand, check func([]byte)) {
 	for range 3000 {
 		v := randomJSON(r, 0)
-		checkScan(t, v)
+		check(v)
 		if len(v) > 1 {
-			checkScan(t, v[:r.IntN(len(v))])
+			check(v[:r.IntN(len(v))])
 			w := bytes.Clone(v)
 			const changes = "{}[],:\"\\ 0-.eEtfn<&\xe2"
 			w[r.IntN(len(w))] = changes[r.IntN(len(changes))]
-			checkScan(t, w)
+			check(w)
 		}
 	}
 }

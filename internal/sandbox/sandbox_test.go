@@ -115,26 +115,11 @@ func TestHostileGuestsStopWithTypedErrors(t *testing.T) {
 			var te *sandbox.TrapError
 			return errors.As(err, &te) && strings.Contains(te.Message, "out of bounds")
 		}},
-		{"oob", long, func(err error) bool {
-			var ae *sandbox.ABIError
-			return errors.As(err, &ae) && ae.Func == abi.ImportResponseWrite
-		}},
-		{"jsonscanoob", long, func(err error) bool {
-			var ae *sandbox.ABIError
-			return errors.As(err, &ae) && ae.Func == abi.ImportJSONScan && strings.Contains(ae.Reason, "outside guest memory")
-		}},
-		{"jsonmembersoob", long, func(err error) bool {
-			var ae *sandbox.ABIError
-			return errors.As(err, &ae) && ae.Func == abi.ImportJSONMembers && strings.Contains(ae.Reason, "outside guest memory")
-		}},
-		{"jsonmemberswrap", long, func(err error) bool {
-			var ae *sandbox.ABIError
-			return errors.As(err, &ae) && ae.Func == abi.ImportJSONMembers && strings.Contains(ae.Reason, "outside guest memory")
-		}},
-		{"jsonmembersoverlap", long, func(err error) bool {
-			var ae *sandbox.ABIError
-			return errors.As(err, &ae) && ae.Func == abi.ImportJSONMembers && strings.Contains(ae.Reason, "overlaps")
-		}},
+		{"oob", long, abiError(abi.ImportResponseWrite, "")},
+		{"jsonscanoob", long, abiError(abi.ImportJSONScan, "outside guest memory")},
+		{"jsonmembersoob", long, abiError(abi.ImportJSONMembers, "outside guest memory")},
+		{"jsonmemberswrap", long, abiError(abi.ImportJSONMembers, "outside guest memory")},
+		{"jsonmembersoverlap", long, abiError(abi.ImportJSONMembers, "overlaps")},
 		{"huge", long, func(err error) bool { return errors.Is(err, sandbox.ErrOutputTooLarge) }},
 		{"exit", long, func(err error) bool {
 			var ee *sandbox.ExitError
@@ -158,6 +143,15 @@ func TestHostileGuestsStopWithTypedErrors(t *testing.T) {
 	rep, err, _ := call(t, compile(t, sb, hostile("counter")), 5*time.Second)
 	if err != nil || rep.Status != abi.StatusOK {
 		t.Fatalf("after hostile guests: %v %v", rep, err)
+	}
+}
+
+// abiError checks for an ABIError of the host function fn whose reason
+// says reason.
+func abiError(fn, reason string) func(error) bool {
+	return func(err error) bool {
+		var ae *sandbox.ABIError
+		return errors.As(err, &ae) && ae.Func == fn && strings.Contains(ae.Reason, reason)
 	}
 }
 
