@@ -3,6 +3,7 @@ package lineq
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Worker hands each item put to handle, in order, on a goroutine of its
@@ -10,6 +11,12 @@ import (
 // waits for whoever handles it (a disk, a pipe nobody drains). Queue, the
 // audit log and the record directory are each a Worker and what it
 // handles. It is safe for concurrent use.
+//
+// A busy worker is not woken for every item: once woken it takes what is
+// queued, then looks again every Gather for as long as it finds more, and
+// waits to be woken only when a look finds none. A put into a queue whose
+// worker waits wakes a thread to run it, a few microseconds; a service
+// recording every call at c=32 on 2 cores paid it for nearly every call.
 type Worker[T any] struct {
 	ch     chan T
 	mu     sync.RWMutex // held for writing by Close
@@ -27,14 +34,47 @@ func NewWorker[T any](size int, handle func(T), finish func()) *Worker[T] {
 	w := &Worker[T]{ch: make(chan T, size), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		for v := range w.ch {
-			handle(v)
+		for w.take(handle) {
 		}
 		if finish != nil {
 			finish()
 		}
 	}()
 	return w
+}
+
+// Gather is how long a worker that found items waits before it looks for
+// more: the longest an item put meanwhile waits to be handled (but for the
+// handler itself), and what a queue of size items must hold at the rate
+// they come in (4096 items: 4 million a second).
+const Gather = time.Millisecond
+
+// take waits for an item, handles it and what follows as long as items
+// keep coming (a look every Gather), and reports false once the queue is
+// closed and empty.
+func (w *Worker[T]) take(handle func(T)) bool {
+	v, ok := <-w.ch
+	if !ok {
+		return false
+	}
+	handle(v)
+	for {
+		for more := true; more; {
+			select {
+			case v, ok := <-w.ch:
+				if !ok {
+					return false
+				}
+				handle(v)
+			default:
+				more = false
+			}
+		}
+		time.Sleep(Gather)
+		if len(w.ch) == 0 {
+			return true // the next put wakes the worker
+		}
+	}
 }
 
 // Put queues v without waiting: queued is false when the queue is full or

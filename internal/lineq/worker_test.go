@@ -45,3 +45,42 @@ func TestAWorkerNeverMakesAPutWait(t *testing.T) {
 		t.Fatalf("handled %v", got)
 	}
 }
+
+// TestAWorkerHandsOverWhatComesWhileItGathers: items put while the worker
+// gathers (after it took one, before it waits to be woken again) are all
+// handled, in order, with no put refused; Close then hands over the rest
+// and returns: a worker that looked once a Gather for each item would
+// take a second for them.
+func TestAWorkerHandsOverWhatComesWhileItGathers(t *testing.T) {
+	handled := make(chan int, 1000)
+	w := NewWorker(1000, func(v int) { handled <- v }, nil)
+	if ok, _ := w.Put(0); !ok {
+		t.Fatal("the first put was refused")
+	}
+	if v := <-handled; v != 0 {
+		t.Fatalf("handled %d first", v)
+	}
+	for i := 1; i < 1000; i++ { // the worker gathers now
+		if ok, _ := w.Put(i); !ok {
+			t.Fatalf("put %d refused", i)
+		}
+	}
+	start := time.Now()
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("Close took %v", d)
+	}
+	close(handled)
+	want := 1
+	for v := range handled {
+		if v != want {
+			t.Fatalf("handled %d, want %d", v, want)
+		}
+		want++
+	}
+	if want != 1000 {
+		t.Fatalf("handled %d of 1000", want)
+	}
+}
