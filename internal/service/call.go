@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/replay"
 )
@@ -101,7 +99,7 @@ type callEnd struct {
 	s      *Service
 	face   Face
 	g      *generation // nil: none taken
-	span   trace.Span  // nil: not traced
+	span   *callSpan   // nil: not traced
 	event  Event
 	parsed bool // the event is told to the hooks
 	record *replay.Record

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -51,8 +50,12 @@ type Tracing struct {
 	// processor, which counts nothing anyone can read.
 	queued   atomic.Int64
 	maxQueue int64
-	// startOpts holds a face's span start options ([]trace.SpanStartOption).
-	startOpts sync.Map
+	// What a call's span (callSpan) is made with: the provider's sampler,
+	// span limits, resource, and its processor.
+	sampler   sdktrace.Sampler
+	limits    sdktrace.SpanLimits
+	res       *resource.Resource
+	processor sdktrace.SpanProcessor
 }
 
 // maxAttributeLength bounds a span attribute's value by default.
@@ -81,8 +84,11 @@ func NewTracing(ctx context.Context, version string, rec *Log) (*Tracing, error)
 	if limits.AttributeValueLengthLimit < 0 {
 		limits.AttributeValueLengthLimit = maxAttributeLength
 	}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newRestingProcessor(bsp, t)), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits))
-	t.tracer = t.tp.Tracer("github.com/kindgi/packd/internal/server")
+	t.sampler, t.limits, t.processor = samplerFromEnv(), limits, newRestingProcessor(bsp, t)
+	t.res, _ = resource.Merge(resource.Environment(), res) // the provider's, as WithResource makes it (and says what is wrong)
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(t.processor), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits),
+		sdktrace.WithSampler(t.sampler))
+	t.tracer = t.tp.Tracer(scope.Name)
 	if rec != nil {
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { t.exportFailed(err, rec) }))
 	}
@@ -221,26 +227,6 @@ func (t *Tracing) register(reg prometheus.Registerer) error {
 	return nil
 }
 
-// startCall opens the server span of a call, a child of the caller's
-// traceparent when it sent a valid one.
-//
-// The span starts from a context of the parent alone (the sampler and the
-// SDK look the parent up in it, a walk through every value of the
-// request's context otherwise), and is then put in ctx.
-func (t *Tracing) startCall(ctx context.Context, face, traceparent, tracestate string) (context.Context, trace.Span) {
-	parent := context.Background()
-	if traceparent != "" {
-		parent = propagation.TraceContext{}.Extract(parent, callCarrier{traceparent, tracestate})
-	}
-	opts, ok := t.startOpts.Load(face)
-	if !ok { // a face's options are made once
-		opts, _ = t.startOpts.LoadOrStore(face, []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("packd.face", face))})
-	}
-	_, span := t.tracer.Start(parent, "invoke", opts.([]trace.SpanStartOption)...)
-	return trace.ContextWithSpan(ctx, span), span
-}
-
 // callCarrier is a call's W3C trace context headers, as the propagator
 // reads them.
 type callCarrier struct{ traceparent, tracestate string }
@@ -260,7 +246,7 @@ func (callCarrier) Keys() []string     { return []string{"traceparent", "tracest
 
 // describeCall names the span of a call that was dispatched and returns
 // what the call did, as attributes for endCall.
-func describeCall(span trace.Span, e Event, known bool, attrs []attribute.KeyValue) []attribute.KeyValue {
+func describeCall(span *callSpan, e Event, known bool, attrs []attribute.KeyValue) []attribute.KeyValue {
 	target := string(e.Target)
 	if target == "" {
 		target = string(host.TargetTool)
@@ -321,7 +307,7 @@ func (a *spanAttrs) free() {
 // endCall closes a call's span with attrs (describeCall's, or none) and
 // the status it was answered with, set at once: the span's attributes
 // grow once.
-func endCall(span trace.Span, status int, attrs *spanAttrs) {
+func endCall(span *callSpan, status int, attrs *spanAttrs) {
 	if span.IsRecording() { // a span the sampler dropped takes nothing
 		var kv []attribute.KeyValue
 		if attrs != nil {
@@ -339,7 +325,7 @@ func endCall(span trace.Span, status int, attrs *spanAttrs) {
 }
 
 // refusedSpan marks the span of a call refused before its pack code ran.
-func refusedSpan(span trace.Span, reason string) {
+func refusedSpan(span *callSpan, reason string) {
 	if !span.IsRecording() {
 		return
 	}
@@ -352,6 +338,9 @@ func refusedSpan(span trace.Span, reason string) {
 // (over any its pack code set; never the caller's tracestate or baggage,
 // which are not the host's to pass on).
 func (t *Tracing) Start(parent context.Context, method, hostName string, h http.Header) func(host.EgressEvent) {
+	if cs, ok := trace.SpanFromContext(parent).(*callSpan); ok {
+		cs.addChild()
+	}
 	_, span := t.tracer.Start(parent, method, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("server.address", hostName)))
 	sc := span.SpanContext()
