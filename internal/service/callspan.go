@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -86,28 +85,6 @@ func (t *Tracing) startCall(ctx context.Context, face, traceparent, tracestate s
 		s.SetAttributes(res.Attributes...)
 	}
 	return trace.ContextWithSpan(ctx, s), s
-}
-
-// newTraceID and newSpanIDBytes are random, never zero, as the SDK's are
-// (its generator is math/rand's too).
-func newTraceID() (id trace.TraceID) {
-	for !id.IsValid() {
-		hi, lo := rand.Uint64(), rand.Uint64()
-		for i := range 8 {
-			id[i], id[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
-		}
-	}
-	return id
-}
-
-func newSpanIDBytes() (id trace.SpanID) {
-	for !id.IsValid() {
-		v := rand.Uint64()
-		for i := range 8 {
-			id[i] = byte(v >> (56 - 8*i))
-		}
-	}
-	return id
 }
 
 // samplerFromEnv is the sampler OTEL_TRACES_SAMPLER and its argument name,

@@ -1,9 +1,11 @@
 package service
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"encoding/binary"
+	"math/rand/v2"
 	"strings"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // W3C trace context: the trace id a call arrived with, and its span id.
@@ -31,8 +33,23 @@ func lowerHex(s string) bool {
 	return true
 }
 
-func newSpanID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// newSpanID is the span id a call's log lines carry when no span of its
+// own names one.
+func newSpanID() string { return newSpanIDBytes().String() }
+
+// newTraceID and newSpanIDBytes are random, never zero, as the SDK's are
+// (its generator is math/rand's too).
+func newTraceID() (id trace.TraceID) {
+	for !id.IsValid() {
+		binary.BigEndian.PutUint64(id[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(id[8:], rand.Uint64())
+	}
+	return id
+}
+
+func newSpanIDBytes() (id trace.SpanID) {
+	for !id.IsValid() {
+		binary.BigEndian.PutUint64(id[:], rand.Uint64())
+	}
+	return id
 }
