@@ -365,6 +365,7 @@ bench: build wasm fixtures
 	$(GO) test -run '^$$' -bench FuelRate -benchtime 40x -count 3 ./internal/sandbox
 	$(GO) test -run '^$$' -bench ResetAfterBigWrite -benchtime 20x ./internal/sandbox
 	$(GO) test -run '^$$' -bench ReplayRecordsWriter -benchtime 20000x -count 3 ./internal/service
+	$(GO) test -run '^$$' -bench InvokeServed -count 3 ./internal/server
 	$(GO) test -run '^$$' -bench CallPooledEchoGoRecorded -count 3 ./internal/sandbox
 	$(GO) test -run '^$$' -bench DecodeKeys ./internal/ojson
 	$(GO) test -run '^$$' -bench InstantiateAtTheBounds ./internal/sandbox/internal/instrument

@@ -20,7 +20,11 @@ type recordFlags struct {
 // register adds the flags to fs; total says whether the directory's bound
 // is one of them.
 func (r *recordFlags) register(fs *flag.FlagSet, getenv func(string) string, total bool) {
-	fs.StringVar(&r.dir, "record", getenv("PACKD_RECORD_DIR"), "record calls into this directory, one file each, for packd replay (default $PACKD_RECORD_DIR; off when empty)")
+	how := "one file each" // packd invoke's
+	if total {
+		how = "appended to segment files" // packd serve's (service.ReplayRecords)
+	}
+	fs.StringVar(&r.dir, "record", getenv("PACKD_RECORD_DIR"), "record calls into this directory, "+how+", for packd replay (default $PACKD_RECORD_DIR; off when empty)")
 	fs.StringVar(&r.targets, "record-targets", "all", `which calls --record records: "all" (but targets whose limits.record is false) or "marked" (targets whose limits.record is true)`)
 	fs.Int64Var(&r.callKiB, "record-call-kib", host.DefaultRecordCallBytes>>10, fmt.Sprintf("largest record of one call, KiB (its host answers, input and output; at most %d): a larger call is not recorded", sandbox.MaxTapeBytes>>10))
 	if total {

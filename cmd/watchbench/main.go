@@ -9,8 +9,11 @@
 // anything else packd does (benchload.Plain; target ≥ 0.70). The services
 // are served as packd serve serves them (metrics, log lines to the null
 // device), on loopback, in this process; the load is this process's own
-// keep-alive clients; each ratio is the median of the rounds' ratios,
-// with their range. `make bench` runs it.
+// keep-alive clients. A round loads the setups in turns (each for a
+// quarter of -duration, one after the other, four times over), so that
+// the machine's speed, which drifts over seconds on a shared VM, weighs on
+// them alike; each ratio is the median of the rounds' ratios, with their
+// range. `make bench` runs it.
 package main
 
 import (
@@ -65,6 +68,7 @@ func main() {
 	index := flag.String("index", "wasm-examples/echo/index.json", "the pack index")
 	duration := flag.Duration("duration", time.Second, "how long each setup is loaded in each round")
 	rounds := flag.Int("rounds", 15, "rounds; each loads every setup in turn, in an order that rotates")
+	turns := flag.Int("turns", 4, "how many turns a round takes: each setup is loaded for duration/turns, in turn, turns times over")
 	only := flag.String("only", "", "the setups to load, comma-separated (off is always loaded: the ratios are to it); all when empty")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
@@ -107,20 +111,36 @@ func main() {
 		defer r.close()
 		runs = append(runs, r)
 	}
-	fmt.Printf("What watching costs, and packd beside a plain handler: /v1/invoke echo.message of %s at c=32, %v per setup, %d rounds\n", *index, *duration, *rounds)
+	fmt.Printf("What watching costs, and packd beside a plain handler: /v1/invoke echo.message of %s at c=32, %v per setup in %d turns, %d rounds\n", *index, *duration, *turns, *rounds)
 	fmt.Printf("%-12s %12s %12s\n", "setup", "req/s", "median")
 	rates := map[string][]float64{}
 	calls := map[string]int64{}
+	turn := *duration / time.Duration(max(*turns, 1))
 	for round := range *rounds {
+		// Each setup is loaded in turns, the setups one after the other,
+		// so that a drift of the machine's speed within the round weighs
+		// on them alike; a setup's rate is its calls over its time.
+		n, took := make([]int64, len(runs)), make([]time.Duration, len(runs))
+		medians := make([][]time.Duration, len(runs))
+		for range max(*turns, 1) {
+			for i := range runs {
+				k := (i + round) % len(runs)
+				rate, calls, median, err := runs[k].target.Load(32, turn)
+				if err != nil {
+					fatal(err)
+				}
+				n[k] += calls
+				took[k] += time.Duration(float64(calls) / rate * float64(time.Second))
+				medians[k] = append(medians[k], median)
+			}
+		}
 		for i := range runs {
 			r := runs[(i+round)%len(runs)]
-			rate, n, median, err := r.target.Load(32, *duration)
-			if err != nil {
-				fatal(err)
-			}
+			k := (i + round) % len(runs)
+			rate := float64(n[k]) / took[k].Seconds()
 			rates[r.name] = append(rates[r.name], rate)
-			calls[r.name] += n
-			fmt.Printf("%-12s %12.0f %12v\n", r.name, rate, median.Round(time.Microsecond))
+			calls[r.name] += n[k]
+			fmt.Printf("%-12s %12.0f %12v\n", r.name, rate, benchload.Median(medians[k]).Round(time.Microsecond))
 		}
 	}
 	// A ratio is taken in each round, between setups loaded one after the
