@@ -177,7 +177,10 @@ func envInt(name string, def int) int {
 // the processor's goroutine waits on its queue, and a span handed to it
 // straight from a call woke it (a thread) for nearly every call, a third
 // of what tracing cost a call at c=32 on 2 cores; the worker hands them
-// over a few at a time, woken once for them.
+// over a few at a time, woken once for them. Its ForceFlush is the batch
+// processor's, which a span that ended in the last millisecond may not
+// have reached yet (nothing in packd forces a flush; Shutdown hands over
+// every span first).
 type restingProcessor struct {
 	sdktrace.SpanProcessor
 	t    *Tracing
