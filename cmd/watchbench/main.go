@@ -129,14 +129,18 @@ func main() {
 				if err != nil {
 					fatal(err)
 				}
+				elapsed := turn // a turn that answered nothing took all of it
+				if calls > 0 {
+					elapsed = time.Duration(float64(calls) / rate * float64(time.Second))
+				}
 				n[k] += calls
-				took[k] += time.Duration(float64(calls) / rate * float64(time.Second))
+				took[k] += elapsed
 				medians[k] = append(medians[k], median)
 			}
 		}
 		for i := range runs {
-			r := runs[(i+round)%len(runs)]
 			k := (i + round) % len(runs)
+			r := runs[k]
 			rate := float64(n[k]) / took[k].Seconds()
 			rates[r.name] = append(rates[r.name], rate)
 			calls[r.name] += n[k]

@@ -58,10 +58,11 @@ var scope = instrumentation.Scope{Name: "github.com/kindgi/packd/internal/server
 // startCall opens the server span of a call, a child of the caller's
 // traceparent when it sent a valid one, and puts it in ctx.
 func (t *Tracing) startCall(ctx context.Context, face, traceparent, tracestate string) (context.Context, *callSpan) {
-	parent := trace.SpanContext{}
+	pctx := context.Background() // the parent alone, as the sampler reads it
 	if traceparent != "" {
-		parent = trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), callCarrier{traceparent, tracestate}))
+		pctx = propagation.TraceContext{}.Extract(pctx, callCarrier{traceparent, tracestate})
 	}
+	parent := trace.SpanContextFromContext(pctx)
 	s := &callSpan{t: t, parent: parent, name: "invoke", start: time.Now()}
 	tid := parent.TraceID()
 	if !parent.IsValid() {
@@ -69,7 +70,7 @@ func (t *Tracing) startCall(ctx context.Context, face, traceparent, tracestate s
 	}
 	faceAttr := attribute.String("packd.face", face)
 	res := t.sampler.ShouldSample(sdktrace.SamplingParameters{
-		ParentContext: trace.ContextWithRemoteSpanContext(context.Background(), parent),
+		ParentContext: pctx,
 		TraceID:       tid, Name: s.name, Kind: trace.SpanKindServer, Attributes: []attribute.KeyValue{faceAttr},
 	})
 	cfg := trace.SpanContextConfig{TraceID: tid, SpanID: newSpanIDBytes(), TraceState: res.Tracestate}
