@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       := bin/packd
 WASM_ENV  := GOOS=wasip1 GOARCH=wasm
-EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm wasm-examples/mcp-conformance/mcp-conformance.wasm testdata/gocanary/gocanary.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
+EXAMPLES  := wasm-examples/echo/echo.wasm wasm-examples/hello/hello.wasm wasm-examples/c-echo/echo.wasm wasm-examples/c-conformance/conformance.wasm wasm-examples/conformance/conformance.wasm wasm-examples/mcp-conformance/mcp-conformance.wasm testdata/gocanary/gocanary.wasm testdata/goctx/goctx.wasm testdata/gonet/gonet.wasm testdata/cnet/cnet.wasm \
              wasm-examples/ts-conformance/conformance.wasm wasm-examples/ts-echo/echo.wasm testdata/jscanary/canary.wasm testdata/jsnet/net.wasm testdata/jshostile/hostile.wasm \
              wasm-examples/py-echo/echo.wasm wasm-examples/py-conformance/conformance.wasm testdata/pycanary/canary.wasm testdata/pyhostile/hostile.wasm testdata/pynet/net.wasm
 WAT       := $(wildcard testdata/*/*.wat)
@@ -253,7 +253,7 @@ vet:
 	$(GO) vet ./...
 	cd abi/guest && $(GO) vet ./... && $(WASM_ENV) $(GO) vet ./...
 	$(GO) vet -tags spectest ./internal/sandbox/internal/instrument
-	$(WASM_ENV) $(GO) vet ./wasm-examples/... ./testdata/gocanary ./testdata/gonet
+	$(WASM_ENV) $(GO) vet ./wasm-examples/... ./testdata/gocanary ./testdata/goctx ./testdata/gonet
 
 # make test: scripts/deps installs what the tests need when it is missing
 # (Debian packages, Go modules) or stops at once with the command to run;

@@ -28,6 +28,8 @@ const (
 	ImportJSONScan    = wire.ImportJSONScan
 	ImportJSONMembers = wire.ImportJSONMembers
 
+	ImportRequestFields = wire.ImportRequestFields
+
 	ExportABIVersion = wire.ExportABIVersion
 	ExportDescribe   = wire.ExportDescribe
 	ExportCall       = wire.ExportCall

@@ -120,13 +120,26 @@ func rawValue(b []byte) func(e member) (json.RawMessage, bool) {
 func (c *Context) otherField(key, v []byte, alias bool) bool {
 	switch string(key) {
 	case "env":
-		return objectMap(v, &c.Env, alias, func(e member) (s string, ok bool) { return s, e.str(v, &s, alias) })
+		return c.env(v, alias)
 	case "secrets":
-		return objectMap(v, &c.Secrets, alias, rawValue(v))
+		return c.secrets(v, alias)
 	case "settings":
-		return objectMap(v, &c.Settings, alias, rawValue(v))
+		return c.settings(v, alias)
 	}
 	return !folds(key, "tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets", "settings")
+}
+
+// env, secrets and settings read the ctx member of that name, v.
+func (c *Context) env(v []byte, alias bool) bool {
+	return objectMap(v, &c.Env, alias, func(e member) (s string, ok bool) { return s, e.str(v, &s, alias) })
+}
+
+func (c *Context) secrets(v []byte, alias bool) bool {
+	return objectMap(v, &c.Secrets, alias, rawValue(v))
+}
+
+func (c *Context) settings(v []byte, alias bool) bool {
+	return objectMap(v, &c.Settings, alias, rawValue(v))
 }
 
 // idObject reads {"id": "…", "version": "…", …} into id and version (nil:

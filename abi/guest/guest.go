@@ -258,14 +258,21 @@ func reserveHeap() {
 // Dispatch runs the handler a request names and returns the ABI status and
 // the response bytes. It is what kindgi_call does inside the module.
 func Dispatch(req []byte) (status wire.Status, resp []byte) {
-	return dispatch(req, nil, false)
+	return dispatch(req, nil, nil, false)
 }
 
-// dispatch is Dispatch. A tool's handler gets ctx as its Context, or a new
-// one when ctx is nil; alias: see parser.alias.
-func dispatch(req []byte, ctx *Context, alias bool) (status wire.Status, resp []byte) {
+// dispatch is Dispatch. f is where the request's fields lie, as packd
+// found them (nil: read the request; not nil: alias is set). A tool's
+// handler gets ctx as its Context, or a new one when ctx is nil; alias:
+// see decodeRequest.
+func dispatch(req []byte, f *fields, ctx *Context, alias bool) (status wire.Status, resp []byte) {
 	var r request // on the stack: encoding/json gets one of its own
-	ok, inputAsIs := decodeRequest(req, &r, alias)
+	ok, inputAsIs := f != nil, false
+	if ok {
+		inputAsIs = f.request(req, &r)
+	} else {
+		ok, inputAsIs = decodeRequest(req, &r, alias)
+	}
 	if !ok {
 		slow := new(request)
 		if err := json.Unmarshal(req, slow); err != nil {
@@ -286,8 +293,7 @@ func dispatch(req []byte, ctx *Context, alias bool) (status wire.Status, resp []
 			if ctx == nil {
 				ctx = new(Context)
 			}
-			*ctx = Context{Raw: r.Ctx}
-			if !decodeContext(r.Ctx, ctx, alias) {
+			if !readContext(req, f, r.Ctx, ctx, alias) {
 				*ctx = Context{Raw: r.Ctx}
 				if err := json.Unmarshal(r.Ctx, ctx); err != nil {
 					return nil, &Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()}
@@ -315,6 +321,17 @@ func dispatch(req []byte, ctx *Context, alias bool) (status wire.Status, resp []
 		asIs = r.Input
 	}
 	return safeRun(run, asIs)
+}
+
+// readContext reads the ctx raw of the request req, whose fields lie at
+// f (nil: not known), into c; false: use encoding/json.
+func readContext(req []byte, f *fields, raw json.RawMessage, c *Context, alias bool) bool {
+	*c = Context{Raw: raw}
+	if f != nil && f.context(req, c) {
+		return true
+	}
+	*c = Context{Raw: raw}
+	return decodeContext(raw, c, alias)
 }
 
 // safeRun runs a handler and encodes its output. asIs, when not nil, is

@@ -27,6 +27,10 @@ func jsonScan(ptr unsafe.Pointer, n uint32) int64
 //go:noescape
 func jsonMembers(ptr unsafe.Pointer, n uint32, out unsafe.Pointer, capacity uint32) int64
 
+//go:wasmimport kindgi request_fields
+//go:noescape
+func requestFieldsImport(out unsafe.Pointer, capacity uint32) int32
+
 // membersIn is walkMembers, done by packd (json_members), natively: a
 // decoder's members land in an array on its stack.
 func membersIn(b []byte, out []member) (count, end int) {
@@ -97,7 +101,14 @@ func call() int32 {
 	if len(req) > 0 {
 		requestRead(unsafe.Pointer(&req[0]))
 	}
-	status, resp := dispatch(req, &callContext, true)
+	var f fields
+	var status wire.Status
+	var resp []byte
+	if requestFieldsImport(unsafe.Pointer(&f[0]), uint32(len(f))) == int32(len(f)) {
+		status, resp = dispatch(req, &f, &callContext, true)
+	} else {
+		status, resp = dispatch(req, nil, &callContext, true)
+	}
 	if status != wire.StatusNoHandler {
 		write(resp)
 	}

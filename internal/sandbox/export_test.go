@@ -2,11 +2,14 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
 	"reflect"
 	"strconv"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/kindgi/packd/abi/guest/wire"
 )
 
 // Every pooled call in this package's tests checks its reset against the
@@ -189,3 +192,24 @@ var (
 	JSONScanCases = jsonScanCases
 	RandomJSON    = randomJSON
 )
+
+// RequestFieldsOf is what request_fields writes for the request b (nil:
+// it answers -1), and RequestFieldCase one of requestfields_test.go's.
+func RequestFieldsOf(b []byte) []byte {
+	var f [wire.FieldCount][3]uint32
+	if !findFields(b, wire.RequestObject, &f) {
+		return nil
+	}
+	out := make([]byte, 0, wire.FieldCount*wire.FieldSize)
+	for _, fl := range f {
+		for _, v := range fl {
+			out = binary.LittleEndian.AppendUint32(out, v)
+		}
+	}
+	return out
+}
+
+func RequestFieldCase(i int) []byte { return []byte(requestFieldCases[i].request) }
+
+// RandomRequest is requestfields_test.go's randomRequest.
+var RandomRequest = randomRequest

@@ -98,7 +98,12 @@ func (s *jsonScanner) members(put func(k int, m [5]uint32)) (count, end int) {
 		}
 		vs := i
 		s.space, s.escaped = false, false
-		if i = s.valueAt(i); i < 0 {
+		if b[i] == '"' { // most are strings: valueAt's stack of containers is not needed
+			i = s.str(i)
+		} else {
+			i = s.valueAt(i)
+		}
+		if i < 0 {
 			return -1, 0
 		}
 		var flags uint32

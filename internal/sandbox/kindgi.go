@@ -30,6 +30,8 @@ func instantiateKindgi(ctx context.Context, rt wazero.Runtime) error {
 		Export(abi.ImportJSONScan)
 	b.NewFunctionBuilder().WithGoModuleFunction(charged(jsonMembers), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{api.ValueTypeI64}).
 		Export(abi.ImportJSONMembers)
+	b.NewFunctionBuilder().WithGoModuleFunction(charged(requestFields), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		Export(abi.ImportRequestFields)
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(fuelRefill), nil, nil).
 		Export(instrument.ImportRefill)
 	_, err := b.Instantiate(ctx)

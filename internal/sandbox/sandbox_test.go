@@ -120,6 +120,7 @@ func TestHostileGuestsStopWithTypedErrors(t *testing.T) {
 		{"jsonmembersoob", long, abiError(abi.ImportJSONMembers, "outside guest memory")},
 		{"jsonmemberswrap", long, abiError(abi.ImportJSONMembers, "outside guest memory")},
 		{"jsonmembersoverlap", long, abiError(abi.ImportJSONMembers, "overlaps")},
+		{"requestfieldsoob", long, abiError(abi.ImportRequestFields, "outside guest memory")},
 		{"huge", long, func(err error) bool { return errors.Is(err, sandbox.ErrOutputTooLarge) }},
 		{"exit", long, func(err error) bool {
 			var ee *sandbox.ExitError
@@ -291,7 +292,7 @@ func TestModuleABIVersion(t *testing.T) {
 func TestImportProblemsSayWhatPackdProvides(t *testing.T) {
 	sb := newSandbox(t, sandbox.Config{})
 	for name, want := range map[string]string{
-		"missingimport": "the module imports kindgi.http_get, which packd does not provide; kindgi has http_request, http_response_read, json_members, json_scan, log, request_len, request_read, response_write",
+		"missingimport": "the module imports kindgi.http_get, which packd does not provide; kindgi has http_request, http_response_read, json_members, json_scan, log, request_fields, request_len, request_read, response_write",
 		"wrongimport":   "the module imports kindgi.request_len with type (result i64), but packd's has type (result i32)",
 	} {
 		wasm, err := os.ReadFile(hostile(name))

@@ -5,7 +5,11 @@
 // (package guest) directly. It needs nothing but the standard library.
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
 
 const (
 	// GuestABIVersion is what a module's kindgi_abi_version export returns
@@ -41,6 +45,12 @@ const (
 	// and end, flags); -1 when it is not one, else the member count (low
 	// 32 bits) and the offset past the object (high 32 bits).
 	ImportJSONMembers = "json_members" // (ptr i32, len i32, out i32, cap i32) -> i64
+
+	// ImportRequestFields (optional) writes where each of the call's
+	// request fields lies (RequestFields, in that order, FieldSize bytes
+	// each), the first cap of them at out, and returns how many fields it
+	// knows; -1 when the request is not in the shape they describe.
+	ImportRequestFields = "request_fields" // (out i32, cap i32) -> i32
 
 	ExportABIVersion = "kindgi_abi_version" // () -> i32
 	ExportDescribe   = "kindgi_describe"    // () -> i32
@@ -226,3 +236,129 @@ const (
 	EgressCredentialMissing    = "credential-missing"     // the credential the index binds to the host is not set for the call
 	EgressCredentialNeedsHTTPS = "credential-needs-https" // a bound credential over plain http to an address the operator does not allow
 )
+
+// The fields of a request that request_fields finds, in the order it
+// writes them: each is the value of a member of the request (kind,
+// input, ctx, config, trace), of its tool or check, or of its ctx.
+// request_fields writes three little-endian u32 for each: where its value
+// starts in the request (as request_read writes it) and its length, and
+// its flags, as json_members writes a member's. A string field's
+// (StringFields) start and length are of what lies inside its quotes.
+// All three 0: the request has no such member.
+//
+// It answers -1, and the guest reads the request itself, when the request
+// is not an object whose members, and those of its tool, check and ctx,
+// all have plain keys (bytes 0x20-0x7f, no backslash), none twice and
+// none a field's name but for ASCII case; whose tool, check and ctx, when
+// present, are objects; and whose string fields, when present, are
+// strings of plain bytes. Then each field's bytes are all that a decoder
+// of the request (encoding/json's too) takes from it.
+const (
+	FieldKind = iota
+	FieldToolID
+	FieldToolVersion
+	FieldCheckID
+	FieldInput
+	FieldCtx
+	FieldConfig
+	FieldTrace
+	FieldTenantID
+	FieldRunID
+	FieldProjectID
+	FieldOrgID
+	FieldRequestID
+	FieldIdempotencyKey
+	FieldEnv
+	FieldSecrets
+	FieldSettings
+	FieldCount // how many fields request_fields knows
+
+	// FieldSize is the bytes request_fields writes for each field.
+	FieldSize = 12
+
+	// StringFields has bit i set for each field i that is a string.
+	StringFields = 1<<FieldKind | 1<<FieldToolID | 1<<FieldToolVersion | 1<<FieldCheckID |
+		1<<FieldTenantID | 1<<FieldRunID | 1<<FieldProjectID | 1<<FieldOrgID | 1<<FieldRequestID | 1<<FieldIdempotencyKey
+)
+
+// RequestFields names each field by its path in the request, in the
+// order of the Field constants: a key of the request, or a key of the
+// object that is the value of one ("tool.id").
+var RequestFields = [FieldCount]string{
+	"kind", "tool.id", "tool.version", "check.id", "input", "ctx", "config", "trace",
+	"ctx.tenantId", "ctx.runId", "ctx.projectId", "ctx.orgId", "ctx.requestId", "ctx.idempotencyKey",
+	"ctx.env", "ctx.secrets", "ctx.settings",
+}
+
+// FieldObject is an object of a request whose members request_fields
+// reads: the keys it looks at, and for each the field whose value it is
+// (-1: none) and the object that value must be (nil: any value).
+type FieldObject struct {
+	Keys  []string
+	Field []int
+	Inner []*FieldObject
+}
+
+// RequestObject is the request's, as RequestFields makes it.
+var RequestObject = fieldObject("")
+
+func fieldObject(prefix string) *FieldObject {
+	o := &FieldObject{}
+	add := func(key string) int {
+		if i := slices.Index(o.Keys, key); i >= 0 {
+			return i
+		}
+		o.Keys, o.Field, o.Inner = append(o.Keys, key), append(o.Field, -1), append(o.Inner, nil)
+		return len(o.Keys) - 1
+	}
+	for f, path := range RequestFields {
+		rest, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			continue
+		}
+		if key, _, nested := strings.Cut(rest, "."); nested {
+			if i := add(key); o.Inner[i] == nil {
+				o.Inner[i] = fieldObject(prefix + key + ".")
+			}
+		} else {
+			o.Field[add(key)] = f
+		}
+	}
+	return o
+}
+
+// Lookup is the index in o.Keys of key (-1: none); refuse reports a key
+// that is one of them but for ASCII case (encoding/json would take it for
+// that one; request_fields answers -1).
+func (o *FieldObject) Lookup(key []byte) (i int, refuse bool) {
+	for i, k := range o.Keys {
+		if string(key) == k {
+			return i, false
+		}
+	}
+	for _, k := range o.Keys {
+		if asciiFold(key, k) {
+			return -1, true
+		}
+	}
+	return -1, false
+}
+
+func asciiFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		if lower(b[i]) != lower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

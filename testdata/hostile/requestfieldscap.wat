@@ -1,0 +1,17 @@
+(module
+  ;; hostile fixture: asks request_fields for room for 2^32-1 fields, and
+  ;; answers with the 17 it writes (204 bytes at 1024)
+  (import "kindgi" "request_fields" (func $request_fields (param i32 i32) (result i32)))
+  (import "kindgi" "response_write" (func $response_write (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"tools\":[\"hostile.requestfieldscap\"],\"checks\":[]}")
+  (func (export "kindgi_abi_version") (result i32) (i32.const 1))
+  (func (export "kindgi_describe") (result i32)
+    (call $response_write (i32.const 0) (i32.const 50))
+    (i32.const 0))
+  (func (export "kindgi_call") (result i32)
+    (if (i32.ne (call $request_fields (i32.const 1024) (i32.const -1)) (i32.const 17))
+      (then unreachable))
+    (call $response_write (i32.const 1024) (i32.const 204))
+    (i32.const 0))
+)
