@@ -3,6 +3,8 @@ package service
 import (
 	"bytes"
 	"io"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -96,4 +98,27 @@ func callRecordFields(e Event) (string, []Field) {
 			Vals: []any{g.Requests, g.Refused, int(g.BytesSent), int(g.BytesReceived)}}})
 	}
 	return callMessage(e, ms), fields
+}
+
+// callMessage is a call record's message, as the reference writes it.
+func callMessage(e Event, ms int64) string {
+	return string(e.Target) + " " + e.ID + " " + e.Outcome + " " + strconv.FormatInt(ms, 10) + "ms"
+}
+
+// TestLogTimesAreWhatTimeFormatWrites: a call line's time is what
+// time.Format writes with the layout the other lines use, in UTC,
+// whatever the time and its zone.
+func TestLogTimesAreWhatTimeFormatWrites(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	zone := time.FixedZone("x", -(9*3600 + 30*60))
+	times := []time.Time{time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 7, 0, 0, 0, 1e6-1, zone)}
+	for range 10000 {
+		times = append(times, time.Unix(r.Int64N(400e9)-100e9, r.Int64N(1e9)).In(zone))
+	}
+	for _, tm := range times {
+		if got, want := string(appendLogTime(nil, tm)), tm.UTC().Format("2006-01-02T15:04:05.000Z"); got != want {
+			t.Fatalf("%v: %s, want %s", tm, got, want)
+		}
+	}
 }

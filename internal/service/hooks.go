@@ -2,7 +2,6 @@ package service
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/kindgi/packd/internal/host"
@@ -80,10 +79,6 @@ func CallLines(r *Log) Hook {
 		}
 		r.callLine(level, e)
 	})
-}
-
-func callMessage(e Event, ms int64) string {
-	return string(e.Target) + " " + e.ID + " " + e.Outcome + " " + strconv.FormatInt(ms, 10) + "ms"
 }
 
 // idKey is the record field that names a call's tool or check.

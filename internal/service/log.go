@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/lineq"
@@ -77,15 +78,15 @@ func (r *Log) format(level, message string, fields ...Field) []byte {
 // is written for every call).
 func (r *Log) callLine(level string, e Event) {
 	ms := e.Duration.Milliseconds()
-	b := make([]byte, 0, 512)
-	b = append(b, `{"time":"`...)
-	b = r.now().UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	bp := lineBufs.Get().(*[]byte)
+	b := append((*bp)[:0], `{"time":"`...)
+	b = appendLogTime(b, r.now())
 	b = append(b, `","level":`...)
 	b = ojson.AppendString(b, level)
 	b = append(b, `,"severity":`...)
 	b = ojson.AppendString(b, severities[level])
 	b = append(b, `,"subsystem":"pack","message":`...)
-	b = ojson.AppendString(b, callMessage(e, ms))
+	b = appendCallMessage(b, e, ms)
 	for _, f := range [...]struct{ k, v string }{{"traceId", e.TraceID}, {"spanId", e.SpanID}} {
 		b = appendField(b, f.k, f.v)
 	}
@@ -124,6 +125,60 @@ func (r *Log) callLine(level string, e Event) {
 	r.mu.Lock()
 	_, _ = r.w.Write(b)
 	r.mu.Unlock()
+	if cap(b) <= maxPooledLine {
+		*bp = b
+		lineBufs.Put(bp)
+	}
+}
+
+// lineBufs hold the bytes of call lines being written (a writer keeps
+// none: io.Writer), so that a call allocates none for its line; one that
+// grew past maxPooledLine is left to the collector.
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledLine = 4 << 10
+
+// appendLogTime appends t in UTC as time.Format would with the layout
+// 2006-01-02T15:04:05.000Z, without reading the layout.
+func appendLogTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	}
+	hour, minute, sec := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = appendDigits(append(b, '-'), int(month), 2)
+	b = appendDigits(append(b, '-'), day, 2)
+	b = appendDigits(append(b, 'T'), hour, 2)
+	b = appendDigits(append(b, ':'), minute, 2)
+	b = appendDigits(append(b, ':'), sec, 2)
+	b = appendDigits(append(b, '.'), t.Nanosecond()/1e6, 3)
+	return append(b, 'Z')
+}
+
+// appendDigits appends v (0 <= v < 10^n) in n decimal digits.
+func appendDigits(b []byte, v, n int) []byte {
+	for i := n - 1; i >= 0; i-- {
+		d := v
+		for range i {
+			d /= 10
+		}
+		b = append(b, byte('0'+d%10))
+	}
+	return b
+}
+
+// appendCallMessage appends a call line's message, a JSON string:
+// "tool echo.echo ok 3ms".
+func appendCallMessage(b []byte, e Event, ms int64) []byte {
+	var room [128]byte
+	m := append(room[:0], e.Target...)
+	m = append(append(m, ' '), e.ID...)
+	m = append(append(m, ' '), e.Outcome...)
+	m = strconv.AppendInt(append(m, ' '), ms, 10)
+	m = append(m, "ms"...)
+	return ojson.AppendString(b, unsafe.String(unsafe.SliceData(m), len(m)))
 }
 
 // appendField appends ,"k":"v" to a log line being written, unless v is empty.

@@ -26,6 +26,10 @@ type Metrics struct {
 	// The exemplar gates of duration and fuel, by target (exemplarGate).
 	durationEx, fuelEx map[string]*exemplarGate
 	memory             *prometheus.HistogramVec
+	// byTarget holds, for each of the two targets (tool, check), its
+	// series of duration, fuel and memory once a call has made it: a
+	// call then finds it without hashing its labels.
+	byTarget [2][3]atomic.Pointer[prometheus.Observer]
 	inFlight           prometheus.Gauge
 	refusals           *prometheus.CounterVec
 	hookPanics         prometheus.Counter
@@ -244,12 +248,12 @@ func (m *Metrics) OnCall(e Event) {
 		labels = append(labels, e.TenantID)
 	}
 	m.calls.WithLabelValues(labels...).Inc()
-	observe(m.duration.WithLabelValues(target), e.Duration.Seconds(), e.TraceID, m.durationEx[target])
+	observe(m.series(m.duration, 0, target), e.Duration.Seconds(), e.TraceID, m.durationEx[target])
 	if e.Fuel > 0 {
-		observe(m.fuel.WithLabelValues(target), float64(e.Fuel), e.TraceID, m.fuelEx[target])
+		observe(m.series(m.fuel, 1, target), float64(e.Fuel), e.TraceID, m.fuelEx[target])
 	}
 	if e.MemoryBytes > 0 {
-		m.memory.WithLabelValues(target).Observe(float64(e.MemoryBytes))
+		m.series(m.memory, 2, target).Observe(float64(e.MemoryBytes))
 	}
 	if m.tenantUsage != nil && (e.Fuel > 0 || e.Egress.Requests > 0) {
 		for _, r := range [...]struct {
@@ -260,6 +264,26 @@ func (m *Metrics) OnCall(e Event) {
 			m.tenantUsage.WithLabelValues(e.TenantID, r.name).Add(r.v)
 		}
 	}
+}
+
+// series is vec's series for target, the kth of byTarget's.
+func (m *Metrics) series(vec *prometheus.HistogramVec, k int, target string) prometheus.Observer {
+	i := -1
+	switch host.Target(target) {
+	case host.TargetTool:
+		i = 0
+	case host.TargetCheck:
+		i = 1
+	}
+	if i < 0 {
+		return vec.WithLabelValues(target)
+	}
+	if o := m.byTarget[i][k].Load(); o != nil {
+		return *o
+	}
+	o := vec.WithLabelValues(target)
+	m.byTarget[i][k].Store(&o)
+	return o
 }
 
 // observe records a value, with the trace id as an exemplar when there is
