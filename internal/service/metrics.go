@@ -35,6 +35,7 @@ type Metrics struct {
 	hookPanics         prometheus.Counter
 	guestLines         *prometheus.CounterVec
 	poolEvents         *prometheus.CounterVec
+	poolSeries         []atomic.Pointer[prometheus.Counter] // by poolEventLabels, once a call made it
 	poolReset          prometheus.Histogram
 	poolPages          prometheus.Histogram
 	egress             *prometheus.CounterVec
@@ -74,11 +75,37 @@ func (m *Metrics) PoolEvent(ev host.PoolEvent) {
 	if m == nil {
 		return
 	}
-	m.poolEvents.WithLabelValues(string(ev.Kind), string(ev.Reason)).Inc()
+	m.poolCounter(ev).Inc()
 	if ev.Kind == host.PoolReset {
 		m.poolReset.Observe(ev.Seconds)
 		m.poolPages.Observe(float64(ev.Pages))
 	}
+}
+
+// poolEventLabels are the pool events' labels, in the order of
+// Metrics.poolSeries.
+var poolEventLabels = host.PoolEventLabels()
+
+// poolCounter is the series of packd_pool_events_total of ev's kind and
+// reason: every call has two events (a hit and a reset), and a series
+// found by its labels was a microsecond of a call's.
+func (m *Metrics) poolCounter(ev host.PoolEvent) prometheus.Counter {
+	i := -1
+	for j, l := range poolEventLabels {
+		if l.Kind == ev.Kind && l.Reason == ev.Reason {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return m.poolEvents.WithLabelValues(string(ev.Kind), string(ev.Reason))
+	}
+	if c := m.poolSeries[i].Load(); c != nil {
+		return *c
+	}
+	c := m.poolEvents.WithLabelValues(string(ev.Kind), string(ev.Reason))
+	m.poolSeries[i].Store(&c)
+	return c
 }
 
 // EgressRequest counts one outbound HTTP request of pack code.
@@ -102,7 +129,7 @@ func (m *Metrics) EgressRequest(ev host.EgressEvent) {
 
 // NewMetrics registers packd's metrics on reg.
 func NewMetrics(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) {
-	m := &Metrics{tenantLabel: cfg.TenantLabel}
+	m := &Metrics{tenantLabel: cfg.TenantLabel, poolSeries: make([]atomic.Pointer[prometheus.Counter], len(poolEventLabels))}
 	callLabels := []string{"face", "target", "id", "outcome"}
 	if cfg.TenantLabel {
 		callLabels = append(callLabels, "tenant")
