@@ -29,23 +29,23 @@ type Metrics struct {
 	// byTarget holds, for each of the two targets (tool, check), its
 	// series of duration, fuel and memory once a call has made it: a
 	// call then finds it without hashing its labels.
-	byTarget [2][3]atomic.Pointer[prometheus.Observer]
-	inFlight           prometheus.Gauge
-	refusals           *prometheus.CounterVec
-	hookPanics         prometheus.Counter
-	guestLines         *prometheus.CounterVec
-	poolEvents         *prometheus.CounterVec
-	poolSeries         []atomic.Pointer[prometheus.Counter] // by poolEventLabels, once a call made it
-	poolReset          prometheus.Histogram
-	poolPages          prometheus.Histogram
-	egress             *prometheus.CounterVec
-	egressRefused      *prometheus.CounterVec
-	egressBytes        *prometheus.CounterVec
-	reloads            *prometheus.CounterVec
-	replayRecords      *prometheus.CounterVec
-	reloadTime         prometheus.Gauge
-	compile            *prometheus.GaugeVec
-	packInfo           *prometheus.GaugeVec
+	byTarget      [2][3]atomic.Pointer[prometheus.Observer]
+	inFlight      prometheus.Gauge
+	refusals      *prometheus.CounterVec
+	hookPanics    prometheus.Counter
+	guestLines    *prometheus.CounterVec
+	poolEvents    *prometheus.CounterVec
+	poolSeries    []atomic.Pointer[prometheus.Counter] // by poolEventLabels, once a call made it
+	poolReset     prometheus.Histogram
+	poolPages     prometheus.Histogram
+	egress        *prometheus.CounterVec
+	egressRefused *prometheus.CounterVec
+	egressBytes   *prometheus.CounterVec
+	reloads       *prometheus.CounterVec
+	replayRecords *prometheus.CounterVec
+	reloadTime    prometheus.Gauge
+	compile       *prometheus.GaugeVec
+	packInfo      *prometheus.GaugeVec
 	// AuditErrors counts audit lines that could not be written (write
 	// error) and AuditDropped those dropped because the writer fell behind.
 	AuditErrors, AuditDropped prometheus.Counter
