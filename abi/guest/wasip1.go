@@ -104,7 +104,8 @@ func call() int32 {
 	var f fields
 	var status wire.Status
 	var resp []byte
-	if requestFieldsImport(unsafe.Pointer(&f[0]), uint32(len(f))) == int32(len(f)) {
+	// A packd that knows more fields writes these first (wire.RequestFields).
+	if requestFieldsImport(unsafe.Pointer(&f[0]), uint32(len(f))) >= int32(len(f)) {
 		status, resp = dispatch(req, &f, &callContext, true)
 	} else {
 		status, resp = dispatch(req, nil, &callContext, true)

@@ -283,7 +283,8 @@ const (
 
 // RequestFields names each field by its path in the request, in the
 // order of the Field constants: a key of the request, or a key of the
-// object that is the value of one ("tool.id").
+// object that is the value of one ("tool.id"). A later packd may know
+// more fields: they come after these, which keep their places.
 var RequestFields = [FieldCount]string{
 	"kind", "tool.id", "tool.version", "check.id", "input", "ctx", "config", "trace",
 	"ctx.tenantId", "ctx.runId", "ctx.projectId", "ctx.orgId", "ctx.requestId", "ctx.idempotencyKey",
