@@ -97,7 +97,7 @@ func (m *Metrics) poolCounter(ev host.PoolEvent) prometheus.Counter {
 			break
 		}
 	}
-	if i < 0 {
+	if i < 0 || i >= len(m.poolSeries) {
 		return m.poolEvents.WithLabelValues(string(ev.Kind), string(ev.Reason))
 	}
 	if c := m.poolSeries[i].Load(); c != nil {
