@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -59,10 +60,36 @@ func TestJSONScanStopsAtTheDeadline(t *testing.T) {
 // look at the clock sees (lateTimer: the context's own timer fires 20 s
 // later, the test's bound), and says how long the call took.
 func callPastDeadline(m *sandbox.Module, d time.Duration) (sandbox.Reply, error, time.Duration) {
+	return callPastDeadlineWith(m, d, []byte(`{}`))
+}
+
+// callPastDeadlineWith is callPastDeadline with the request body.
+func callPastDeadlineWith(m *sandbox.Module, d time.Duration, body []byte) (sandbox.Reply, error, time.Duration) {
 	stop, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ctx := lateTimer{Context: stop, deadline: time.Now().Add(d)}
 	start := time.Now()
-	rep, err := m.Call(ctx, sandbox.Request{Body: []byte(`{}`)})
+	rep, err := m.Call(ctx, sandbox.Request{Body: body})
 	return rep, err, time.Since(start)
+}
+
+// TestRequestFieldsStopsAtTheDeadline: a guest that asks request_fields,
+// again and again, where the fields of a request of 96 MiB lie (each
+// answer reads all of it, a few hundred milliseconds) is stopped within a
+// bounded time of a deadline that falls while the first one reads: the
+// import pays for a chunk of the request at a time, each after a look at
+// the clock. Paid for at once, it read the whole request past the
+// deadline.
+func TestRequestFieldsStopsAtTheDeadline(t *testing.T) {
+	body := append([]byte(`{"kind":"invoke","input":[`), bytes.Repeat([]byte(`1,`), 48<<20)...)
+	body = append(body, `1]}`...)
+	sb := newSandbox(t, sandbox.Config{DefaultFuel: sandbox.MaxFuel})
+	m := compile(t, sb, hostile("requestfieldsspin"))
+	for round := range 2 {
+		_, err, took := callPastDeadlineWith(m, 20*time.Millisecond, body)
+		t.Logf("round %d: %v after %v", round, err, took)
+		if !errors.Is(err, sandbox.ErrDeadline) || took > 20*time.Millisecond+150*time.Millisecond {
+			t.Errorf("round %d: %v after %v", round, err, took)
+		}
+	}
 }

@@ -20,16 +20,15 @@ import (
 // request is not in the shape wire.RequestFields describes; else
 // wire.FieldCount, having written the first cap of the fields at out,
 // wire.FieldSize bytes each. It reads the request packd holds, not guest
-// memory, and pays for all of the request's bytes, at json_members'
-// price, before it reads them (its tool, check and ctx it reads twice; a
-// request is as large as packd let it be).
+// memory, and pays for it as json_members does, a chunk at a time before
+// it reads it, up to 64 KiB, each after a look at the call's context (the
+// tool, check and ctx it reads again are paid for by then).
 func requestFields(ctx context.Context, mod api.Module, stack []uint64) {
 	out, n := uint32(stack[0]), min(uint32(stack[1]), wire.FieldCount)
 	w := read(mod, abi.ImportRequestFields, out, n*wire.FieldSize)
-	req := stateFrom(ctx).request
-	charge(ctx, mod, int64(len(req))*jsonScanCost)
+	pay := func(c int) { charge(ctx, mod, int64(c)*jsonScanCost) }
 	var f [wire.FieldCount][3]uint32
-	if !findFields(req, wire.RequestObject, &f) {
+	if !findFields(stateFrom(ctx).request, pay, &f) {
 		stack[0] = api.EncodeI32(-1)
 		return
 	}
@@ -41,118 +40,53 @@ func requestFields(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = api.EncodeI32(wire.FieldCount)
 }
 
-// findFields reads the object that is all of b (white space around it
-// allowed) and writes where the fields of o lie in f; false when b is not
-// in the shape wire.RequestFields describes.
-func findFields(b []byte, o *wire.FieldObject, f *[wire.FieldCount][3]uint32) bool {
-	s := jsonScanner{b: b, lim: len(b)}
-	end := s.fields(0, o, f)
-	if end < 0 {
-		return false
-	}
-	for _, c := range b[end:] {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return false
-		}
-	}
-	return true
+// findFields reads the request req (one object, white space around it
+// allowed), paying for it as it reads it, and writes where its fields lie
+// in f; false when it is not in the shape wire.RequestFields describes.
+func findFields(req []byte, pay func(int), f *[wire.FieldCount][3]uint32) bool {
+	s := jsonScanner{b: req, next: hostChunk, pay: pay}
+	end := s.fields(0, wire.RequestObject, f)
+	return end >= 0 && s.ws(end) == len(req)
 }
 
-// fields reads the object at b[i] (white space before it allowed) as
-// members does, writing where the fields of o lie in f, and returns the
-// offset just past it; -1 when it is not in the shape wire.RequestFields
-// describes. The objects of o.Inner it reads as it finds them, once.
-// Its white space and escapes count for the value that holds it.
-func (s *jsonScanner) fields(i int, o *wire.FieldObject, f *[wire.FieldCount][3]uint32) int {
+// fields reads the object at the start of s.b, which lies at base in the
+// request, writes where the fields of o lie in f, and returns where the
+// object ends; -1 when it is not in the shape wire.RequestFields
+// describes. The objects of o.Inner it reads again, paid for already.
+func (s *jsonScanner) fields(base uint32, o *wire.FieldObject, f *[wire.FieldCount][3]uint32) int {
 	b := s.b
-	if i = s.ws(i); !s.has(i) || b[i] != '{' {
-		return -1
-	}
-	if i = s.ws(i + 1); !s.has(i) {
-		return -1
-	}
-	if b[i] == '}' {
-		return i + 1
-	}
-	var seen uint64
-	for {
-		if b[i] != '"' {
-			return -1
+	ok, seen := true, uint64(0)
+	count, end := s.members(func(_ int, m [5]uint32) {
+		if !ok {
+			return
 		}
-		ks := i
-		if i = s.str(i); i < 0 || !printable(b[ks+1:i-1]) {
-			return -1
-		}
-		k, refuse := o.Lookup(b[ks+1 : i-1])
-		if refuse || k >= 0 && seen&(1<<k) != 0 {
-			return -1
-		}
-		if i = s.ws(i); !s.has(i) || b[i] != ':' {
-			return -1
-		}
-		if i = s.ws(i + 1); !s.has(i) {
-			return -1
-		}
-		vs := i
-		space, escaped := s.space, s.escaped
-		s.space, s.escaped = false, false
+		i, refuse := o.Lookup(b[m[0]:m[1]])
 		switch {
-		case k >= 0 && o.Inner[k] != nil:
-			i = s.fields(i, o.Inner[k], f)
-		case b[i] == '"':
-			i = s.str(i)
+		case m[4]&memberKeyPlain == 0 || refuse || i >= 0 && seen&(1<<i) != 0:
+			ok = false
+			return
+		case i < 0:
+			return
+		}
+		seen |= 1 << i
+		start, end, flags := m[2], m[3], m[4]
+		switch fi := o.Field[i]; {
+		case fi < 0: // not a field: the object that holds some
+		case wire.StringFields&(1<<fi) == 0:
+			f[fi] = [3]uint32{base + start, end - start, flags}
+		case flags&memberValuePlain != 0:
+			f[fi] = [3]uint32{base + start + 1, end - start - 2, flags}
 		default:
-			i = s.valueAt(i)
+			ok = false
+			return
 		}
-		if i < 0 {
-			return -1
+		if inner := o.Inner[i]; inner != nil {
+			in := jsonScanner{b: b[start:end], lim: int(end - start)}
+			ok = in.fields(base+start, inner, f) == len(in.b)
 		}
-		if k >= 0 {
-			seen |= 1 << k
-			if !s.field(o.Field[k], vs, i, f) {
-				return -1
-			}
-		}
-		s.space, s.escaped = space || s.space, escaped || s.escaped
-		if i = s.ws(i); !s.has(i) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			if i = s.ws(i + 1); !s.has(i) {
-				return -1
-			}
-			continue
-		case '}':
-			return i + 1
-		}
+	})
+	if count < 0 || !ok {
 		return -1
 	}
-}
-
-// field writes where field fi (-1: none) lies, its value b[start:end]
-// just read; false when a string field's value is not a plain string.
-func (s *jsonScanner) field(fi, start, end int, f *[wire.FieldCount][3]uint32) bool {
-	if fi < 0 {
-		return true
-	}
-	var flags uint32 = memberKeyPlain
-	if s.b[start] == '"' && printable(s.b[start+1:end-1]) {
-		flags |= memberValuePlain
-	}
-	if s.space {
-		flags |= memberValueSpace
-	}
-	if s.escaped {
-		flags |= memberValueEscaped
-	}
-	if wire.StringFields&(1<<fi) == 0 {
-		f[fi] = [3]uint32{uint32(start), uint32(end - start), flags}
-		return true
-	}
-	if flags&memberValuePlain == 0 {
-		return false
-	}
-	f[fi] = [3]uint32{uint32(start + 1), uint32(end - start - 2), flags}
-	return true
+	return end
 }

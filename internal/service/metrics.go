@@ -26,26 +26,25 @@ type Metrics struct {
 	// The exemplar gates of duration and fuel, by target (exemplarGate).
 	durationEx, fuelEx map[string]*exemplarGate
 	memory             *prometheus.HistogramVec
-	// byTarget holds, for each of the two targets (tool, check), its
-	// series of duration, fuel and memory once a call has made it: a
-	// call then finds it without hashing its labels.
-	byTarget      [2][3]atomic.Pointer[prometheus.Observer]
-	inFlight      prometheus.Gauge
-	refusals      *prometheus.CounterVec
-	hookPanics    prometheus.Counter
-	guestLines    *prometheus.CounterVec
-	poolEvents    *prometheus.CounterVec
-	poolSeries    []atomic.Pointer[prometheus.Counter] // by poolEventLabels, once a call made it
-	poolReset     prometheus.Histogram
-	poolPages     prometheus.Histogram
-	egress        *prometheus.CounterVec
-	egressRefused *prometheus.CounterVec
-	egressBytes   *prometheus.CounterVec
-	reloads       *prometheus.CounterVec
-	replayRecords *prometheus.CounterVec
-	reloadTime    prometheus.Gauge
-	compile       *prometheus.GaugeVec
-	packInfo      *prometheus.GaugeVec
+	// A target's series of duration, fuel and memory, once a call has
+	// made it: a call then finds it without hashing its labels.
+	durationBy, fuelBy, memoryBy targetSeries
+	inFlight                     prometheus.Gauge
+	refusals                     *prometheus.CounterVec
+	hookPanics                   prometheus.Counter
+	guestLines                   *prometheus.CounterVec
+	poolEvents                   *prometheus.CounterVec
+	poolSeries                   []atomic.Pointer[prometheus.Counter] // by poolEventLabels, once a call made it
+	poolReset                    prometheus.Histogram
+	poolPages                    prometheus.Histogram
+	egress                       *prometheus.CounterVec
+	egressRefused                *prometheus.CounterVec
+	egressBytes                  *prometheus.CounterVec
+	reloads                      *prometheus.CounterVec
+	replayRecords                *prometheus.CounterVec
+	reloadTime                   prometheus.Gauge
+	compile                      *prometheus.GaugeVec
+	packInfo                     *prometheus.GaugeVec
 	// AuditErrors counts audit lines that could not be written (write
 	// error) and AuditDropped those dropped because the writer fell behind.
 	AuditErrors, AuditDropped prometheus.Counter
@@ -275,12 +274,12 @@ func (m *Metrics) OnCall(e Event) {
 		labels = append(labels, e.TenantID)
 	}
 	m.calls.WithLabelValues(labels...).Inc()
-	observe(m.series(m.duration, 0, target), e.Duration.Seconds(), e.TraceID, m.durationEx[target])
+	observe(m.durationBy.of(m.duration, target), e.Duration.Seconds(), e.TraceID, m.durationEx[target])
 	if e.Fuel > 0 {
-		observe(m.series(m.fuel, 1, target), float64(e.Fuel), e.TraceID, m.fuelEx[target])
+		observe(m.fuelBy.of(m.fuel, target), float64(e.Fuel), e.TraceID, m.fuelEx[target])
 	}
 	if e.MemoryBytes > 0 {
-		m.series(m.memory, 2, target).Observe(float64(e.MemoryBytes))
+		m.memoryBy.of(m.memory, target).Observe(float64(e.MemoryBytes))
 	}
 	if m.tenantUsage != nil && (e.Fuel > 0 || e.Egress.Requests > 0) {
 		for _, r := range [...]struct {
@@ -293,23 +292,26 @@ func (m *Metrics) OnCall(e Event) {
 	}
 }
 
-// series is vec's series for target, the kth of byTarget's.
-func (m *Metrics) series(vec *prometheus.HistogramVec, k int, target string) prometheus.Observer {
-	i := -1
+// targetSeries is a histogram's series for each target (tool, check),
+// once a call has made it.
+type targetSeries [2]atomic.Pointer[prometheus.Observer]
+
+// of is vec's series for target.
+func (ts *targetSeries) of(vec *prometheus.HistogramVec, target string) prometheus.Observer {
+	var p *atomic.Pointer[prometheus.Observer]
 	switch host.Target(target) {
 	case host.TargetTool:
-		i = 0
+		p = &ts[0]
 	case host.TargetCheck:
-		i = 1
-	}
-	if i < 0 {
+		p = &ts[1]
+	default:
 		return vec.WithLabelValues(target)
 	}
-	if o := m.byTarget[i][k].Load(); o != nil {
+	if o := p.Load(); o != nil {
 		return *o
 	}
 	o := vec.WithLabelValues(target)
-	m.byTarget[i][k].Store(&o)
+	p.Store(&o)
 	return o
 }
 
