@@ -43,50 +43,61 @@ func requestFields(ctx context.Context, mod api.Module, stack []uint64) {
 // findFields reads the request req (one object, white space around it
 // allowed), paying for it as it reads it, and writes where its fields lie
 // in f; false when it is not in the shape wire.RequestFields describes.
+// The objects that hold fields (its tool, check and ctx) it reads after
+// the request, again, paid for by then: in turn, not by recursion, so
+// that nothing of a call's walk is allocated.
 func findFields(req []byte, pay func(int), f *[wire.FieldCount][3]uint32) bool {
-	s := jsonScanner{b: req, next: hostChunk, pay: pay}
-	end := s.fields(0, wire.RequestObject, f)
-	return end >= 0 && s.ws(end) == len(req)
+	todo, n := [8]heldObject{{0, uint32(len(req)), wire.RequestObject}}, 1
+	for k := 0; k < n; k++ {
+		h := todo[k]
+		s := jsonScanner{b: req[h.start:h.end], lim: int(h.end - h.start)}
+		if k == 0 {
+			s.lim, s.next, s.pay = 0, hostChunk, pay
+		}
+		ok, seen := true, uint64(0)
+		count, end := s.members(func(_ int, m [5]uint32) {
+			if !ok {
+				return
+			}
+			i, refuse := h.o.Lookup(s.b[m[0]:m[1]])
+			switch {
+			case m[4]&memberKeyPlain == 0 || refuse || i >= 0 && seen&(1<<i) != 0:
+				ok = false
+				return
+			case i < 0:
+				return
+			}
+			seen |= 1 << i
+			start, end, flags := h.start+m[2], h.start+m[3], m[4]
+			switch fi := h.o.Field[i]; {
+			case fi < 0: // not a field: an object that holds some
+			case wire.StringFields&(1<<fi) == 0:
+				f[fi] = [3]uint32{start, end - start, flags}
+			case flags&memberValuePlain != 0:
+				f[fi] = [3]uint32{start + 1, end - start - 2, flags}
+			default:
+				ok = false
+				return
+			}
+			if inner := h.o.Inner[i]; inner != nil {
+				if n == len(todo) {
+					ok = false // more than wire.RequestObject has
+					return
+				}
+				todo[n] = heldObject{start, end, inner}
+				n++
+			}
+		})
+		if count < 0 || !ok || s.ws(end) != len(s.b) {
+			return false
+		}
+	}
+	return true
 }
 
-// fields reads the object at the start of s.b, which lies at base in the
-// request, writes where the fields of o lie in f, and returns where the
-// object ends; -1 when it is not in the shape wire.RequestFields
-// describes. The objects of o.Inner it reads again, paid for already.
-func (s *jsonScanner) fields(base uint32, o *wire.FieldObject, f *[wire.FieldCount][3]uint32) int {
-	b := s.b
-	ok, seen := true, uint64(0)
-	count, end := s.members(func(_ int, m [5]uint32) {
-		if !ok {
-			return
-		}
-		i, refuse := o.Lookup(b[m[0]:m[1]])
-		switch {
-		case m[4]&memberKeyPlain == 0 || refuse || i >= 0 && seen&(1<<i) != 0:
-			ok = false
-			return
-		case i < 0:
-			return
-		}
-		seen |= 1 << i
-		start, end, flags := m[2], m[3], m[4]
-		switch fi := o.Field[i]; {
-		case fi < 0: // not a field: the object that holds some
-		case wire.StringFields&(1<<fi) == 0:
-			f[fi] = [3]uint32{base + start, end - start, flags}
-		case flags&memberValuePlain != 0:
-			f[fi] = [3]uint32{base + start + 1, end - start - 2, flags}
-		default:
-			ok = false
-			return
-		}
-		if inner := o.Inner[i]; inner != nil {
-			in := jsonScanner{b: b[start:end], lim: int(end - start)}
-			ok = in.fields(base+start, inner, f) == len(in.b)
-		}
-	})
-	if count < 0 || !ok {
-		return -1
-	}
-	return end
+// heldObject is an object of the request whose members findFields reads:
+// where it lies, and which of its keys it looks at.
+type heldObject struct {
+	start, end uint32
+	o          *wire.FieldObject
 }
