@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kindgi/packd/internal/benchload"
 	"github.com/kindgi/packd/internal/host"
 	"github.com/kindgi/packd/internal/lineq"
 	"github.com/kindgi/packd/internal/service"
@@ -21,11 +22,12 @@ import (
 // handler, served as packd serve serves it (metrics, log lines to the null
 // device in batches), with nothing else on, with --record, and with every
 // span exported to a loopback collector: what each costs a call without
-// the network (cmd/watchbench measures them with it).
+// the network (cmd/watchbench measures them with it); and "plain", the
+// handler watchbench compares packd with (benchload.Plain).
 //
 //	go test -run '^$' -bench 'InvokeServed' -count 3 ./internal/server
 func BenchmarkInvokeServed(b *testing.B) {
-	for _, setup := range []string{"off", "record", "otel"} {
+	for _, setup := range []string{"plain", "off", "record", "otel"} {
 		b.Run(setup, func(b *testing.B) {
 			h := servedEcho(b, setup)
 			b.ReportAllocs()
@@ -44,8 +46,11 @@ func BenchmarkInvokeServed(b *testing.B) {
 }
 
 // servedEcho is the handler of a service of the echo example with setup
-// on ("off", "record", "otel").
-func servedEcho(b *testing.B, setup string) http.Handler {
+// on ("off", "record", "otel"), or benchload.Plain ("plain").
+func servedEcho(b testing.TB, setup string) http.Handler {
+	if setup == "plain" {
+		return benchload.Plain("tok", DefaultMaxBodyBytes)
+	}
 	ctx := context.Background()
 	m, err := service.NewMetrics(prometheus.NewRegistry(), service.MetricsConfig{GoCollectors: true})
 	if err != nil {
