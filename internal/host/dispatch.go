@@ -112,8 +112,8 @@ func (p *Pack) Dispatch(ctx context.Context, req Request) *Outcome {
 	kind, hasKind := msg.Get("kind")
 	// The deadline covers everything from here: the gate, validation, the
 	// guest, decoding and validating what it answered.
-	ctx, cancel := context.WithTimeout(ctx, callTimeout(req.Timeout))
-	defer cancel()
+	ctx, release := withDeadline(ctx, callTimeout(req.Timeout))
+	defer release()
 	switch kind {
 	case abi.KindInvoke:
 		return p.invoke(ctx, &req, msg, o).recordMessage(msg)

@@ -55,9 +55,9 @@ func (l Limits) request(body []byte) sandbox.Request {
 
 // bound is the context a call's pack code runs under: the call's, capped
 // by the clock at CPUDeadline when limits.cpuMs is set.
-func (l Limits) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+func (l Limits) bound(ctx context.Context) (context.Context, func()) {
 	if l.CPUTime > 0 {
-		return context.WithTimeout(ctx, CPUDeadline(l.CPUTime))
+		return withDeadline(ctx, CPUDeadline(l.CPUTime))
 	}
 	return ctx, func() {}
 }

@@ -32,11 +32,14 @@ func BenchmarkInvokeServed(b *testing.B) {
 			h := servedEcho(b, setup)
 			b.ReportAllocs()
 			for b.Loop() {
-				req := httptest.NewRequest("POST", "/v1/invoke", strings.NewReader(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`))
+				// A request's context can be cancelled, as net/http's is.
+				ctx, cancel := context.WithCancel(context.Background())
+				req := httptest.NewRequestWithContext(ctx, "POST", "/v1/invoke", strings.NewReader(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`))
 				req.Header.Set("kindgi-pack-token", "tok")
 				req.Header.Set("content-type", "application/json")
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, req)
+				cancel()
 				if rec.Code != 200 {
 					b.Fatalf("%d %s", rec.Code, rec.Body)
 				}
