@@ -14,14 +14,18 @@ import (
 // context makes for it) and their undoing: five allocations more than
 // this (BenchmarkInvokeServed) and, in a CPU profile of /v1/invoke under
 // load, about 3.7 µs a call, a sixth of what packd's handler spent on an
-// echo call. Nearly no call needs any of it: the sandbox stops a guest by
-// reading the clock against Deadline() and by asking Err(), and the host
-// asks Err() and the clock between its steps. So withDeadline's context
-// answers Err() from its parent's and from the clock, and makes the real
-// context (context.WithDeadline, the one source of truth from then on)
-// only when something needs it: a Done channel to wait on, a child (which
-// finds it by Value), an error to keep (the first one seen). Its release
-// stops the timer of one that was armed.
+// echo call. Nearly no call needs any of it. What must stop at the
+// deadline reads it from Deadline() and the clock, as it must anyway for
+// a timer that fires late when every core is busy: the sandbox's fuel
+// refills and costly host calls (callState.tick), the host between its
+// steps (Call.late), ojson's decoder every few thousand values. Err()
+// says when the caller has gone (the parent's Err), without a look at
+// the clock at every host call (a previous look at it there was 8% of a
+// pooled Go echo). So withDeadline's context makes the real one
+// (context.WithDeadline, the one source of truth from then on) only when
+// something needs it: a Done channel to wait on, a child (which finds it
+// by Value), the parent's error to keep. Its release stops the timer of
+// one that was armed.
 
 // deadlineCtx is a parent's context with a deadline (the earlier of its
 // own and the parent's) that is not armed until it must be.
@@ -70,13 +74,14 @@ func (c *deadlineCtx) Value(key any) any {
 	return c.parent.Value(key)
 }
 
-// Err is nil while the parent's is and the deadline is ahead by the
-// clock; the first error arms the context, which keeps it.
+// Err is the armed context's; before it is armed, nil while the parent's
+// is (the deadline is the clock's to say, as for a timer not yet fired),
+// and the parent's error arms it, which keeps it.
 func (c *deadlineCtx) Err() error {
 	if a := c.armed.Load(); a != nil {
 		return a.ctx.Err()
 	}
-	if c.parent.Err() == nil && time.Now().Before(c.deadline) {
+	if c.parent.Err() == nil {
 		return nil
 	}
 	return c.arm().Err()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -49,7 +50,9 @@ func Decode(data []byte) (any, error) {
 }
 
 // DecodeContext is Decode that gives up, with ctx's error, once ctx is done
-// (it looks every checkEvery values).
+// or its deadline has passed by the clock (a context's timer fires late
+// when every core is busy, and packd's call contexts arm none unless
+// asked): it looks every checkEvery values.
 func DecodeContext(ctx context.Context, data []byte) (any, error) {
 	d := decoders.Get().(*decoder)
 	defer d.release()
@@ -65,7 +68,7 @@ func DecodeContext(ctx context.Context, data []byte) (any, error) {
 			err = errors.New("unexpected data after the value")
 		}
 	}
-	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("ojson: decoding: %w", err)
 	}
 	if err != nil {
@@ -284,8 +287,13 @@ func (d *decoder) value(depth int) (any, error) {
 	if d.off >= len(d.data) {
 		return nil, errEnd
 	}
-	if d.values++; d.values%checkEvery == 0 && d.ctx.Err() != nil {
-		return nil, d.ctx.Err()
+	if d.values++; d.values%checkEvery == 0 {
+		if err := d.ctx.Err(); err != nil {
+			return nil, err
+		}
+		if dl, ok := d.ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return nil, context.DeadlineExceeded
+		}
 	}
 	switch c := d.data[d.off]; {
 	case c == '{':
