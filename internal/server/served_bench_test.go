@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -44,6 +45,38 @@ func BenchmarkInvokeServed(b *testing.B) {
 					b.Fatalf("%d %s", rec.Code, rec.Body)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkInvokeServedParallel is BenchmarkInvokeServed with 32 calls at
+// a time on the machine's cores, as watchbench loads them: what the serial
+// benchmark does not see, contention between calls, shows here (the log
+// lines' batch grew a buffer from nothing at every round under its lock,
+// 1.6 KB a call).
+//
+//	go test -run '^$' -bench 'InvokeServedParallel' -count 3 ./internal/server
+func BenchmarkInvokeServedParallel(b *testing.B) {
+	for _, setup := range []string{"plain", "off"} {
+		b.Run(setup, func(b *testing.B) {
+			h := servedEcho(b, setup)
+			b.ReportAllocs()
+			b.SetParallelism(32 / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					ctx, cancel := context.WithCancel(context.Background())
+					req := httptest.NewRequestWithContext(ctx, "POST", "/v1/invoke", strings.NewReader(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`))
+					req.Header.Set("kindgi-pack-token", "tok")
+					req.Header.Set("content-type", "application/json")
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					cancel()
+					if rec.Code != 200 {
+						b.Errorf("%d %s", rec.Code, rec.Body)
+						return
+					}
+				}
+			})
 		})
 	}
 }
