@@ -42,8 +42,8 @@ const Window = time.Millisecond
 // which a busy scheduler stretches to milliseconds, go out of the buffers
 // the rounds before them grew. Keeping none past 64 KiB made such a batch
 // grow a new one from nothing at every round, under the writers' lock:
-// 1.6 KB allocated a call, and a fifth of a call's time in
-// BenchmarkInvokeServedParallel/off. Two buffers at most are kept.
+// about 1.5 KB allocated a call in BenchmarkInvokeServedParallel/off.
+// Two buffers at most are kept.
 const keepBuffer = 2 * MaxPending
 
 // keep is a round's buffer out, empty, for a later round; nil when it is

@@ -158,7 +158,7 @@ func TestBatchCloseWaitsBoundedThenWritesDirectly(t *testing.T) {
 // TestBatchKeepsTheBuffersOfBusyRounds: rounds that each carry 200 KB go
 // out of buffers the rounds before them filled, not of new ones grown
 // from nothing under the writers' lock (before: a busy service's log
-// lines cost 1.6 KB a call, and a fifth of its time); a buffer grown past
+// lines cost about 1.5 KB a call); a buffer grown past
 // what may wait is not kept. Every line still goes out, in order.
 func TestBatchKeepsTheBuffersOfBusyRounds(t *testing.T) {
 	turn := make(chan struct{}) // one write of the flusher's per send

@@ -53,7 +53,7 @@ func BenchmarkInvokeServed(b *testing.B) {
 // a time on the machine's cores, as watchbench loads them: what the serial
 // benchmark does not see, contention between calls, shows here (the log
 // lines' batch grew a buffer from nothing at every round under its lock,
-// 1.6 KB a call).
+// about 1.5 KB a call).
 //
 //	go test -run '^$' -bench 'InvokeServedParallel' -count 3 ./internal/server
 func BenchmarkInvokeServedParallel(b *testing.B) {
