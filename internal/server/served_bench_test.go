@@ -33,15 +33,7 @@ func BenchmarkInvokeServed(b *testing.B) {
 			h := servedEcho(b, setup)
 			b.ReportAllocs()
 			for b.Loop() {
-				// A request's context can be cancelled, as net/http's is.
-				ctx, cancel := context.WithCancel(context.Background())
-				req := httptest.NewRequestWithContext(ctx, "POST", "/v1/invoke", strings.NewReader(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`))
-				req.Header.Set("kindgi-pack-token", "tok")
-				req.Header.Set("content-type", "application/json")
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				cancel()
-				if rec.Code != 200 {
+				if rec := invokeEcho(h); rec.Code != 200 {
 					b.Fatalf("%d %s", rec.Code, rec.Body)
 				}
 			}
@@ -64,14 +56,7 @@ func BenchmarkInvokeServedParallel(b *testing.B) {
 			b.SetParallelism(32 / runtime.GOMAXPROCS(0))
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					ctx, cancel := context.WithCancel(context.Background())
-					req := httptest.NewRequestWithContext(ctx, "POST", "/v1/invoke", strings.NewReader(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`))
-					req.Header.Set("kindgi-pack-token", "tok")
-					req.Header.Set("content-type", "application/json")
-					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, req)
-					cancel()
-					if rec.Code != 200 {
+					if rec := invokeEcho(h); rec.Code != 200 {
 						b.Errorf("%d %s", rec.Code, rec.Body)
 						return
 					}
@@ -79,6 +64,19 @@ func BenchmarkInvokeServedParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// invokeEcho sends the benchmarks' echo call through h, with a request
+// context that can be cancelled, as net/http's is.
+func invokeEcho(h http.Handler) *httptest.ResponseRecorder {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/invoke", strings.NewReader(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello, bench"},"ctx":{"tenantId":"t","runId":"r"}}`))
+	req.Header.Set("kindgi-pack-token", "tok")
+	req.Header.Set("content-type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
 
 // servedEcho is the handler of a service of the echo example with setup
