@@ -17,12 +17,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	stdmaps "maps"
 	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kindgi/packd/abi/guest/wire"
 )
@@ -60,6 +62,19 @@ type ToolFunc func(input json.RawMessage, ctx *Context) (any, error)
 // AnyToolFunc handles calls to any tool id that has no handler of its own.
 type AnyToolFunc func(id string, input json.RawMessage, ctx *Context) (any, error)
 
+// RawToolFunc is a ToolFunc that answers JSON it has written itself (or
+// its input, as an echo does): the output goes out as it is when it is
+// compact JSON that json.Marshal would leave unchanged, and is otherwise
+// encoded as a json.RawMessage would be (invalid JSON throws a TypeError).
+// A ToolFunc that returns a json.RawMessage does the same, but the any it
+// returns holds a copy of the slice on the heap: in a pooled instance
+// that one allocation is about 2,700 units of fuel and five pages that
+// packd's reset copies back after every call.
+type RawToolFunc func(input json.RawMessage, ctx *Context) (json.RawMessage, error)
+
+// AnyRawToolFunc is an AnyToolFunc that answers JSON (see RawToolFunc).
+type AnyRawToolFunc func(id string, input json.RawMessage, ctx *Context) (json.RawMessage, error)
+
 // CheckFunc evaluates a guardrail check: config as sent, trace the run trace.
 // It returns a result object with at least a boolean `passed` (anything
 // else is a check-shape-invalid); CheckResult is one.
@@ -72,26 +87,78 @@ type CheckResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// mu guards registration: the handlers, the specs and the env.
 var (
 	mu         sync.Mutex
-	tools      = map[string]ToolFunc{}
-	checks     = map[string]CheckFunc{}
-	anyTool    AnyToolFunc
 	toolSpecs  = map[string]wire.ToolSpec{}  // what the options say, for packd index
 	checkSpecs = map[string]wire.CheckSpec{} // of each registered id
 	envSpec    wire.EnvSpec                  // RequireEnv, OptionalEnv
 )
 
+// registered is the handlers, read by each call without a lock: a
+// registration (under mu) stores a changed copy. Each call taking mu
+// wrote the mutex's page, one more page a pooled instance's reset copies
+// back after every call.
+var registered atomic.Pointer[handlers]
+
+// (Stored before any init function runs, the SDK's own included.)
+var _ = func() bool { registered.Store(noHandlers()); return true }()
+
+func noHandlers() *handlers {
+	return &handlers{tools: map[string]toolHandler{}, checks: map[string]CheckFunc{}}
+}
+
+// handlers is what the pack registered; a copy is changed, never the
+// one registered holds.
+type handlers struct {
+	tools   map[string]toolHandler
+	checks  map[string]CheckFunc
+	anyTool toolHandler // for ids without a handler of their own
+}
+
+// toolHandler is a tool's handler: one of value (Tool, AnyTool) and raw
+// (RawTool, AnyRawTool), or neither when there is none.
+type toolHandler struct {
+	value AnyToolFunc
+	raw   AnyRawToolFunc
+}
+
+func (h toolHandler) none() bool { return h.value == nil && h.raw == nil }
+
+// register changes a copy of the handlers under mu (its caller holds it)
+// and stores it.
+func register(change func(h *handlers)) {
+	old := registered.Load()
+	h := &handlers{tools: stdmaps.Clone(old.tools), checks: stdmaps.Clone(old.checks), anyTool: old.anyTool}
+	change(h)
+	registered.Store(h)
+}
+
 // Tool registers the handler for a tool id, with what the options say of
 // it for `packd index` (its version, description, schemas). Registering
 // an id twice panics.
 func Tool(id string, fn ToolFunc, opts ...Option) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := tools[id]; dup || id == "" || fn == nil {
+	if fn == nil {
 		panic(fmt.Sprintf("guest: bad or duplicate tool %q", id))
 	}
-	tools[id] = fn
+	addTool(id, toolHandler{value: func(_ string, input json.RawMessage, ctx *Context) (any, error) { return fn(input, ctx) }}, opts)
+}
+
+// RawTool is Tool for a handler that answers JSON (see RawToolFunc).
+func RawTool(id string, fn RawToolFunc, opts ...Option) {
+	if fn == nil {
+		panic(fmt.Sprintf("guest: bad or duplicate tool %q", id))
+	}
+	addTool(id, toolHandler{raw: func(_ string, input json.RawMessage, ctx *Context) (json.RawMessage, error) { return fn(input, ctx) }}, opts)
+}
+
+func addTool(id string, h toolHandler, opts []Option) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registered.Load().tools[id]; dup || id == "" {
+		panic(fmt.Sprintf("guest: bad or duplicate tool %q", id))
+	}
+	register(func(hs *handlers) { hs.tools[id] = h })
 	toolSpecs[id] = options(opts).toolSpec(id)
 }
 
@@ -118,10 +185,20 @@ func TypedTool[In, Out any](id string, fn func(in In, ctx *Context) (Out, error)
 }
 
 // AnyTool registers a handler for every tool id without its own handler.
-func AnyTool(fn AnyToolFunc) {
+func AnyTool(fn AnyToolFunc) { setAnyTool(toolHandler{value: fn}) }
+
+// AnyRawTool is AnyTool for a handler that answers JSON (see
+// RawToolFunc). An echo is one:
+//
+//	guest.AnyRawTool(func(_ string, input json.RawMessage, _ *guest.Context) (json.RawMessage, error) {
+//		return input, nil
+//	})
+func AnyRawTool(fn AnyRawToolFunc) { setAnyTool(toolHandler{raw: fn}) }
+
+func setAnyTool(h toolHandler) {
 	mu.Lock()
 	defer mu.Unlock()
-	anyTool = fn
+	register(func(hs *handlers) { hs.anyTool = h })
 }
 
 // Check registers a guardrail check by its check id, with what the
@@ -130,10 +207,10 @@ func AnyTool(fn AnyToolFunc) {
 func Check(id string, fn CheckFunc, opts ...Option) {
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := checks[id]; dup || id == "" || fn == nil {
+	if _, dup := registered.Load().checks[id]; dup || id == "" || fn == nil {
 		panic(fmt.Sprintf("guest: bad or duplicate check %q", id))
 	}
-	checks[id] = fn
+	register(func(hs *handlers) { hs.checks[id] = fn })
 	checkSpecs[id] = options(opts).checkSpec(id)
 }
 
@@ -194,15 +271,16 @@ func (e *Error) Error() string { return e.Name + ": " + e.Message }
 func Describe() []byte {
 	mu.Lock()
 	defer mu.Unlock()
+	h := registered.Load()
 	d := wire.Description{Tools: []string{}, Checks: []string{}}
-	for id := range tools {
+	for id := range h.tools {
 		d.Tools = append(d.Tools, id)
 		d.ToolSpecs = append(d.ToolSpecs, toolSpecs[id])
 	}
-	if anyTool != nil {
+	if !h.anyTool.none() {
 		d.Tools = append(d.Tools, wire.Wildcard)
 	}
-	for id := range checks {
+	for id := range h.checks {
 		d.Checks = append(d.Checks, id)
 		d.CheckSpecs = append(d.CheckSpecs, checkSpecs[id])
 	}
@@ -280,42 +358,46 @@ func dispatch(req []byte, f *fields, ctx *Context, alias bool) (status wire.Stat
 		}
 		r = *slow
 	}
-	var run func() (any, error)
-	mu.Lock()
+	var run func() (any, json.RawMessage, error)
+	hs := registered.Load()
 	switch r.Kind {
 	case wire.KindInvoke:
-		fn, anyFn := tools[r.Tool.ID], anyTool
-		if fn == nil && anyFn == nil {
-			mu.Unlock()
+		h, own := hs.tools[r.Tool.ID]
+		if !own {
+			h = hs.anyTool
+		}
+		if h.none() {
 			return wire.StatusNoHandler, nil
 		}
-		run = func() (any, error) {
+		run = func() (any, json.RawMessage, error) {
 			if ctx == nil {
 				ctx = new(Context)
 			}
 			if !readContext(req, f, r.Ctx, ctx, alias) {
 				*ctx = Context{Raw: r.Ctx}
 				if err := json.Unmarshal(r.Ctx, ctx); err != nil {
-					return nil, &Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()}
+					return nil, nil, &Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()}
 				}
 			}
-			if fn != nil {
-				return fn(r.Input, ctx)
+			if h.raw != nil {
+				raw, err := h.raw(r.Tool.ID, r.Input, ctx)
+				return nil, raw, err
 			}
-			return anyFn(r.Tool.ID, r.Input, ctx)
+			out, err := h.value(r.Tool.ID, r.Input, ctx)
+			return out, nil, err
 		}
 	case wire.KindCheckInvoke:
-		fn := checks[r.Check.ID]
+		fn := hs.checks[r.Check.ID]
 		if fn == nil {
-			mu.Unlock()
 			return wire.StatusNoHandler, nil
 		}
-		run = func() (any, error) { return fn(r.Config, r.Trace) }
+		run = func() (any, json.RawMessage, error) {
+			out, err := fn(r.Config, r.Trace)
+			return out, nil, err
+		}
 	default:
-		mu.Unlock()
 		return thrown(&Error{Name: "TypeError", Message: fmt.Sprintf("unknown request kind %q", r.Kind)})
 	}
-	mu.Unlock()
 	var asIs json.RawMessage
 	if inputAsIs {
 		asIs = r.Input
@@ -339,22 +421,32 @@ func readContext(req []byte, f *fields, raw json.RawMessage, c *Context, alias b
 // with it (an echo) has it sent without a second look. (One that wrote
 // into those bytes first could send JSON that is not; packd refuses such
 // an output as it refuses any a guest writes.)
-func safeRun(run func() (any, error), asIs json.RawMessage) (status wire.Status, resp []byte) {
+//
+// run answers a value (out) or, for a raw handler, JSON (raw; a nil raw
+// is a null output, as a nil out is).
+func safeRun(run func() (any, json.RawMessage, error), asIs json.RawMessage) (status wire.Status, resp []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			status, resp = thrownStack("Panic", fmt.Sprint(p), string(debug.Stack()))
 		}
 	}()
-	out, err := run()
+	out, raw, err := run()
 	if err != nil {
 		return thrown(err)
 	}
+	if r, isRaw := out.(json.RawMessage); isRaw {
+		if r == nil {
+			return wire.StatusOK, []byte("null") // as json.Marshal has it
+		}
+		out, raw = nil, r
+	}
 	// An output that can go out as it is does, without a copy; one made
 	// of JSON's own values is encoded here; anything else by json.Marshal.
-	if raw, isRaw := out.(json.RawMessage); isRaw {
+	if raw != nil {
 		if len(raw) > 0 && len(raw) == len(asIs) && &raw[0] == &asIs[0] || marshalsAsIs(raw) {
 			return wire.StatusOK, raw
 		}
+		out = raw
 	} else if b, ok := appendJSON(nil, out, 0); ok {
 		return wire.StatusOK, b
 	}

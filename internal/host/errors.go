@@ -46,7 +46,9 @@ func (t *Call) thrown(c abi.Cause) *abi.Error {
 func (t *Call) late(ctx context.Context) *abi.Error {
 	switch err := ctx.Err(); {
 	case err == nil:
-		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		// time.Until reads only the monotonic clock (time.Now reads the
+		// wall clock too): a call asks five times.
+		if d, ok := ctx.Deadline(); ok && time.Until(d) <= 0 {
 			return t.guestError("", sandbox.ErrDeadline, 0)
 		}
 		return nil

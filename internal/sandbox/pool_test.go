@@ -148,6 +148,42 @@ func TestPooledGoGuest(t *testing.T) {
 	}
 }
 
+// TestAPooledGoEchoWritesFewPages: a pooled call of the Go echo example
+// (a raw handler, guest.AnyRawTool) writes the stack, the request and the
+// call's context, and no page of the Go heap: each reset copies back at
+// most 4 pages of 4 KiB. With a handler answering any (guest.AnyTool),
+// boxing its output allocated, and every call wrote 9; the registry's
+// mutex was one more.
+func TestAPooledGoEchoWritesFewPages(t *testing.T) {
+	var mu sync.Mutex
+	var pages []int
+	sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
+		if ev.Kind == sandbox.PoolReset {
+			mu.Lock()
+			pages = append(pages, ev.Pages)
+			mu.Unlock()
+		}
+	}})
+	m := compile(t, sb, filepath.Join("..", "..", "wasm-examples", "echo", "echo.wasm"))
+	for i := 0; i < 4; i++ {
+		input := `{"message":"m` + fmt.Sprint(i) + `"}`
+		rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"echo.message"},"input":` + input + `,"ctx":{"tenantId":"t","runId":"r"}}`)})
+		if err != nil || rep.Status != 0 || string(rep.Body) != input {
+			t.Fatalf("call %d: %d %s %v", i, rep.Status, rep.Body, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pages) != 4 {
+		t.Fatalf("%d resets, want 4", len(pages))
+	}
+	for i, n := range pages {
+		if n < 1 || n > 4 {
+			t.Errorf("reset %d copied back %d pages, want 1 to 4", i, n)
+		}
+	}
+}
+
 // TestModulesThatWriteTablesAreNotPooled: the reset covers memory and
 // globals only, so a module that can change a table is not pooled.
 func TestModulesThatWriteTablesAreNotPooled(t *testing.T) {
