@@ -160,9 +160,11 @@ func TestRawHandlersAnswerAsValueHandlersDo(t *testing.T) {
 		t.Errorf("Describe = %s", got)
 	}
 	for name, register := range map[string]func(){
-		"duplicate": func() { RawTool("sdk.value", func(json.RawMessage, *Context) (json.RawMessage, error) { return nil, nil }) },
-		"nil":       func() { RawTool("sdk.nil", nil) },
-		"no id":     func() { RawTool("", func(json.RawMessage, *Context) (json.RawMessage, error) { return nil, nil }) },
+		"duplicate": func() {
+			RawTool("sdk.value", func(json.RawMessage, *Context) (json.RawMessage, error) { return nil, nil })
+		},
+		"nil":   func() { RawTool("sdk.nil", nil) },
+		"no id": func() { RawTool("", func(json.RawMessage, *Context) (json.RawMessage, error) { return nil, nil }) },
 	} {
 		func() {
 			defer func() {
