@@ -347,7 +347,7 @@ func dispatch(req []byte, f *fields, ctx *Context, alias bool) (status wire.Stat
 	var r request // on the stack: encoding/json gets one of its own
 	ok, inputAsIs := f != nil, false
 	if ok {
-		inputAsIs = f.request(req, &r)
+		r, inputAsIs = f.request(req)
 	} else {
 		ok, inputAsIs = decodeRequest(req, &r, alias)
 	}
@@ -358,7 +358,10 @@ func dispatch(req []byte, f *fields, ctx *Context, alias bool) (status wire.Stat
 		}
 		r = *slow
 	}
-	var run func() (any, json.RawMessage, error)
+	var asIs json.RawMessage
+	if inputAsIs {
+		asIs = r.Input
+	}
 	hs := registered.Load()
 	switch r.Kind {
 	case wire.KindInvoke:
@@ -369,40 +372,55 @@ func dispatch(req []byte, f *fields, ctx *Context, alias bool) (status wire.Stat
 		if h.none() {
 			return wire.StatusNoHandler, nil
 		}
-		run = func() (any, json.RawMessage, error) {
-			if ctx == nil {
-				ctx = new(Context)
-			}
-			if !readContext(req, f, r.Ctx, ctx, alias) {
-				*ctx = Context{Raw: r.Ctx}
-				if err := json.Unmarshal(r.Ctx, ctx); err != nil {
-					return nil, nil, &Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()}
-				}
-			}
-			if h.raw != nil {
-				raw, err := h.raw(r.Tool.ID, r.Input, ctx)
-				return nil, raw, err
-			}
-			out, err := h.value(r.Tool.ID, r.Input, ctx)
-			return out, nil, err
+		if ctx == nil {
+			ctx = new(Context)
 		}
+		return runTool(h, &r, req, f, ctx, alias, asIs)
 	case wire.KindCheckInvoke:
 		fn := hs.checks[r.Check.ID]
 		if fn == nil {
 			return wire.StatusNoHandler, nil
 		}
-		run = func() (any, json.RawMessage, error) {
-			out, err := fn(r.Config, r.Trace)
-			return out, nil, err
-		}
+		return runCheck(fn, &r)
 	default:
 		return thrown(&Error{Name: "TypeError", Message: fmt.Sprintf("unknown request kind %q", r.Kind)})
 	}
-	var asIs json.RawMessage
-	if inputAsIs {
-		asIs = r.Input
+}
+
+// runTool runs a tool's handler h on the request r (read from req, whose
+// fields lie at f; nil: not known) with ctx as its Context, and encodes
+// its output (see answer). A panic in either is a throw named Panic.
+// (Neither this nor runCheck is a closure run by a function that
+// recovers: in a Go guest that cost a call some 800 units of fuel.)
+func runTool(h toolHandler, r *request, req []byte, f *fields, ctx *Context, alias bool, asIs json.RawMessage) (status wire.Status, resp []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			status, resp = thrownStack("Panic", fmt.Sprint(p), string(debug.Stack()))
+		}
+	}()
+	if !readContext(req, f, r.Ctx, ctx, alias) {
+		*ctx = Context{Raw: r.Ctx}
+		if err := json.Unmarshal(r.Ctx, ctx); err != nil {
+			return thrown(&Error{Name: "TypeError", Message: "guest could not read ctx: " + err.Error()})
+		}
 	}
-	return safeRun(run, asIs)
+	if h.raw != nil {
+		raw, err := h.raw(r.Tool.ID, r.Input, ctx)
+		return answer(nil, raw, err, asIs)
+	}
+	out, err := h.value(r.Tool.ID, r.Input, ctx)
+	return answer(out, nil, err, asIs)
+}
+
+// runCheck runs a check's handler on the request r: runTool's for a check.
+func runCheck(fn CheckFunc, r *request) (status wire.Status, resp []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			status, resp = thrownStack("Panic", fmt.Sprint(p), string(debug.Stack()))
+		}
+	}()
+	out, err := fn(r.Config, r.Trace)
+	return answer(out, nil, err, nil)
 }
 
 // readContext reads the ctx raw of the request req, whose fields lie at
@@ -416,21 +434,13 @@ func readContext(req []byte, f *fields, raw json.RawMessage, c *Context, alias b
 	return decodeContext(raw, c, alias)
 }
 
-// safeRun runs a handler and encodes its output. asIs, when not nil, is
-// the request's input, known to marshal as it is: a handler that answers
-// with it (an echo) has it sent without a second look. (One that wrote
-// into those bytes first could send JSON that is not; packd refuses such
-// an output as it refuses any a guest writes.)
-//
-// run answers a value (out) or, for a raw handler, JSON (raw; a nil raw
-// is a null output, as a nil out is).
-func safeRun(run func() (any, json.RawMessage, error), asIs json.RawMessage) (status wire.Status, resp []byte) {
-	defer func() {
-		if p := recover(); p != nil {
-			status, resp = thrownStack("Panic", fmt.Sprint(p), string(debug.Stack()))
-		}
-	}()
-	out, raw, err := run()
+// answer is what a handler's output (out, or raw from a raw handler: a
+// nil raw is a null output, as a nil out is) or its error err answers.
+// asIs, when not nil, is the request's input, known to marshal as it is:
+// a handler that answers with it (an echo) has it sent without a second
+// look. (One that wrote into those bytes first could send JSON that is
+// not; packd refuses such an output as it refuses any a guest writes.)
+func answer(out any, raw json.RawMessage, err error, asIs json.RawMessage) (wire.Status, []byte) {
 	if err != nil {
 		return thrown(err)
 	}
