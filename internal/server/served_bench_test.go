@@ -45,11 +45,12 @@ func BenchmarkInvokeServed(b *testing.B) {
 // a time on the machine's cores, as watchbench loads them: what the serial
 // benchmark does not see, contention between calls, shows here (the log
 // lines' batch grew a buffer from nothing at every round under its lock,
-// about 1.5 KB a call).
+// about 1.5 KB a call). With record, what recording adds to a call at
+// that load (watchbench's bar for it is ≥ 0.95× of off).
 //
 //	go test -run '^$' -bench 'InvokeServedParallel' -count 3 ./internal/server
 func BenchmarkInvokeServedParallel(b *testing.B) {
-	for _, setup := range []string{"plain", "off"} {
+	for _, setup := range []string{"plain", "off", "record"} {
 		b.Run(setup, func(b *testing.B) {
 			h := servedEcho(b, setup)
 			b.ReportAllocs()
