@@ -80,16 +80,26 @@ func describe() int32 {
 	return int32(wire.StatusOK)
 }
 
-// requestBuf holds a call's request: made once in init (a pooled
-// instance's calls find it in the snapshot), larger when a request is.
-var requestBuf = make([]byte, 4096)
+// callMemory is what a call writes of the module's own memory besides
+// its stack: its Context, then the start of its request, in one heap
+// object, so that a call with a small request writes them on one page
+// (each page a call writes is one a pooled instance's reset copies back).
+type callMemory struct {
+	ctx     Context
+	request [4096]byte
+}
 
-// callContext is the Context a call's handler gets: one in the module,
-// not one allocated per call (an instance serves one call at a time, and
-// packd resets it before the next: GUEST-ABI.md, "Limits"), so that a call
-// that allocates nothing writes no heap page (each page it writes is one
-// a pooled instance's reset copies back).
-var callContext Context
+// callMem is made once in init (a pooled instance's calls find it in the
+// snapshot). requestBuf holds a call's request: callMem's, or larger when
+// a request is. callContext is the Context a call's handler gets: one in
+// the module, not one allocated per call (an instance serves one call at
+// a time, and packd resets it before the next: GUEST-ABI.md, "Limits"),
+// so that a call that allocates nothing writes no heap page of its own.
+var (
+	callMem     = new(callMemory)
+	requestBuf  = callMem.request[:]
+	callContext = &callMem.ctx
+)
 
 //go:wasmexport kindgi_call
 func call() int32 {
@@ -106,9 +116,9 @@ func call() int32 {
 	var resp []byte
 	// A packd that knows more fields writes these first (wire.RequestFields).
 	if requestFieldsImport(unsafe.Pointer(&f[0]), uint32(len(f))) >= int32(len(f)) {
-		status, resp = dispatch(req, &f, &callContext, true)
+		status, resp = dispatch(req, &f, callContext, true)
 	} else {
-		status, resp = dispatch(req, nil, &callContext, true)
+		status, resp = dispatch(req, nil, callContext, true)
 	}
 	if status != wire.StatusNoHandler {
 		write(resp)

@@ -149,11 +149,12 @@ func TestPooledGoGuest(t *testing.T) {
 }
 
 // TestAPooledGoEchoWritesFewPages: a pooled call of the Go echo example
-// (a raw handler, guest.AnyRawTool) writes the stack, the request and the
-// call's context, and no page of the Go heap: each reset copies back at
-// most 4 pages of 4 KiB. With a handler answering any (guest.AnyTool),
-// boxing its output allocated, and every call wrote 9; the registry's
-// mutex was one more.
+// (a raw handler, guest.AnyRawTool) writes its stack and the page that
+// holds its Context and request, and allocates nothing: each reset copies
+// back at most 4 pages of 4 KiB (2 as built). With a handler answering
+// any (guest.AnyTool), boxing its output allocated, and every call wrote
+// 9; the registry's mutex was one more, the Context apart from the
+// request another.
 func TestAPooledGoEchoWritesFewPages(t *testing.T) {
 	var mu sync.Mutex
 	var pages []int
