@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/kindgi/packd/internal/sandbox"
@@ -16,15 +15,8 @@ import (
 func TestAResetGivesBackWhatABigCallWrote(t *testing.T) {
 	for _, mode := range []string{"auto", "pagemap"} {
 		restore := sandbox.UseReset(mode)
-		var mu sync.Mutex
-		var pages []int
-		sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
-			if ev.Kind == sandbox.PoolReset {
-				mu.Lock()
-				pages = append(pages, ev.Pages)
-				mu.Unlock()
-			}
-		}})
+		events, resets := resetPages()
+		sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: events})
 		m := compile(t, sb, hostile("bigwrite"))
 		for i, body := range []string{"{}", `{"big":true}`, "{}", "{}", "{}"} {
 			if rep, err := m.Call(context.Background(), sandbox.Request{Body: []byte(body)}); err != nil || string(rep.Body) != "{}" {
@@ -32,7 +24,7 @@ func TestAResetGivesBackWhatABigCallWrote(t *testing.T) {
 			}
 		}
 		restore()
-		mu.Lock()
+		pages := resets()
 		if len(pages) != 5 || pages[1] < 1024 {
 			t.Fatalf("%s: resets copied %v pages, want the big call's 1,024 second", mode, pages)
 		}
@@ -41,6 +33,5 @@ func TestAResetGivesBackWhatABigCallWrote(t *testing.T) {
 				t.Errorf("%s: the reset of small call %d after the big one found %d pages written (all: %v)", mode, i+1, n, pages)
 			}
 		}
-		mu.Unlock()
 	}
 }

@@ -156,15 +156,8 @@ func TestPooledGoGuest(t *testing.T) {
 // 9; the registry's mutex was one more, the Context apart from the
 // request another.
 func TestAPooledGoEchoWritesFewPages(t *testing.T) {
-	var mu sync.Mutex
-	var pages []int
-	sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: func(ev sandbox.PoolEvent) {
-		if ev.Kind == sandbox.PoolReset {
-			mu.Lock()
-			pages = append(pages, ev.Pages)
-			mu.Unlock()
-		}
-	}})
+	events, resets := resetPages()
+	sb := newSandbox(t, sandbox.Config{PoolSize: 1, PoolEvents: events})
 	m := compile(t, sb, filepath.Join("..", "..", "wasm-examples", "echo", "echo.wasm"))
 	for i := 0; i < 4; i++ {
 		input := `{"message":"m` + fmt.Sprint(i) + `"}`
@@ -173,8 +166,7 @@ func TestAPooledGoEchoWritesFewPages(t *testing.T) {
 			t.Fatalf("call %d: %d %s %v", i, rep.Status, rep.Body, err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	pages := resets()
 	if len(pages) != 4 {
 		t.Fatalf("%d resets, want 4", len(pages))
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,24 @@ func (s *syncBuffer) String() string {
 // cacheDir is a compilation cache shared by the tests of this package (and
 // kept between runs), so a Go guest is compiled once, not once per test.
 var cacheDir = filepath.Join(os.TempDir(), "packd-test-wazero-cache")
+
+// resetPages is a Config.PoolEvents that notes how many pages each reset
+// copied back, and pages what it noted so far, in order.
+func resetPages() (events func(sandbox.PoolEvent), pages func() []int) {
+	var mu sync.Mutex
+	var noted []int
+	return func(ev sandbox.PoolEvent) {
+			if ev.Kind == sandbox.PoolReset {
+				mu.Lock()
+				noted = append(noted, ev.Pages)
+				mu.Unlock()
+			}
+		}, func() []int {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(noted)
+		}
+}
 
 func newSandbox(t testing.TB, cfg sandbox.Config) *sandbox.Sandbox {
 	t.Helper()
