@@ -31,6 +31,10 @@ type privatePages struct {
 	// grown.
 	idle, last, out []pageRun
 	resets          uint // settled, for the look every lookEvery resets
+	// regions is where PAGEMAP_SCAN writes the runs it finds: in the
+	// heap, which the runtime never moves, and made once (a stack array
+	// handed to runtime.KeepAlive was copied to the heap at every scan).
+	regions [64]pageRegion
 }
 
 // pageRun is a run of pages, in bytes from the start of the mapping.
