@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -144,7 +143,8 @@ func (s *Sandbox) settle(rep *Reply, err error, st *callState, budget int64, mem
 	if st.meter != nil {
 		st.meter.Add(rep.FuelUsed - (budget - st.fuelLeft)) // what it took and did not burn
 	}
-	rep.CPUSeconds = max(time.Since(st.began)-st.waited, 0).Seconds()
+	st.ended = monotonic()
+	rep.CPUSeconds = max(st.ended-st.clock-st.waited, 0).Seconds()
 	rep.MemoryRefused = st.memoryRefused
 	return err
 }
@@ -180,7 +180,7 @@ func (s *Sandbox) initState(st *callState, req Request, budget int64) {
 		record:    req.Record,
 		replay:    req.Replay,
 		meter:     req.FuelMeter,
-		began:     time.Now(),
+		clock:     monotonic(),
 	}
 }
 

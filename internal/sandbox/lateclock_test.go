@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,14 +24,20 @@ func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
 // sleeping in poll_oneoff is stopped at its deadline by the clock, with
 // ErrDeadline, in fresh and pooled instances, though its context's timer
 // has not fired (on main the spinner ran until its fuel was gone and the
-// sleeper slept its hour, ended here by the test's own stop).
+// sleeper slept its hour, ended here by the test's own stop). A deadline
+// of the wall clock alone (no monotonic reading: parsed, or made with
+// time.Unix) stops it as one made from time.Now does.
 func TestTheClockStopsAGuestWhoseTimerIsLate(t *testing.T) {
 	for _, pool := range []int{0, 1} {
 		sb := newSandbox(t, sandbox.Config{PoolSize: pool, DefaultFuel: sandbox.MaxFuel})
-		for _, name := range []string{"loop", "sleep"} {
-			m := compile(t, sb, hostile(name))
+		for _, name := range []string{"loop", "sleep", "loop on the wall clock"} {
+			m := compile(t, sb, hostile(strings.Fields(name)[0]))
 			stop, cancel := context.WithTimeout(context.Background(), 20*time.Second) // the test's own bound
-			ctx := lateTimer{Context: stop, deadline: time.Now().Add(100 * time.Millisecond)}
+			deadline := time.Now().Add(100 * time.Millisecond)
+			if strings.HasSuffix(name, "wall clock") {
+				deadline = deadline.Round(0)
+			}
+			ctx := lateTimer{Context: stop, deadline: deadline}
 			start := time.Now()
 			_, err := m.Call(ctx, sandbox.Request{Body: []byte(`{"kind":"invoke","tool":{"id":"x"},"input":{},"ctx":{}}`)})
 			took := time.Since(start)

@@ -223,9 +223,8 @@ func (p *instancePool) call(ctx context.Context, req Request) (rep Reply, err er
 			if afterCall != nil {
 				afterCall(pi.inst)
 			}
-			start := time.Now()
 			pages, how := p.reset(pi)
-			rep.ResetSeconds = time.Since(start).Seconds()
+			rep.ResetSeconds = (monotonic() - st.ended).Seconds() // from the call's end
 			p.event(PoolEvent{Kind: PoolReset, Reason: how, Seconds: rep.ResetSeconds, Pages: pages})
 			if verifyResets {
 				p.verify(pi)

@@ -31,10 +31,8 @@ type callState struct {
 	// in slices of fuelSlice, by the refill import.
 	fuelLeft, fuelSlice int64
 	meter               *atomic.Int64 // Request.FuelMeter
-	// began is when the call's pack code was set to run (its instance
-	// made or taken); waited the time it slept or waited for an outbound
-	// request since (Reply.CPUSeconds).
-	began  time.Time
+	// waited is the time the call slept or waited for an outbound
+	// request since its clock started (Reply.CPUSeconds).
 	waited time.Duration
 	// fuel is the fuel counter of fuelOf, once looked up.
 	fuel   api.MutableGlobal
@@ -44,12 +42,11 @@ type callState struct {
 	// context's timer fires late when every core is busy in guest code.
 	deadline    time.Time
 	hasDeadline bool
-	// clock is when the call was bound, with the monotonic reading every
-	// tick measures from (one read of the clock, where time.Now reads
-	// two); deadlineIn is the deadline from it, ranAt when the guest last
-	// let other goroutines run (yield).
-	clock             time.Time
-	deadlineIn, ranAt time.Duration
+	// Readings of monotonic: clock is when the call's pack code was set
+	// to run (its instance made or taken), deadlineAt its deadline, ranAt
+	// when the guest last let other goroutines run (yield), ended when
+	// its pack code returned (settle).
+	clock, deadlineAt, ranAt, ended time.Duration
 	// unlooked is the fuel host work has charged since the clock was
 	// last read (charge).
 	unlooked int64
@@ -62,24 +59,42 @@ type callState struct {
 	memoryRefused bool
 }
 
-// bind notes the deadline of the context the call runs under.
+// processStart is what monotonic measures from.
+var processStart = time.Now()
+
+// monotonic reads the monotonic clock, as the time since processStart:
+// one read of the clock, where time.Now makes two (the wall clock too).
+// A pooled call reads it three times: at its start, its end and its
+// reset's end. A guest's monotonic clock (WASI clock 1) is this one.
+func monotonic() time.Duration { return time.Since(processStart) }
+
+// bind notes the deadline of the context the call runs under, from the
+// call's clock (started by initState).
 func (st *callState) bind(ctx context.Context) {
 	st.deadline, st.hasDeadline = ctx.Deadline()
-	st.clock, st.ranAt, st.unlooked = time.Now(), 0, 0
-	st.deadlineIn = st.deadline.Sub(st.clock)
+	st.ranAt, st.unlooked = st.clock, 0
+	switch {
+	case !st.hasDeadline:
+	case st.deadline != st.deadline.Round(0):
+		// It carries a monotonic reading (Round(0) strips it), as every
+		// deadline made from time.Now does: no need to read the clock.
+		st.deadlineAt = st.deadline.Sub(processStart)
+	default:
+		st.deadlineAt = time.Until(st.deadline) + monotonic()
+	}
 }
 
 // tick reads the clock and reports whether the call's deadline has
 // passed; if it has not, it lets the goroutines waiting for a core run
 // once the guest has run for yieldEvery since it last did.
 func (st *callState) tick() (late bool) {
-	t := time.Since(st.clock)
-	if st.hasDeadline && t >= st.deadlineIn {
+	t := monotonic()
+	if st.hasDeadline && t >= st.deadlineAt {
 		return true
 	}
 	if t-st.ranAt >= yieldEvery {
 		runtime.Gosched()
-		st.ranAt = time.Since(st.clock)
+		st.ranAt = monotonic()
 	}
 	return false
 }

@@ -24,8 +24,6 @@ const (
 	errnoSpipe   = 70
 )
 
-var processStart = time.Now()
-
 // instantiateWASI registers the minimal WASI: what guest toolchains need to
 // start and print, and nothing that reaches the host's files, sockets or
 // environment. Every other preview 1 function exists (so any toolchain's
@@ -165,7 +163,7 @@ func now(id uint32) (int64, bool) {
 	case 0: // realtime
 		return time.Now().UnixNano(), true
 	case 1: // monotonic
-		return int64(time.Since(processStart)), true
+		return int64(monotonic()), true
 	}
 	return 0, false
 }
