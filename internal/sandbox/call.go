@@ -22,9 +22,10 @@ type Reply struct {
 	// (linear memory only grows: its peak).
 	MemoryBytes int64
 	// Instance is what the call ran in: InstanceHit, InstanceMiss or
-	// InstanceFresh. ResetSeconds is how long resetting its pooled
-	// instance to the snapshot took after it (0: not reset, as a fresh
-	// instance or one discarded is not).
+	// InstanceFresh. ResetSeconds is how long setting its pooled
+	// instance back to the snapshot took after it, from the end of its
+	// pack code (a grown memory's shrink included; 0: not reset, as a
+	// fresh instance or one discarded is not).
 	Instance     string
 	ResetSeconds float64
 	// Snapshot, for a recorded call (Request.Record) that ran in a pooled

@@ -198,10 +198,8 @@ type pageRegion struct{ start, end, categories uint64 }
 func resetWritten(lin *mmapMemory) (pages int, how PoolReason) {
 	b, img, known := lin.buf, lin.image, &lin.private
 	// Every memory, however small, is reset this way: comparing even one
-	// wasm page (64 KiB) with the image took 2 µs, and asking whether the
-	// process has faulted (one getrusage) 1.2 µs; a scan, which a fault
-	// anywhere forces (6% of resets at c=32), costs more than a compare
-	// (counter.wat: 4.5 µs a call against 3.1), but that is 6% of resets.
+	// wasm page with the image cost a pooled counter.wat call more than
+	// asking (3.06-3.22 µs against 2.05-2.32, RATIONALE.md "The reset").
 	mode := forceReset
 	pagemap.once.Do(func() { pagemap.f, _ = os.Open("/proc/self/pagemap") })
 	if pagemap.f == nil || len(b) < len(img.data) || mode == resetCopy {

@@ -154,7 +154,8 @@ func TestAResetKeepsWhatEveryCallWrites(t *testing.T) {
 // TestASmallMemoryIsResetFromTheWrittenPages: a memory of one wasm page
 // (16 pages of 4 KiB) is reset from the pages its call wrote, as a large
 // one is, not compared with its image byte for byte. On main a memory
-// under 1 MiB was always compared (2 µs for 64 KiB; asking, 1.2 µs).
+// under 1 MiB was always compared, which cost a pooled call more than
+// asking (RATIONALE.md, "The reset").
 func TestASmallMemoryIsResetFromTheWrittenPages(t *testing.T) {
 	forceReset = resetAuto
 	lin, data, unmap := imageMapping(t, 16)
