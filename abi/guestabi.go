@@ -95,14 +95,69 @@ func Serves(v int32) bool { return v == GuestABIVersion }
 // EncodeInvoke is the request message of a tool call; input and ctx are
 // ordered JSON values (ojson), written with their key order.
 func EncodeInvoke(toolID, version string, input, ctx any) []byte {
+	b, _ := EncodeInvokeMarked(toolID, version, input, ctx)
+	return b
+}
+
+// InvokeMarks says where EncodeInvokeMarked put each part of its
+// message, as [start, end) of its bytes; a string's is what lies inside
+// its quotes. Version is [0 0] when there is none. CtxKeys and CtxVals
+// hold the first CtxMembers members of ctx when it is an *ojson.Object
+// (CtxMembers is -1 when it is not one, or has more than MaxMarkedCtx).
+type InvokeMarks struct {
+	Kind, ToolID, Version, Input, Ctx [2]uint32
+	CtxMembers                        int
+	CtxKeys, CtxVals                  [MaxMarkedCtx][2]uint32
+}
+
+// MaxMarkedCtx is the most members of a call's ctx InvokeMarks holds.
+const MaxMarkedCtx = 16
+
+// EncodeInvokeMarked is EncodeInvoke, with where it put each part.
+func EncodeInvokeMarked(toolID, version string, input, ctx any) ([]byte, InvokeMarks) {
+	var m InvokeMarks
 	b := append(make([]byte, 0, 256), `{"kind":`...)
-	b = ojson.AppendString(b, KindInvoke)
-	b = ojson.AppendString(append(b, `,"tool":{"id":`...), toolID)
+	b = markString(b, KindInvoke, &m.Kind)
+	b = markString(append(b, `,"tool":{"id":`...), toolID, &m.ToolID)
 	if version != "" {
-		b = ojson.AppendString(append(b, `,"version":`...), version)
+		b = markString(append(b, `,"version":`...), version, &m.Version)
 	}
-	b = ojson.Append(append(b, `},"input":`...), input)
-	return append(ojson.Append(append(b, `,"ctx":`...), ctx), '}')
+	b = append(b, `},"input":`...)
+	m.Input[0] = uint32(len(b))
+	b = ojson.Append(b, input)
+	m.Input[1] = uint32(len(b))
+	b = append(b, `,"ctx":`...)
+	m.Ctx[0] = uint32(len(b))
+	o, ok := ctx.(*ojson.Object)
+	if !ok || len(o.Keys) > MaxMarkedCtx {
+		m.CtxMembers = -1
+		b = ojson.Append(b, ctx)
+	} else {
+		// As ojson.Append writes an object, a member at a time.
+		b = append(b, '{')
+		for i, k := range o.Keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = markString(b, k, &m.CtxKeys[i])
+			b = append(b, ':')
+			m.CtxVals[i][0] = uint32(len(b))
+			b = ojson.Append(b, o.Vals[i])
+			m.CtxVals[i][1] = uint32(len(b))
+		}
+		b = append(b, '}')
+		m.CtxMembers = len(o.Keys)
+	}
+	m.Ctx[1] = uint32(len(b))
+	return append(b, '}'), m
+}
+
+// markString appends s as a JSON string, and where its inside lies to at.
+func markString(b []byte, s string, at *[2]uint32) []byte {
+	at[0] = uint32(len(b)) + 1
+	b = ojson.AppendString(b, s)
+	at[1] = uint32(len(b)) - 1
+	return b
 }
 
 // EncodeCheckInvoke is the request message of a guardrail check.

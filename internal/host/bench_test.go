@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kindgi/packd/abi"
@@ -35,6 +36,32 @@ func BenchmarkDispatchEcho(b *testing.B) {
 	for b.Loop() {
 		if o := p.Dispatch(ctx, host.Request{Body: msg}); !o.OK() {
 			b.Fatalf("%s", o.Response)
+		}
+	}
+}
+
+// BenchmarkDispatchEchoLarge is BenchmarkDispatchEcho with a message of
+// 64 KiB: what a call pays for the size of its input on the way in and
+// out (packd says where the request's fields lie without reading it
+// again: sandbox.InvokeFields).
+//
+//	go test -run '^$' -bench 'DispatchEchoLarge' -count 3 ./internal/host
+func BenchmarkDispatchEchoLarge(b *testing.B) {
+	ctx := context.Background()
+	p, err := host.Load(ctx, host.Config{
+		IndexPath: filepath.Join("..", "..", "wasm-examples", "echo", "index.json"),
+		Sandbox:   sandbox.Config{CacheDir: cacheDir, PoolSize: 1},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close(ctx)
+	msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"` + strings.Repeat("hello, bench ", 64<<10/13) + `"},"ctx":{"tenantId":"t","runId":"r"}}`)
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if o := p.Dispatch(ctx, host.Request{Body: msg}); !o.OK() {
+			b.Fatalf("%.300s", o.Response)
 		}
 	}
 }

@@ -220,8 +220,9 @@ func (p *Pack) invoke(ctx context.Context, req *Request, msg *ojson.Object, o *O
 	// The secrets the index binds as credentials are packd's to send:
 	// the guest's ctx lacks them.
 	guestCtx := withoutBoundSecrets(callCtx, p.boundSecrets)
+	message, marks := abi.EncodeInvokeMarked(id, entry.spec.Version, input, guestCtx)
 	body, gerr := p.run(ctx, o, runSpec{call: t, grant: grant, mod: entry.mod, lim: entry.spec.Limits,
-		body: abi.EncodeInvoke(id, entry.spec.Version, input, guestCtx), callCtx: callCtx, traceID: req.TraceID})
+		body: message, fields: sandbox.InvokeFields(message, marks, input, guestCtx), callCtx: callCtx, traceID: req.TraceID})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -373,6 +374,9 @@ type runSpec struct {
 	mod   *module
 	lim   Limits
 	body  []byte // the request message the guest gets
+	// fields is where body's fields lie, when the host knows it
+	// (sandbox.Request.Fields).
+	fields *sandbox.RequestFields
 	// callCtx is a tool call's ctx (nil for a check): its outbound
 	// requests take their idempotency keys and credentials from it.
 	callCtx *ojson.Object
@@ -393,6 +397,7 @@ func (p *Pack) run(ctx context.Context, o *Outcome, r runSpec) ([]byte, *abi.Err
 		return nil, e
 	}
 	call := lim.request(body)
+	call.Fields = r.fields
 	call.Env, call.Account, call.FuelMeter = p.env, g.Memory, g.Fuel
 	if g.MaxFuel > 0 {
 		if call.Fuel <= 0 {

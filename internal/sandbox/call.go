@@ -62,7 +62,12 @@ const (
 // pooled.
 type Request struct {
 	Body []byte
-	Env  []string
+	// Fields, when set, is where the fields of Body lie, as the host
+	// found them when it made Body (InvokeFields): request_fields answers
+	// them, and pays for Body as if it read it, without reading it. Nil:
+	// request_fields reads Body.
+	Fields *RequestFields
+	Env    []string
 	CallLimits
 	Output func(stream string, line []byte)
 	Fresh  bool
@@ -170,6 +175,7 @@ func (s *Sandbox) newState(req Request, budget int64) *callState {
 func (s *Sandbox) initState(st *callState, req Request, budget int64) {
 	*st = callState{
 		request:   req.Body,
+		fields:    req.Fields,
 		maxResp:   s.cfg.MaxResponseBytes,
 		env:       req.Env,
 		egress:    req.Egress,

@@ -196,7 +196,7 @@ var (
 // RequestFieldsOf is what request_fields writes for the request b (nil:
 // it answers -1), and RequestFieldCase one of requestfields_test.go's.
 func RequestFieldsOf(b []byte) []byte {
-	var f [wire.FieldCount][3]uint32
+	var f RequestFields
 	if !findFields(b, func(int) {}, &f) {
 		return nil
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/abi/guest"
 	"github.com/kindgi/packd/abi/guest/wire"
+	"github.com/kindgi/packd/internal/ojson"
 	"github.com/kindgi/packd/internal/sandbox"
 )
 
@@ -96,5 +98,52 @@ func TestRequestFieldsWritesWhatItFound(t *testing.T) {
 	}
 	if want := sandbox.RequestFieldsOf(req); want == nil || !bytes.Equal(rep.Body, want) {
 		t.Fatalf("written %x, want %x", rep.Body, want)
+	}
+}
+
+// TestFieldsTheHostFoundAreWhatTheGuestIsGiven: a call whose request
+// comes with where its fields lie (Request.Fields, found by the host as it
+// made the request) is answered as one whose request_fields reads the
+// request: the same answer for the same fuel, from goctx and from a guest
+// that writes back what request_fields wrote (requestfieldscap.wat).
+func TestFieldsTheHostFoundAreWhatTheGuestIsGiven(t *testing.T) {
+	sb := newSandbox(t, sandbox.Config{PoolSize: 1})
+	goctx := compile(t, sb, filepath.Join("..", "..", "testdata", "goctx", "goctx.wasm"))
+	written := compile(t, sb, hostile("requestfieldscap"))
+	decode := func(s string) any {
+		v, err := ojson.Decode([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ctxs := []string{
+		`{"tenantId":"t","runId":"r"}`,
+		`{"tenantId":"t","runId":"r","projectId":"p","orgId":"o","requestId":"q","idempotencyKey":"k","env":{"A":"é\n"},"secrets":{"s":"<v>"},"settings":{"b":[1,2.5,null]},"more":{"Kind":1}}`,
+	}
+	inputs := []string{`{"message":"hello"}`, `"<&>"`, `[1,{"a":"\u2028"},[]]`, `null`, `{"a":"` + strings.Repeat("x", 70000) + `"}`}
+	for _, c := range ctxs {
+		for _, in := range inputs {
+			input, ctx := decode(in), decode(c)
+			body, marks := abi.EncodeInvokeMarked("goctx.echo", "1.0.0", input, ctx)
+			fields := sandbox.InvokeFields(body, marks, input, ctx)
+			if fields == nil {
+				t.Fatalf("%.200s: the host did not say where its fields lie", body)
+			}
+			for _, m := range []*sandbox.Module{goctx, written} {
+				read, err := m.Call(context.Background(), sandbox.Request{Body: body})
+				if err != nil {
+					t.Fatal(err)
+				}
+				given, err := m.Call(context.Background(), sandbox.Request{Body: body, Fields: fields})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if given.Status != read.Status || !bytes.Equal(given.Body, read.Body) || given.FuelUsed != read.FuelUsed {
+					t.Fatalf("%.200s: given its fields, answered %v %.200s for %d fuel; reading them, %v %.200s for %d",
+						body, given.Status, given.Body, given.FuelUsed, read.Status, read.Body, read.FuelUsed)
+				}
+			}
+		}
 	}
 }

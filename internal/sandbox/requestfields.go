@@ -8,6 +8,7 @@ import (
 
 	"github.com/kindgi/packd/abi"
 	"github.com/kindgi/packd/abi/guest/wire"
+	"github.com/kindgi/packd/internal/ojson"
 )
 
 // The request_fields import: where each field of the call's request lies
@@ -27,8 +28,15 @@ func requestFields(ctx context.Context, mod api.Module, stack []uint64) {
 	out, n := uint32(stack[0]), min(uint32(stack[1]), wire.FieldCount)
 	w := read(mod, abi.ImportRequestFields, out, n*wire.FieldSize)
 	pay := func(c int) { charge(ctx, mod, int64(c)*jsonScanCost) }
-	var f [wire.FieldCount][3]uint32
-	if !findFields(stateFrom(ctx).request, pay, &f) {
+	var f RequestFields
+	switch st := stateFrom(ctx); {
+	case st.fields != nil:
+		// Paid for as findFields pays for a request it reads to its end.
+		for paid := 0; paid < len(st.request); paid += hostChunk {
+			pay(min(hostChunk, len(st.request)-paid))
+		}
+		f = *st.fields
+	case !findFields(st.request, pay, &f):
 		stack[0] = api.EncodeI32(-1)
 		return
 	}
@@ -46,7 +54,7 @@ func requestFields(ctx context.Context, mod api.Module, stack []uint64) {
 // The objects that hold fields (its tool, check and ctx) it reads after
 // the request, again, paid for by then: in turn, not by recursion, so
 // that nothing of a call's walk is allocated.
-func findFields(req []byte, pay func(int), f *[wire.FieldCount][3]uint32) bool {
+func findFields(req []byte, pay func(int), f *RequestFields) bool {
 	todo, n := [8]heldObject{{0, uint32(len(req)), wire.RequestObject}}, 1
 	for k := 0; k < n; k++ {
 		h := todo[k]
@@ -100,4 +108,129 @@ func findFields(req []byte, pay func(int), f *[wire.FieldCount][3]uint32) bool {
 type heldObject struct {
 	start, end uint32
 	o          *wire.FieldObject
+}
+
+// RequestFields is where each field of a request lies (wire.RequestFields,
+// in order): three u32 each, as request_fields writes them.
+type RequestFields [wire.FieldCount][3]uint32
+
+// InvokeFields is what request_fields answers for the message
+// abi.EncodeInvokeMarked made of input and ctx (body, with its marks m),
+// found from the marks and the values rather than by reading body: about
+// a microsecond of a small call, and all of the reading of a large input.
+// Nil when the message is not plainly in the shape request_fields answers
+// (a key or a string field that is not plain, a ctx that is not an object
+// of at most abi.MaxMarkedCtx members, a value nested deeper than
+// json_scan reads, one ojson writes as it is given); request_fields then
+// reads it, as it reads any other, and answers what it finds. Where it is
+// not nil it is what findFields finds (FuzzInvokeFields holds them to it):
+// a replay, whose request_fields reads the recorded message, answers the
+// same.
+func InvokeFields(body []byte, m abi.InvokeMarks, input, ctx any) *RequestFields {
+	if uint64(len(body)) > 1<<32-1 || m.CtxMembers < 0 || !plainValue(input, 0) || !plainValue(ctx, 0) {
+		return nil
+	}
+	f := new(RequestFields)
+	str := func(field int, at [2]uint32) bool {
+		s := body[at[0]:at[1]]
+		if !printable(s) {
+			return false
+		}
+		f[field] = [3]uint32{at[0], at[1] - at[0], memberKeyPlain | memberValuePlain | escapedFlag(s)}
+		return true
+	}
+	value := func(field int, at [2]uint32) {
+		v := body[at[0]:at[1]]
+		flags := memberKeyPlain | escapedFlag(v)
+		if len(v) >= 2 && v[0] == '"' && printable(v[1:len(v)-1]) {
+			flags |= memberValuePlain
+		}
+		f[field] = [3]uint32{at[0], at[1] - at[0], flags}
+	}
+	if !str(wire.FieldKind, m.Kind) || !str(wire.FieldToolID, m.ToolID) || m.Version[1] > 0 && !str(wire.FieldToolVersion, m.Version) {
+		return nil
+	}
+	value(wire.FieldInput, m.Input)
+	value(wire.FieldCtx, m.Ctx)
+	o := ctxObject
+	var seen uint64
+	for i := range m.CtxMembers {
+		key := body[m.CtxKeys[i][0]:m.CtxKeys[i][1]]
+		k, refuse := o.Lookup(key)
+		switch {
+		case !printable(key) || refuse || k >= 0 && seen&(1<<k) != 0:
+			return nil
+		case k < 0:
+			continue
+		}
+		seen |= 1 << k
+		switch field := o.Field[k]; {
+		case field < 0 || o.Inner[k] != nil: // an object that holds fields: none in ctx
+			return nil
+		case wire.StringFields&(1<<field) != 0:
+			at := m.CtxVals[i]
+			if body[at[0]] != '"' || !str(field, [2]uint32{at[0] + 1, at[1] - 1}) {
+				return nil
+			}
+		default:
+			value(field, m.CtxVals[i])
+		}
+	}
+	return f
+}
+
+// ctxObject is the ctx of wire.RequestObject: the keys request_fields
+// reads in a request's ctx.
+var ctxObject = func() *wire.FieldObject {
+	i, _ := wire.RequestObject.Lookup([]byte("ctx"))
+	return wire.RequestObject.Inner[i]
+}()
+
+// escapedFlag is memberValueEscaped when the JSON value v, as ojson
+// writes it, holds in a string what json.Marshal escapes (<, >, &,
+// U+2028, U+2029): outside its strings ojson writes none of those bytes.
+func escapedFlag(v []byte) uint32 {
+	for i, c := range v {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return memberValueEscaped
+		case c == 0xe2 && i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xa8 || v[i+2] == 0xa9):
+			return memberValueEscaped
+		}
+	}
+	return 0
+}
+
+// plainValue reports whether ojson writes v compact, as json_scan reads
+// it: of ojson's own types, json.RawMessage (written as given) aside,
+// and nested at most maxJSONDepth deep (depth: the arrays and objects
+// around v).
+func plainValue(v any, depth int) bool {
+	switch x := v.(type) {
+	case nil, bool, float64, int, string:
+		return true
+	case []string:
+		return depth < maxJSONDepth
+	case []any:
+		if depth >= maxJSONDepth {
+			return false
+		}
+		for _, e := range x {
+			if !plainValue(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case *ojson.Object:
+		if depth >= maxJSONDepth {
+			return false
+		}
+		for _, e := range x.Vals {
+			if !plainValue(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

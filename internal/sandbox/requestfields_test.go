@@ -110,7 +110,7 @@ func FuzzRequestFields(f *testing.F) {
 // checks that each is what encoding/json reads from b.
 func checkFields(t *testing.T, b []byte) (found bool) {
 	t.Helper()
-	var f [wire.FieldCount][3]uint32
+	var f RequestFields
 	if !findFields(b, func(int) {}, &f) {
 		return false
 	}
@@ -255,3 +255,137 @@ func randomRequest(r *rand.Rand) []byte {
 }
 
 func hex2(c byte) string { return string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15]) }
+
+// checkInvokeFields makes the invoke message of toolID, version, input
+// and ctx, and checks that where InvokeFields says its fields lie is
+// where findFields finds them, and that the message is the one JSON
+// object ojson writes of its parts. It reports whether InvokeFields said.
+func checkInvokeFields(t *testing.T, toolID, version string, input, ctx any) (said bool) {
+	t.Helper()
+	body, m := abi.EncodeInvokeMarked(toolID, version, input, ctx)
+	tool := &ojson.Object{}
+	tool.Set("id", toolID)
+	if version != "" {
+		tool.Set("version", version)
+	}
+	want := ojson.Encode(&ojson.Object{Keys: []string{"kind", "tool", "input", "ctx"}, Vals: []any{abi.KindInvoke, tool, input, ctx}})
+	if !bytes.Equal(body, want) {
+		t.Fatalf("the invoke message is %s, want %s", body, want)
+	}
+	fields := InvokeFields(body, m, input, ctx)
+	var found RequestFields
+	paid := 0
+	ok := findFields(body, func(n int) { paid += n }, &found)
+	switch {
+	case fields == nil:
+		return false
+	case !ok:
+		t.Fatalf("%s: InvokeFields says %v, but request_fields reading it answers -1", body, *fields)
+	case *fields != found:
+		t.Fatalf("%s: InvokeFields says\n%v\nrequest_fields reading it finds\n%v", body, *fields, found)
+	case paid != len(body):
+		t.Fatalf("%s: request_fields reading it paid for %d bytes, InvokeFields' call pays for %d", body, paid, len(body))
+	}
+	return true
+}
+
+// randomInvoke is the parts of a random invoke message: tool ids and
+// versions plain and not, an input of any JSON, a ctx with the fields'
+// keys, others, keys in another case or not plain, and strings not plain.
+func randomInvoke(t *testing.T, r *rand.Rand) (toolID, version string, input, ctx any) {
+	pick := func(s ...string) string { return s[r.IntN(len(s))] }
+	toolID = pick("echo.echo", "", "pack.tool", "<x>&", "echo.echo", "pack.tool")
+	if r.IntN(8) == 0 {
+		toolID = pick(`a"b`, "é", "a\u2028", "a\\b", "t\n")
+	}
+	version = pick("", "", "1.0.0", "<1>", "1.0.0")
+	if r.IntN(8) == 0 {
+		version = pick("é", `"`)
+	}
+	input, err := ojson.Decode(randomJSON(r, 0))
+	if err != nil {
+		t.Fatal(err) // randomJSON writes valid JSON
+	}
+	o := &ojson.Object{}
+	for range r.IntN(12) {
+		k := pick("tenantId", "runId", "projectId", "orgId", "requestId", "idempotencyKey", "env", "secrets", "settings", "extra", "")
+		if r.IntN(30) == 0 {
+			k = pick("TenantId", "RUNID", "ké", `a"b`, "a\\b")
+		}
+		var v any
+		switch i, _ := ctxObject.Lookup([]byte(k)); {
+		case i >= 0 && wire.StringFields&(1<<ctxObject.Field[i]) != 0 && r.IntN(10) > 0:
+			v = pick("t", "", "run-1", "<b>", "a&b", "t", "run-2")
+			if r.IntN(10) == 0 {
+				v = pick("é", "x\u2028", `q"`, "a\tb")
+			}
+		default:
+			if v, err = ojson.Decode(randomJSON(r, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o.Set(k, v)
+	}
+	ctx = o
+	switch r.IntN(20) {
+	case 0:
+		ctx = nil
+	case 1:
+		ctx = []any{o}
+	case 2: // a key twice, as only a made object holds it
+		o.Keys, o.Vals = append(o.Keys, "runId", "runId"), append(o.Vals, "a", "b")
+	case 3:
+		input = []any{json.RawMessage(` { } `)}
+	case 4:
+		input = []string{"a", "<b>"}
+	}
+	return toolID, version, input, ctx
+}
+
+func TestInvokeFieldsAreWhatRequestFieldsFinds(t *testing.T) {
+	said := 0
+	r := rand.New(rand.NewPCG(11, 43))
+	for range 5000 {
+		if id, v, in, ctx := randomInvoke(t, r); checkInvokeFields(t, id, v, in, ctx) {
+			said++
+		}
+	}
+	if said < 1000 {
+		t.Fatalf("InvokeFields said where the fields lie for only %d of 5000 random messages: the test reaches too little", said)
+	}
+	// The ctx packd sends, and what is at the edges of what it says.
+	nest := func(n int) any {
+		var v any = "x"
+		for range n {
+			v = []any{v}
+		}
+		return v
+	}
+	ctx, err := ojson.Decode([]byte(`{"tenantId":"t","runId":"r","env":{"A":"<b>"},"secrets":{"s":"v"},"settings":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		input, ctx any
+		said       bool
+	}{
+		{"hello", ctx, true},
+		{nest(maxJSONDepth), ctx, true},
+		{nest(maxJSONDepth + 1), ctx, false},
+		{"x", &ojson.Object{Keys: []string{"settings"}, Vals: []any{nest(maxJSONDepth - 1)}}, true},
+		{"x", &ojson.Object{Keys: []string{"settings"}, Vals: []any{nest(maxJSONDepth)}}, false},
+		{"x", &ojson.Object{Keys: make([]string, abi.MaxMarkedCtx+1), Vals: make([]any, abi.MaxMarkedCtx+1)}, false},
+	} {
+		if said := checkInvokeFields(t, "echo.echo", "1.0.0", c.input, c.ctx); said != c.said {
+			t.Errorf("input %.40v, ctx %.60v: said %v, want %v", c.input, c.ctx, said, c.said)
+		}
+	}
+}
+
+func FuzzInvokeFields(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		id, v, in, ctx := randomInvoke(t, rand.New(rand.NewPCG(a, b)))
+		checkInvokeFields(t, id, v, in, ctx)
+	})
+}
