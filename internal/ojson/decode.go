@@ -365,21 +365,13 @@ func (d *decoder) number() (any, error) {
 func (d *decoder) str() (string, error) {
 	d.off++
 	start := d.off
-	// The common case: no escape, valid UTF-8.
-	for d.off < len(d.data) {
-		c := d.data[d.off]
-		if c == '"' {
-			s := d.data[start:d.off]
-			d.off++
-			if d.src != "" {
-				return d.src[start : d.off-1], nil
-			}
-			return string(s), nil
-		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			break
-		}
+	// The common case: no escape, ASCII.
+	if d.off = plainRun(d.data, start); d.off < len(d.data) && d.data[d.off] == '"' {
 		d.off++
+		if d.src != "" {
+			return d.src[start : d.off-1], nil
+		}
+		return string(d.data[start : d.off-1]), nil
 	}
 	d.off = start
 	var b []byte

@@ -190,8 +190,15 @@ var ctxObject = func() *wire.FieldObject {
 // writes it, holds in a string what json.Marshal escapes (<, >, &,
 // U+2028, U+2029): outside its strings ojson writes none of those bytes.
 func escapedFlag(v []byte) uint32 {
-	for i, c := range v {
-		switch {
+	i := 0
+	for ; i+8 <= len(v); i += 8 { // eight bytes at a time to the first word that may hold one
+		x := binary.LittleEndian.Uint64(v[i:])
+		if hasByte(x, '<')|hasByte(x, '>')|hasByte(x, '&')|hasByte(x, 0xe2) != 0 {
+			break
+		}
+	}
+	for ; i < len(v); i++ {
+		switch c := v[i]; {
 		case c == '<' || c == '>' || c == '&':
 			return memberValueEscaped
 		case c == 0xe2 && i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xa8 || v[i+2] == 0xa9):
@@ -199,6 +206,14 @@ func escapedFlag(v []byte) uint32 {
 		}
 	}
 	return 0
+}
+
+// hasByte is not 0 when a byte of x is c (exact as a whole: a borrow only
+// ever marks a byte above one that is c).
+func hasByte(x uint64, c byte) uint64 {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	y := x ^ lsb*uint64(c)
+	return (y - lsb) &^ y & msb
 }
 
 // plainValue reports whether ojson writes v compact, as json_scan reads

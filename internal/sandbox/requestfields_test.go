@@ -389,3 +389,23 @@ func FuzzInvokeFields(f *testing.F) {
 		checkInvokeFields(t, id, v, in, ctx)
 	})
 }
+
+// TestEscapedFlagFindsWhatJSONMarshalEscapesAnywhere: each byte json.Marshal
+// escapes (and U+2028, U+2029, and what only starts them), at each place
+// of a value, eight bytes at a time and the rest.
+func TestEscapedFlagFindsWhatJSONMarshalEscapesAnywhere(t *testing.T) {
+	for _, c := range []struct {
+		s       string
+		escaped bool
+	}{{"<", true}, {">", true}, {"&", true}, {"\u2028", true}, {"\u2029", true},
+		{"\xe2\x80", false}, {"\xe2\x80\xa7", false}, {"\u2027", false}, {"é", false}, {"=", false}, {"\"", false}} {
+		for n := 0; n <= 20; n++ {
+			for at := 0; at <= n; at++ {
+				v := []byte(strings.Repeat("a", at) + c.s + strings.Repeat("b", n-at))
+				if got := escapedFlag(v) != 0; got != c.escaped {
+					t.Fatalf("%q: escaped %v, want %v", v, got, c.escaped)
+				}
+			}
+		}
+	}
+}

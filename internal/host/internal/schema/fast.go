@@ -161,7 +161,13 @@ func (f *fastSchema) valid(v any) bool {
 		if f.minLen < 0 && f.maxLen < 0 {
 			return true
 		}
-		n := utf8.RuneCountInString(x) // as the validator counts (a byte not UTF-8 is one)
+		// A string of len(x) bytes has from len(x)/4 to len(x) characters
+		// as the validator counts them (a byte not UTF-8 is one): most are
+		// within the limits by their length alone, uncounted.
+		if (len(x)+3)/4 >= f.minLen && (f.maxLen < 0 || len(x) <= f.maxLen) {
+			return true
+		}
+		n := utf8.RuneCountInString(x)
 		return n >= f.minLen && (f.maxLen < 0 || n <= f.maxLen)
 	case []any:
 		return f.allows(tArray)
