@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -76,9 +77,17 @@ func invokeEcho(h http.Handler) *httptest.ResponseRecorder {
 	req.Header.Set("kindgi-pack-token", "tok")
 	req.Header.Set("content-type", "application/json")
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	h.ServeHTTP(deadlineRecorder{rec}, req)
 	return rec
 }
+
+// deadlineRecorder is a recorder whose deadlines can be set, as a
+// connection's can: without them, every call made an error of
+// http.ErrNotSupported (about a microsecond) that no served call makes.
+type deadlineRecorder struct{ *httptest.ResponseRecorder }
+
+func (deadlineRecorder) SetReadDeadline(time.Time) error  { return nil }
+func (deadlineRecorder) SetWriteDeadline(time.Time) error { return nil }
 
 // servedEcho is the handler of a service of the echo example with setup
 // on ("off", "record", "otel"), or benchload.Plain ("plain").
