@@ -70,7 +70,7 @@ func main() {
 	rounds := flag.Int("rounds", 15, "rounds; each loads every setup in turn, in an order that rotates")
 	turns := flag.Int("turns", 4, "how many turns a round takes: each setup is loaded for duration/turns, in turn, turns times over")
 	only := flag.String("only", "", "the setups to load, comma-separated (off is always loaded: the ratios are to it); all when empty")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (each sample labelled with its setup: go tool pprof -tagfocus setup=off)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -125,7 +125,16 @@ func main() {
 		for range max(*turns, 1) {
 			for i := range runs {
 				k := (i + round) % len(runs)
-				rate, calls, median, err := runs[k].target.Load(32, turn)
+				var rate float64
+				var calls int64
+				var median time.Duration
+				var err error
+				// The profile's samples say which setup they were taken in
+				// (the clients' goroutines, and the server's, carry its
+				// name: go tool pprof -tagfocus setup=off).
+				pprof.Do(ctx, pprof.Labels("setup", runs[k].name), func(context.Context) {
+					rate, calls, median, err = runs[k].target.Load(32, turn)
+				})
 				if err != nil {
 					fatal(err)
 				}
@@ -184,7 +193,8 @@ func main() {
 // (or serves benchload.Plain).
 func serve(ctx context.Context, index string, s setup, collector string) (*served, error) {
 	if s.plain {
-		ts := httptest.NewServer(benchload.Plain(token, server.DefaultMaxBodyBytes))
+		ts := httptest.NewUnstartedServer(benchload.Plain(token, server.DefaultMaxBodyBytes))
+		pprof.Do(ctx, pprof.Labels("setup", s.name), func(context.Context) { ts.Start() })
 		r := &served{setup: s, close: ts.Close}
 		r.target = invokeTarget(s.name, ts.URL)
 		return r, r.target.Once()
@@ -243,7 +253,7 @@ func serve(ctx context.Context, index string, s setup, collector string) (*serve
 	if err != nil {
 		return nil, err
 	}
-	go func() { _ = srv.Serve(ln) }()
+	go pprof.Do(ctx, pprof.Labels("setup", s.name), func(context.Context) { _ = srv.Serve(ln) })
 	r.target = invokeTarget(s.name, "http://"+ln.Addr().String())
 	if err := r.target.Once(); err != nil {
 		return nil, err
