@@ -19,8 +19,10 @@ import (
 // offers the next only shrinks. A change that must add to it raises the
 // budget here, in the same commit, saying why.
 var surfaceBudget = map[string]int{
-	"abi":              0, // the protocol's vocabulary: not budgeted
-	"internal/sandbox": 95,
+	"abi": 0, // the protocol's vocabulary: not budgeted
+	// +1 (issue 43): InvokeRequest, a tool call's request with where its
+	// fields lie as the host wrote them (request_fields then reads none).
+	"internal/sandbox": 96,
 	// replay took the record file from host (issue 40): host 107 → 85.
 	// +10 (issue 43): segments, the service's record store (Segment and
 	// its Append, Flush, Size, Buffered, Close; CreateSegment,

@@ -222,7 +222,7 @@ func (p *Pack) invoke(ctx context.Context, req *Request, msg *ojson.Object, o *O
 	guestCtx := withoutBoundSecrets(callCtx, p.boundSecrets)
 	message, marks := abi.EncodeInvokeMarked(id, entry.spec.Version, input, guestCtx)
 	body, gerr := p.run(ctx, o, runSpec{call: t, grant: grant, mod: entry.mod, lim: entry.spec.Limits,
-		body: message, fields: sandbox.InvokeFields(message, marks, input, guestCtx), callCtx: callCtx, traceID: req.TraceID})
+		req: sandbox.InvokeRequest(message, marks, input, guestCtx), callCtx: callCtx, traceID: req.TraceID})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -319,7 +319,7 @@ func (p *Pack) checkInvoke(ctx context.Context, req *Request, msg *ojson.Object,
 		}
 	}
 	body, gerr := p.run(ctx, o, runSpec{call: t, grant: grant, mod: c.mod, lim: c.spec.Limits,
-		body: abi.EncodeCheckInvoke(id, config, trace), traceID: req.TraceID})
+		req: sandbox.Request{Body: abi.EncodeCheckInvoke(id, config, trace)}, traceID: req.TraceID})
 	if gerr != nil {
 		return o.fail(gerr)
 	}
@@ -373,10 +373,9 @@ type runSpec struct {
 	grant Grant
 	mod   *module
 	lim   Limits
-	body  []byte // the request message the guest gets
-	// fields is where body's fields lie, when the host knows it
-	// (sandbox.Request.Fields).
-	fields *sandbox.RequestFields
+	// req is the request the guest gets: its message (Body), with where
+	// its fields lie when the host knows (sandbox.InvokeRequest).
+	req sandbox.Request
 	// callCtx is a tool call's ctx (nil for a check): its outbound
 	// requests take their idempotency keys and credentials from it.
 	callCtx *ojson.Object
@@ -389,15 +388,14 @@ type runSpec struct {
 // limits and the call's deadline (ctx's), and returns what the guest
 // answered with StatusOK, or the error message for everything else.
 func (p *Pack) run(ctx context.Context, o *Outcome, r runSpec) ([]byte, *abi.Error) {
-	t, g, mod, lim, body, callCtx := r.call, r.grant, r.mod, r.lim, r.body, r.callCtx
+	t, g, mod, lim, callCtx := r.call, r.grant, r.mod, r.lim, r.callCtx
 	if mod.err != nil {
 		return nil, t.guestError(mod.path, mod.err, 0)
 	}
 	if e := t.late(ctx); e != nil {
 		return nil, e
 	}
-	call := lim.request(body)
-	call.Fields = r.fields
+	call := lim.request(r.req)
 	call.Env, call.Account, call.FuelMeter = p.env, g.Memory, g.Fuel
 	if g.MaxFuel > 0 {
 		if call.Fuel <= 0 {

@@ -48,9 +48,10 @@ type Limits struct {
 	Network egress.Policy
 }
 
-// request is the sandbox request of one call under l.
-func (l Limits) request(body []byte) sandbox.Request {
-	return sandbox.Request{Body: body, CallLimits: l.CallLimits, Fresh: l.Fresh}
+// request is the sandbox request r of one call, under l.
+func (l Limits) request(r sandbox.Request) sandbox.Request {
+	r.CallLimits, r.Fresh = l.CallLimits, l.Fresh
+	return r
 }
 
 // bound is the context a call's pack code runs under: the call's, capped

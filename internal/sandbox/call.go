@@ -62,11 +62,11 @@ const (
 // pooled.
 type Request struct {
 	Body []byte
-	// Fields, when set, is where the fields of Body lie, as the host
-	// found them when it made Body (InvokeFields): request_fields answers
+	// fields, when set, is where the fields of Body lie, as the host
+	// found them when it made Body (InvokeRequest): request_fields answers
 	// them, and pays for Body as if it read it, without reading it. Nil:
 	// request_fields reads Body.
-	Fields *RequestFields
+	fields *fieldSpans
 	Env    []string
 	CallLimits
 	Output func(stream string, line []byte)
@@ -175,7 +175,7 @@ func (s *Sandbox) newState(req Request, budget int64) *callState {
 func (s *Sandbox) initState(st *callState, req Request, budget int64) {
 	*st = callState{
 		request:   req.Body,
-		fields:    req.Fields,
+		fields:    req.fields,
 		maxResp:   s.cfg.MaxResponseBytes,
 		env:       req.Env,
 		egress:    req.Egress,

@@ -196,7 +196,7 @@ var (
 // RequestFieldsOf is what request_fields writes for the request b (nil:
 // it answers -1), and RequestFieldCase one of requestfields_test.go's.
 func RequestFieldsOf(b []byte) []byte {
-	var f RequestFields
+	var f fieldSpans
 	if !findFields(b, func(int) {}, &f) {
 		return nil
 	}
@@ -213,3 +213,6 @@ func RequestFieldCase(i int) []byte { return []byte(requestFieldCases[i].request
 
 // RandomRequest is requestfields_test.go's randomRequest.
 var RandomRequest = randomRequest
+
+// HasFields reports whether r comes with where its fields lie.
+func HasFields(r Request) bool { return r.fields != nil }

@@ -102,8 +102,8 @@ func TestRequestFieldsWritesWhatItFound(t *testing.T) {
 }
 
 // TestFieldsTheHostFoundAreWhatTheGuestIsGiven: a call whose request
-// comes with where its fields lie (Request.Fields, found by the host as it
-// made the request) is answered as one whose request_fields reads the
+// comes with where its fields lie (sandbox.InvokeRequest, found by the
+// host as it made the request) is answered as one whose request_fields reads the
 // request: the same answer for the same fuel, from goctx and from a guest
 // that writes back what request_fields wrote (requestfieldscap.wat).
 func TestFieldsTheHostFoundAreWhatTheGuestIsGiven(t *testing.T) {
@@ -126,8 +126,8 @@ func TestFieldsTheHostFoundAreWhatTheGuestIsGiven(t *testing.T) {
 		for _, in := range inputs {
 			input, ctx := decode(in), decode(c)
 			body, marks := abi.EncodeInvokeMarked("goctx.echo", "1.0.0", input, ctx)
-			fields := sandbox.InvokeFields(body, marks, input, ctx)
-			if fields == nil {
+			withFields := sandbox.InvokeRequest(body, marks, input, ctx)
+			if !sandbox.HasFields(withFields) {
 				t.Fatalf("%.200s: the host did not say where its fields lie", body)
 			}
 			for _, m := range []*sandbox.Module{goctx, written} {
@@ -135,7 +135,7 @@ func TestFieldsTheHostFoundAreWhatTheGuestIsGiven(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				given, err := m.Call(context.Background(), sandbox.Request{Body: body, Fields: fields})
+				given, err := m.Call(context.Background(), withFields)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -28,7 +28,7 @@ func requestFields(ctx context.Context, mod api.Module, stack []uint64) {
 	out, n := uint32(stack[0]), min(uint32(stack[1]), wire.FieldCount)
 	w := read(mod, abi.ImportRequestFields, out, n*wire.FieldSize)
 	pay := func(c int) { charge(ctx, mod, int64(c)*jsonScanCost) }
-	var f RequestFields
+	var f fieldSpans
 	switch st := stateFrom(ctx); {
 	case st.fields != nil:
 		// Paid for as findFields pays for a request it reads to its end.
@@ -54,7 +54,7 @@ func requestFields(ctx context.Context, mod api.Module, stack []uint64) {
 // The objects that hold fields (its tool, check and ctx) it reads after
 // the request, again, paid for by then: in turn, not by recursion, so
 // that nothing of a call's walk is allocated.
-func findFields(req []byte, pay func(int), f *RequestFields) bool {
+func findFields(req []byte, pay func(int), f *fieldSpans) bool {
 	todo, n := [8]heldObject{{0, uint32(len(req)), wire.RequestObject}}, 1
 	for k := 0; k < n; k++ {
 		h := todo[k]
@@ -110,15 +110,22 @@ type heldObject struct {
 	o          *wire.FieldObject
 }
 
-// RequestFields is where each field of a request lies (wire.RequestFields,
+// fieldSpans is where each field of a request lies (wire.RequestFields,
 // in order): three u32 each, as request_fields writes them.
-type RequestFields [wire.FieldCount][3]uint32
+type fieldSpans [wire.FieldCount][3]uint32
 
-// InvokeFields is what request_fields answers for the message
-// abi.EncodeInvokeMarked made of input and ctx (body, with its marks m),
-// found from the marks and the values rather than by reading body: about
-// a microsecond of a small call, and all of the reading of a large input.
-// Nil when the message is not plainly in the shape request_fields answers
+// InvokeRequest is the request of a tool call whose message (Body) is
+// body, which abi.EncodeInvokeMarked made of input and ctx with the marks
+// m: with where its fields lie, so that its request_fields need not read
+// it (invokeFields).
+func InvokeRequest(body []byte, m abi.InvokeMarks, input, ctx any) Request {
+	return Request{Body: body, fields: invokeFields(body, m, input, ctx)}
+}
+
+// invokeFields is what request_fields answers for the message body,
+// found from its marks m and the values rather than by reading body:
+// about a microsecond of a small call, and all of the reading of a large
+// input. Nil when the message is not plainly in the shape request_fields answers
 // (a key or a string field that is not plain, a ctx that is not an object
 // of at most abi.MaxMarkedCtx members, a value nested deeper than
 // json_scan reads, one ojson writes as it is given); request_fields then
@@ -126,11 +133,11 @@ type RequestFields [wire.FieldCount][3]uint32
 // not nil it is what findFields finds (FuzzInvokeFields holds them to it):
 // a replay, whose request_fields reads the recorded message, answers the
 // same.
-func InvokeFields(body []byte, m abi.InvokeMarks, input, ctx any) *RequestFields {
+func invokeFields(body []byte, m abi.InvokeMarks, input, ctx any) *fieldSpans {
 	if uint64(len(body)) > 1<<32-1 || m.CtxMembers < 0 || !plainValue(input, 0) || !plainValue(ctx, 0) {
 		return nil
 	}
-	f := new(RequestFields)
+	f := new(fieldSpans)
 	str := func(field int, at [2]uint32) bool {
 		s := body[at[0]:at[1]]
 		if !printable(s) {

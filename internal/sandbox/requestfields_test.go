@@ -110,7 +110,7 @@ func FuzzRequestFields(f *testing.F) {
 // checks that each is what encoding/json reads from b.
 func checkFields(t *testing.T, b []byte) (found bool) {
 	t.Helper()
-	var f RequestFields
+	var f fieldSpans
 	if !findFields(b, func(int) {}, &f) {
 		return false
 	}
@@ -257,9 +257,9 @@ func randomRequest(r *rand.Rand) []byte {
 func hex2(c byte) string { return string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15]) }
 
 // checkInvokeFields makes the invoke message of toolID, version, input
-// and ctx, and checks that where InvokeFields says its fields lie is
+// and ctx, and checks that where invokeFields says its fields lie is
 // where findFields finds them, and that the message is the one JSON
-// object ojson writes of its parts. It reports whether InvokeFields said.
+// object ojson writes of its parts. It reports whether invokeFields said.
 func checkInvokeFields(t *testing.T, toolID, version string, input, ctx any) (said bool) {
 	t.Helper()
 	body, m := abi.EncodeInvokeMarked(toolID, version, input, ctx)
@@ -272,19 +272,19 @@ func checkInvokeFields(t *testing.T, toolID, version string, input, ctx any) (sa
 	if !bytes.Equal(body, want) {
 		t.Fatalf("the invoke message is %s, want %s", body, want)
 	}
-	fields := InvokeFields(body, m, input, ctx)
-	var found RequestFields
+	fields := invokeFields(body, m, input, ctx)
+	var found fieldSpans
 	paid := 0
 	ok := findFields(body, func(n int) { paid += n }, &found)
 	switch {
 	case fields == nil:
 		return false
 	case !ok:
-		t.Fatalf("%s: InvokeFields says %v, but request_fields reading it answers -1", body, *fields)
+		t.Fatalf("%s: invokeFields says %v, but request_fields reading it answers -1", body, *fields)
 	case *fields != found:
-		t.Fatalf("%s: InvokeFields says\n%v\nrequest_fields reading it finds\n%v", body, *fields, found)
+		t.Fatalf("%s: invokeFields says\n%v\nrequest_fields reading it finds\n%v", body, *fields, found)
 	case paid != len(body):
-		t.Fatalf("%s: request_fields reading it paid for %d bytes, InvokeFields' call pays for %d", body, paid, len(body))
+		t.Fatalf("%s: request_fields reading it paid for %d bytes, the call given its fields pays for %d", body, paid, len(body))
 	}
 	return true
 }

@@ -15,7 +15,7 @@ import (
 // and still never see another call's data.
 type callState struct {
 	request  []byte
-	fields   *RequestFields // Request.Fields
+	fields   *fieldSpans // Request.fields
 	response []byte
 	wrote    bool
 	maxResp  int
