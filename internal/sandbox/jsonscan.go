@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/binary"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -214,9 +213,6 @@ func (s *jsonScanner) str(i int) int {
 	b := s.b
 	j := i + 1
 	for {
-		for j+8 <= s.lim && !stopsString(binary.LittleEndian.Uint64(b[j:])) {
-			j += 8 // eight plain bytes
-		}
 		for j < s.lim && jsonPlain[b[j]] {
 			j++
 		}
@@ -271,22 +267,6 @@ var jsonPlain = func() (t [256]bool) {
 	}
 	return t
 }()
-
-// stopsString reports whether a byte of x is one str's loop looks at on
-// its own (not jsonPlain): each test exact as a whole, since a borrow only
-// ever marks a byte above one that is what it tests for.
-func stopsString(x uint64) bool {
-	const lsb, msb = 0x0101010101010101, 0x8080808080808080
-	return ((x-lsb*0x20)&^x|hasByte(x, '"')|hasByte(x, '\\')|hasByte(x, '<')|hasByte(x, '>')|hasByte(x, '&')|hasByte(x, 0xe2))&msb != 0
-}
-
-// hasByte is not 0 when a byte of x is c (exact as a whole: a borrow only
-// ever marks a byte above one that is c).
-func hasByte(x uint64, c byte) uint64 {
-	const lsb, msb = 0x0101010101010101, 0x8080808080808080
-	y := x ^ lsb*uint64(c)
-	return (y - lsb) &^ y & msb
-}
 
 // number reads the number at b[i] as JSON's grammar has it.
 func (s *jsonScanner) number(i int) int {

@@ -205,30 +205,3 @@ func FuzzJSONScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkScan(t, b) })
 }
-
-// TestStringsEndWhereTheyEndEightBytesAtATime: each of the 256 bytes, at
-// each place of a string's plain run (read eight bytes at a time, then
-// the rest), is taken or looked at on its own as json_scan's byte loop
-// takes it: the same end, validity and escape flag.
-func TestStringsEndWhereTheyEndEightBytesAtATime(t *testing.T) {
-	for c := range 256 {
-		for n := 1; n <= 19; n++ {
-			for at := range n {
-				v := bytes.Repeat([]byte{'a'}, n)
-				v[at] = byte(c)
-				b := append(append([]byte{'"'}, v...), '"')
-				fast := jsonScanner{b: b, lim: len(b)}
-				end := fast.str(0)
-				want, wantEscaped := -1, false
-				if c >= 0x20 && c != '"' && c != '\\' {
-					want, wantEscaped = len(b), c == '<' || c == '>' || c == '&'
-				} else if c == '"' {
-					want = at + 2
-				}
-				if end != want || end > 0 && fast.escaped != wantEscaped {
-					t.Fatalf("byte %#x at %d of %d: str ends at %d (escaped %v), want %d (%v)", c, at, n, end, fast.escaped, want, wantEscaped)
-				}
-			}
-		}
-	}
-}

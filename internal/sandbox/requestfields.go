@@ -215,6 +215,14 @@ func escapedFlag(v []byte) uint32 {
 	return 0
 }
 
+// hasByte is not 0 when a byte of x is c (exact as a whole: a borrow only
+// ever marks a byte above one that is c).
+func hasByte(x uint64, c byte) uint64 {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	y := x ^ lsb*uint64(c)
+	return (y - lsb) &^ y & msb
+}
+
 // plainValue reports whether ojson writes v compact, as json_scan reads
 // it: of ojson's own types, json.RawMessage (written as given) aside,
 // and nested at most maxJSONDepth deep (depth: the arrays and objects
