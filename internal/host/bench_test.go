@@ -43,7 +43,7 @@ func BenchmarkDispatchEcho(b *testing.B) {
 // BenchmarkDispatchEchoLarge is BenchmarkDispatchEcho with a message of
 // 64 KiB: what a call pays for the size of its input on the way in and
 // out (packd says where the request's fields lie without reading it
-// again: sandbox.InvokeFields).
+// again: sandbox.InvokeRequest).
 //
 //	go test -run '^$' -bench 'DispatchEchoLarge' -count 3 ./internal/host
 func BenchmarkDispatchEchoLarge(b *testing.B) {
