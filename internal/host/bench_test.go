@@ -22,22 +22,7 @@ import (
 // pack: parse, resolve, fill defaults, validate input, run in a fresh
 // instance, validate output, encode. `make bench` runs it.
 func BenchmarkDispatchEcho(b *testing.B) {
-	ctx := context.Background()
-	p, err := host.Load(ctx, host.Config{
-		IndexPath: filepath.Join("..", "..", "wasm-examples", "echo", "index.json"),
-		Sandbox:   sandbox.Config{CacheDir: cacheDir, PoolSize: 1},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close(ctx)
-	msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if o := p.Dispatch(ctx, host.Request{Body: msg}); !o.OK() {
-			b.Fatalf("%s", o.Response)
-		}
-	}
+	benchDispatchEcho(b, []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"hello"},"ctx":{"tenantId":"t","runId":"r"}}`))
 }
 
 // BenchmarkDispatchEchoLarge is BenchmarkDispatchEcho with a message of
@@ -47,6 +32,14 @@ func BenchmarkDispatchEcho(b *testing.B) {
 //
 //	go test -run '^$' -bench 'DispatchEchoLarge' -count 3 ./internal/host
 func BenchmarkDispatchEchoLarge(b *testing.B) {
+	msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"` + strings.Repeat("hello, bench ", 64<<10/13) + `"},"ctx":{"tenantId":"t","runId":"r"}}`)
+	b.SetBytes(int64(len(msg)))
+	benchDispatchEcho(b, msg)
+}
+
+// benchDispatchEcho dispatches msg to the echo example's pooled pack,
+// again and again.
+func benchDispatchEcho(b *testing.B, msg []byte) {
 	ctx := context.Background()
 	p, err := host.Load(ctx, host.Config{
 		IndexPath: filepath.Join("..", "..", "wasm-examples", "echo", "index.json"),
@@ -56,8 +49,6 @@ func BenchmarkDispatchEchoLarge(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close(ctx)
-	msg := []byte(`{"v":2,"kind":"invoke","tool":{"id":"echo.message"},"input":{"message":"` + strings.Repeat("hello, bench ", 64<<10/13) + `"},"ctx":{"tenantId":"t","runId":"r"}}`)
-	b.SetBytes(int64(len(msg)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if o := p.Dispatch(ctx, host.Request{Body: msg}); !o.OK() {
